@@ -1,0 +1,385 @@
+// The ferry configuration file: schema in config.h, rules in drivers-config/README.md.
+#include "ferry/config/config.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "reader.h"
+#include "text.h"
+
+namespace ferry::config {
+
+using detail::reader;
+
+namespace {
+
+constexpr std::string_view wakeup_names[] = {"conditional", "always", "poll"};
+
+// Debian's DPDK 22.11 is built with RTE_MAX_LCORE 128 and RTE_MAX_ETHPORTS 32; a larger
+// value cannot work there, so it is a config error rather than an EAL failure later.
+constexpr int64_t max_workers = 128;
+constexpr int64_t max_ports = 32;
+
+constexpr std::string_view embedded_default_text =
+    R"(# ferry's built-in configuration: one net_tap port. The tap interface "ferry0" appears
+# in ferry's network namespace; give the kernel side an address in 10.77.0.0/24.
+[ferry]
+wakeup_mode = "conditional"
+idle_threshold_us = 200
+neighbor_timeout_s = 60
+
+[[port]]
+name = "tap0"
+profile = "net_tap"
+iface = "ferry0"
+address = "10.77.0.1/24"
+mtu = 1500
+mbufs = 16384
+)";
+
+std::string cidr_text(uint32_t addr, uint8_t len) {
+    return format_ipv4(addr & detail::prefix_mask(len)) + "/" + std::to_string(len);
+}
+
+// "a.b.c.d/len" as a host address on its subnet; the reason it is not, else.
+std::optional<std::string> parse_host_cidr(std::string_view s, uint32_t &addr, uint8_t &len) {
+    size_t slash = s.find('/');
+    if (slash == std::string_view::npos)
+        return "expected 'a.b.c.d/len', got '" + std::string(s) + "'";
+    std::string_view a = s.substr(0, slash), p = s.substr(slash + 1);
+    auto ip = detail::parse_ipv4(a);
+    if (!ip)
+        return "'" + std::string(a) + "' is not an IPv4 address a.b.c.d";
+    bool digits = !p.empty() && p.size() <= 2 && (p.size() == 1 || p[0] != '0') &&
+                  p.find_first_not_of("0123456789") == std::string_view::npos;
+    int plen = -1;
+    if (digits) {
+        plen = 0;
+        for (char c : p)
+            plen = plen * 10 + (c - '0');
+    }
+    if (plen < 1 || plen > 32)
+        return "prefix length must be 1..32, got '" + std::string(p) + "'";
+    if (auto why = detail::unusable_host_reason(*ip))
+        return format_ipv4(*ip) + " is not a usable host address (" + std::string(*why) + ")";
+    addr = *ip;
+    len = static_cast<uint8_t>(plen);
+    // /31 (RFC 3021) and /32 have no network or broadcast address.
+    uint32_t mask = detail::prefix_mask(len);
+    if (len <= 30 && (addr & ~mask) == 0)
+        return format_ipv4(addr) + " is the network address of " + cidr_text(addr, len) +
+               ", not a host address";
+    if (len <= 30 && (addr & ~mask) == ~mask)
+        return format_ipv4(addr) + " is the broadcast address of " + cidr_text(addr, len) +
+               ", not a host address";
+    return std::nullopt;
+}
+
+// The gateway must be a host on the port's subnet other than the port itself.
+std::optional<std::string> check_gateway(uint32_t gw, uint32_t addr, uint8_t len) {
+    if (auto why = detail::unusable_host_reason(gw))
+        return format_ipv4(gw) + " is not a usable host address (" + std::string(*why) + ")";
+    uint32_t mask = detail::prefix_mask(len);
+    if ((gw & mask) != (addr & mask))
+        return format_ipv4(gw) + " is outside the port's subnet " + cidr_text(addr, len);
+    if (gw == addr)
+        return format_ipv4(gw) + " is the port's own address";
+    if (len <= 30 && (gw & ~mask) == 0)
+        return format_ipv4(gw) + " is the network address of " + cidr_text(addr, len);
+    if (len <= 30 && (gw & ~mask) == ~mask)
+        return format_ipv4(gw) + " is the broadcast address of " + cidr_text(addr, len);
+    return std::nullopt;
+}
+
+// Where the keys that must be unique across ports were, for "first defined at".
+struct port_nodes {
+    const toml::node *name = nullptr, *iface = nullptr, *pci = nullptr, *address = nullptr,
+                     *gateway = nullptr;
+};
+
+class config_parser {
+public:
+    explicit config_parser(std::string_view file) : r_(file) {}
+
+    result<ferry_config, error> run(const toml::table &root) {
+        cfg_.source = r_.file();
+        const reader::field fields[] = {
+            {"ferry", false,
+             [this](const toml::node &n, const std::string &k) { return read_ferry(n, k); }},
+            {"port", false,
+             [this](const toml::node &n, const std::string &k) { return read_ports(n, k); }},
+        };
+        if (auto e = r_.walk(root, "", fields))
+            return unexpected{*e};
+        if (cfg_.ports.empty())
+            return unexpected{
+                error{source_pos{r_.file()}, "port", "at least one [[port]] table is required"}};
+        return std::move(cfg_);
+    }
+
+private:
+    std::optional<error> read_ferry(const toml::node &n, const std::string &key) {
+        auto t = r_.table(n, key);
+        if (!t)
+            return t.error();
+        const reader::field fields[] = {
+            {"workers", false, r_.integer_into(cfg_.workers, 0, max_workers)},
+            {"wakeup_mode", false,
+             [this](const toml::node &v, const std::string &k) -> std::optional<error> {
+                 auto s = r_.string(v, k);
+                 if (!s)
+                     return s.error();
+                 auto m = parse_wakeup_mode(*s);
+                 if (!m) {
+                     return r_.at(v, k,
+                                  "unknown wakeup mode '" + *s + "' (expected " +
+                                      detail::join_alternatives(wakeup_names) + ")");
+                 }
+                 cfg_.wakeup = *m;
+                 return std::nullopt;
+             }},
+            {"idle_threshold_us", false, r_.integer_into(cfg_.idle_threshold_us, 1, 1000000)},
+            {"neighbor_timeout_s", false, r_.integer_into(cfg_.neighbor_timeout_s, 1, 86400)},
+        };
+        return r_.walk(**t, key, fields);
+    }
+
+    std::optional<error> read_ports(const toml::node &n, const std::string &key) {
+        // [port] (a single table) instead of [[port]] is the likely mistake here.
+        if (n.is_table())
+            return r_.at(n, key, "expected an array of tables ([[port]]), got a table");
+        auto a = r_.array(n, key);
+        if (!a)
+            return a.error();
+        for (size_t i = 0; i < (*a)->size(); ++i) {
+            const toml::node &elem = *(*a)->get(i);
+            std::string k = detail::index_key(key, i);
+            if (i >= static_cast<size_t>(max_ports))
+                return r_.at(elem, k, "at most " + std::to_string(max_ports) + " ports");
+            auto t = r_.table(elem, k);
+            if (!t)
+                return t.error();
+            if (auto e = read_port(**t, k, static_cast<uint32_t>(i)))
+                return e;
+        }
+        return std::nullopt;
+    }
+
+    std::optional<error> read_port(const toml::table &t, const std::string &key, uint32_t index) {
+        port_config p;
+        p.index = index;
+        p.where = r_.pos(t.source());
+        port_nodes nodes;
+
+        auto checked_string = [this](std::string &out, const toml::node *&node, auto valid,
+                                     std::string_view what) -> reader::handler {
+            return [this, &out, &node, valid, what](const toml::node &v,
+                                                    const std::string &k) -> std::optional<error> {
+                auto s = r_.string(v, k);
+                if (!s)
+                    return s.error();
+                if (!valid(*s))
+                    return r_.at(v, k, std::string(what) + ", got '" + *s + "'");
+                out = std::move(*s);
+                node = &v;
+                return std::nullopt;
+            };
+        };
+        const toml::node *profile_node = nullptr;
+        const reader::field fields[] = {
+            {"name", true,
+             checked_string(
+                 p.name, nodes.name,
+                 [](std::string_view s) { return detail::is_lower_name(s, 32); },
+                 "must be 1..32 characters of [a-z0-9_]")},
+            {"profile", true,
+             checked_string(
+                 p.profile, profile_node,
+                 [](std::string_view s) { return detail::is_lower_name(s, 64); },
+                 "must be a profile name of [a-z0-9_] (drivers-config/<profile>.toml)")},
+            {"iface", false,
+             checked_string(p.iface, nodes.iface, detail::is_iface_name,
+                            "must be 1..15 characters of [A-Za-z0-9_.-] (a Linux interface "
+                            "name)")},
+            {"pci", false,
+             checked_string(p.pci, nodes.pci, detail::is_pci_address,
+                            "expected a PCI address dddd:bb:dd.f")},
+            {"address", true,
+             [&](const toml::node &v, const std::string &k) -> std::optional<error> {
+                 auto s = r_.string(v, k);
+                 if (!s)
+                     return s.error();
+                 if (auto why = parse_host_cidr(*s, p.address, p.prefix_len))
+                     return r_.at(v, k, *why);
+                 nodes.address = &v;
+                 return std::nullopt;
+             }},
+            {"gateway", false,
+             [&](const toml::node &v, const std::string &k) -> std::optional<error> {
+                 auto s = r_.string(v, k);
+                 if (!s)
+                     return s.error();
+                 auto gw = detail::parse_ipv4(*s);
+                 if (!gw)
+                     return r_.at(v, k, "expected an IPv4 address a.b.c.d, got '" + *s + "'");
+                 // Checked against the subnet once the whole table is read: address may
+                 // come later in the table.
+                 p.gateway = *gw;
+                 nodes.gateway = &v;
+                 return std::nullopt;
+             }},
+            {"mac", false,
+             [&](const toml::node &v, const std::string &k) -> std::optional<error> {
+                 auto s = r_.string(v, k);
+                 if (!s)
+                     return s.error();
+                 auto mac = detail::parse_mac(*s);
+                 if (!mac)
+                     return r_.at(v, k,
+                                  "expected a MAC address xx:xx:xx:xx:xx:xx, got '" + *s + "'");
+                 if ((*mac)[0] & 1)
+                     return r_.at(v, k,
+                                  *s + " is a multicast address (the first octet's low "
+                                       "bit is set); a port needs a unicast address");
+                 if (*mac == std::array<uint8_t, 6>{})
+                     return r_.at(v, k, *s + " is the all-zero address");
+                 p.mac = *mac;
+                 return std::nullopt;
+             }},
+            {"mtu", false, r_.integer_into(p.mtu, 68, 9000)},
+            {"mbufs", false, r_.integer_into(p.mbufs, 1024, 1 << 24)},
+            {"rx_desc", false, desc_into(p.rx_desc)},
+            {"tx_desc", false, desc_into(p.tx_desc)},
+        };
+        if (auto e = r_.walk(t, key, fields))
+            return e;
+
+        if (p.gateway) {
+            if (auto why = check_gateway(*p.gateway, p.address, p.prefix_len))
+                return r_.at(*nodes.gateway, detail::join_key(key, "gateway"), *why);
+        }
+        if (auto e = check_unique(p, nodes, key))
+            return e;
+        cfg_.ports.push_back(std::move(p));
+        nodes_.push_back(nodes);
+        return std::nullopt;
+    }
+
+    // 0 = the profile's; otherwise what every PMD accepts: a power of two.
+    reader::handler desc_into(uint16_t &out) {
+        return [this, &out](const toml::node &v, const std::string &k) -> std::optional<error> {
+            auto n = r_.integer(v, k, 0, 32768);
+            if (!n)
+                return n.error();
+            if (*n != 0 && (*n < 32 || (*n & (*n - 1)) != 0))
+                return r_.at(v, k,
+                             "must be 0 (the profile's) or a power of two in 32..32768, got " +
+                                 std::to_string(*n));
+            out = static_cast<uint16_t>(*n);
+            return std::nullopt;
+        };
+    }
+
+    // Names, interfaces and PCI addresses identify a port; subnets must not overlap, or
+    // the route for an address would depend on port order.
+    std::optional<error> check_unique(const port_config &p, const port_nodes &nodes,
+                                      const std::string &key) {
+        for (size_t j = 0; j < cfg_.ports.size(); ++j) {
+            const port_config &q = cfg_.ports[j];
+            auto first_at = [&](const toml::node *n) {
+                source_pos w = r_.pos(n->source());
+                return w.file + ":" + std::to_string(w.line) + ":" + std::to_string(w.column);
+            };
+            if (p.name == q.name)
+                return r_.at(*nodes.name, detail::join_key(key, "name"),
+                             "duplicate port name '" + p.name + "' (first defined at " +
+                                 first_at(nodes_[j].name) + ")");
+            if (!p.iface.empty() && p.iface == q.iface)
+                return r_.at(
+                    *nodes.iface, detail::join_key(key, "iface"),
+                    "interface '" + p.iface + "' is already used by port '" + q.name + "'");
+            if (!p.pci.empty() && p.pci == q.pci)
+                return r_.at(*nodes.pci, detail::join_key(key, "pci"),
+                             "PCI device " + p.pci + " is already used by port '" + q.name + "'");
+            uint32_t mask = detail::prefix_mask(std::min(p.prefix_len, q.prefix_len));
+            if ((p.address & mask) == (q.address & mask))
+                return r_.at(*nodes.address, detail::join_key(key, "address"),
+                             "subnet " + cidr_text(p.address, p.prefix_len) + " overlaps port '" +
+                                 q.name + "' (" + cidr_text(q.address, q.prefix_len) + ")");
+        }
+        return std::nullopt;
+    }
+
+    reader r_;
+    ferry_config cfg_;
+    std::vector<port_nodes> nodes_;  // parallel to cfg_.ports
+};
+
+}  // namespace
+
+std::string_view to_string(wakeup_mode m) {
+    return wakeup_names[static_cast<size_t>(m)];
+}
+
+std::optional<wakeup_mode> parse_wakeup_mode(std::string_view s) {
+    for (size_t i = 0; i < std::size(wakeup_names); ++i) {
+        if (s == wakeup_names[i])
+            return static_cast<wakeup_mode>(i);
+    }
+    return std::nullopt;
+}
+
+std::string_view to_string(bus b) {
+    return b == bus::pci ? "pci" : "vdev";
+}
+
+std::string error::to_string() const {
+    std::string out = where.file;
+    if (where.line != 0) {
+        if (!out.empty())
+            out += ':';
+        out += std::to_string(where.line);
+        if (where.column != 0)
+            out += ":" + std::to_string(where.column);
+    }
+    if (!out.empty())
+        out += ": ";
+    if (!key.empty())
+        out += "key '" + key + "': ";
+    out += message;
+    return out;
+}
+
+std::string format_ipv4(uint32_t a) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff,
+                  a & 0xff);
+    return buf;
+}
+
+std::string format_mac(const std::array<uint8_t, 6> &m) {
+    char buf[18];
+    std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                  m[5]);
+    return buf;
+}
+
+std::string_view embedded_default() {
+    return embedded_default_text;
+}
+
+result<ferry_config, error> parse(std::string_view toml_text, std::string_view source_name) {
+    toml::parse_result doc = toml::parse(toml_text, source_name);
+    if (!doc)
+        return unexpected{detail::from_parse_error(doc.error(), source_name)};
+    return config_parser(source_name).run(doc.table());
+}
+
+result<ferry_config, error> load_file(const std::string &path) {
+    auto text = detail::read_file(path);
+    if (!text)
+        return unexpected{error{source_pos{path}, "", text.error()}};
+    return parse(*text, path);
+}
+
+}  // namespace ferry::config

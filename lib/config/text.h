@@ -1,0 +1,40 @@
+// Strict parsers for the textual values in configs (private to lib/config). Each returns
+// nullopt / false on anything it does not fully accept: no leading/trailing space, no
+// leading zeros in IPv4 octets (inet_aton would read "010" as octal 8).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace ferry::config::detail {
+
+// "a.b.c.d", four decimal octets 0..255 -> host byte order.
+std::optional<uint32_t> parse_ipv4(std::string_view s);
+// "xx:xx:xx:xx:xx:xx", hex digits in either case.
+std::optional<std::array<uint8_t, 6>> parse_mac(std::string_view s);
+// "dddd:bb:dd.f": 4-hex-digit domain, 2-hex-digit bus, device 00..1f, function 0..7.
+bool is_pci_address(std::string_view s);
+// 1..max_len characters of [a-z0-9_].
+bool is_lower_name(std::string_view s, size_t max_len);
+// A Linux interface name we accept: 1..15 (IFNAMSIZ - 1) of [A-Za-z0-9_.-], not "." or
+// "..". Narrower than the kernel's rule on purpose: the name is pasted into devargs, where
+// ',' and '=' are separators.
+bool is_iface_name(std::string_view s);
+// Mask of a prefix length 0..32, host byte order.
+uint32_t prefix_mask(uint8_t prefix_len);
+// Why addr cannot be a host's unicast address (0/8, loopback, multicast, 240/4), or
+// nullopt when it can.
+std::optional<std::string_view> unusable_host_reason(uint32_t addr);
+
+// The candidate closest to `word` by edit distance, if close enough to be a likely typo
+// (distance <= 2 and less than the word's length); else an empty view.
+std::string_view nearest(std::string_view word, std::span<const std::string_view> candidates);
+
+// "a, b or c".
+std::string join_alternatives(std::span<const std::string_view> items);
+
+}  // namespace ferry::config::detail

@@ -1,0 +1,76 @@
+// Per-(lcore, port) counters of the Ethernet/ARP/IPv4/ICMP stack.
+//
+// One X-macro list yields the struct fields, the telemetry names and the help
+// text (CONVENTIONS.md "Per-lcore counters"). Every drop has its own counter:
+// a frame is counted once at its layer's *_rx and at most once in a *_drop_*.
+#pragma once
+
+#include "ferry/base/counter.h"
+
+// clang-format off
+#define FERRY_NET_COUNTERS(X)                                                                    \
+    X(eth_rx,                     "Ethernet frames received")                                    \
+    X(eth_drop_runt,              "frames shorter than the 14-byte Ethernet header")             \
+    X(eth_drop_header_split,      "multi-segment frames whose headers are not in the first segment") \
+    X(eth_drop_not_for_us,        "unicast frames for another MAC address")                      \
+    X(eth_drop_multicast,         "multicast (non-broadcast) frames")                            \
+    X(eth_drop_bad_src,           "frames with a multicast source MAC address")                  \
+    X(eth_drop_vlan,              "802.1Q/802.1ad tagged frames (VLANs are not supported)")      \
+    X(eth_drop_unknown_ethertype, "frames with an EtherType other than IPv4 and ARP")            \
+    X(arp_rx,                     "ARP packets received")                                        \
+    X(arp_drop_malformed,         "ARP packets truncated or with wrong address lengths")         \
+    X(arp_drop_unsupported,       "ARP packets for another hardware/protocol type or opcode")    \
+    X(arp_drop_bad_sender,        "ARP packets with a group or zero sender MAC, or a multicast/loopback/240.0.0.0/4 sender IP") \
+    X(arp_drop_not_for_us,        "ARP packets whose target is not our address (after the RFC 826 merge)") \
+    X(arp_conflict,               "ARP packets from another host claiming our address")          \
+    X(arp_requests_answered,      "ARP requests for our address answered")                       \
+    X(arp_replies_rx,             "ARP replies for our address received")                        \
+    X(arp_requests_sent,          "ARP requests sent to resolve a next hop")                     \
+    X(arp_gratuitous_sent,        "gratuitous ARP announcements sent")                           \
+    X(neigh_learned,              "neighbor entries added or resolved")                          \
+    X(neigh_updated,              "reachable neighbor entries refreshed by ARP")                 \
+    X(neigh_expired,              "neighbor entries removed after the timeout")                  \
+    X(neigh_evicted,              "neighbor entries reclaimed to make room")                     \
+    X(neigh_table_full,           "neighbor insertions refused: table full")                     \
+    X(neigh_pending_full_drop,    "packets dropped: too many waiting for one address")           \
+    X(neigh_resolve_failed,       "address resolutions given up after the last ARP retry")       \
+    X(neigh_resolve_failed_drop,  "packets dropped because their next hop did not resolve")      \
+    X(ipv4_rx,                    "IPv4 datagrams received")                                     \
+    X(ipv4_drop_truncated,        "IPv4 datagrams shorter than their header or total length")    \
+    X(ipv4_drop_bad_version,      "IPv4 datagrams with version != 4")                            \
+    X(ipv4_drop_bad_ihl,          "IPv4 datagrams with IHL < 5")                                 \
+    X(ipv4_drop_bad_length,       "IPv4 datagrams with total length < header length")            \
+    X(ipv4_drop_bad_checksum,     "IPv4 datagrams with a bad header checksum")                   \
+    X(ipv4_drop_ttl_zero,         "IPv4 datagrams received with TTL 0")                          \
+    X(ipv4_drop_fragment,         "IPv4 fragments (reassembly is not implemented)")              \
+    X(ipv4_drop_not_for_us,       "IPv4 datagrams for another unicast address")                  \
+    X(ipv4_drop_link_broadcast,   "unicast IPv4 datagrams received in a link-layer broadcast (RFC 1122 3.3.6)") \
+    X(ipv4_drop_broadcast,        "IPv4 datagrams to a broadcast or multicast address")          \
+    X(ipv4_drop_bad_src,          "IPv4 datagrams with a source that is not a unicast address of another host") \
+    X(ipv4_drop_unknown_protocol, "IPv4 datagrams for a protocol other than ICMP and TCP")       \
+    X(ipv4_drop_no_route,         "IPv4 datagrams to send with no on-link or gateway next hop")  \
+    X(ipv4_tx,                    "IPv4 datagrams queued for transmission")                      \
+    X(tcp_drop_unimplemented,     "TCP segments dropped: no TCP layer attached yet")             \
+    X(icmp_rx,                    "ICMP messages received")                                      \
+    X(icmp_drop_truncated,        "ICMP messages shorter than 8 bytes")                          \
+    X(icmp_drop_bad_checksum,     "ICMP messages with a bad checksum")                           \
+    X(icmp_drop_unsupported,      "ICMP messages other than echo request (code 0)")              \
+    X(icmp_drop_oversize,         "ICMP echo requests larger than the MTU (no fragmentation)")   \
+    X(icmp_echo_replied,          "ICMP echo requests answered")                                 \
+    X(tx_alloc_fail,              "frames not sent: mbuf allocation or copy failed")             \
+    X(tx_drop_full,               "frames dropped: transmit queue full")                         \
+    X(tx_frames,                  "frames handed to the port for transmission")
+// clang-format on
+
+namespace ferry::net {
+
+struct alignas(64) net_counters {
+    FERRY_NET_COUNTERS(FERRY_COUNTER_MEMBER)
+};
+
+#define FERRY_NET_COUNTER_FIELD(name, help) FERRY_COUNTER_FIELD(net_counters, name, help)
+inline constexpr ferry::counter_field<net_counters> net_counter_fields[] = {
+    FERRY_NET_COUNTERS(FERRY_NET_COUNTER_FIELD)};
+#undef FERRY_NET_COUNTER_FIELD
+
+}  // namespace ferry::net

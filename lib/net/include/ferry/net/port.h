@@ -1,0 +1,64 @@
+// NIC port bring-up from a driver profile (drivers-config/<profile>.toml) and
+// per-queue burst I/O.
+//
+// One port = one DPDK ethdev with one rx/tx queue pair per worker lcore and one
+// mbuf pool (per-lcore mempool caches keep allocation lock-free). Capabilities
+// (rx interrupts, checksum offload, RSS) are probed here, logged under
+// ferry.port, and exported in /ferry/ports; a missing one falls back to
+// software (checksums) or to polling (interrupts).
+#pragma once
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "ferry/base/result.h"
+#include "ferry/config/config.h"
+
+namespace ferry::net {
+
+struct port_caps {
+    bool rx_interrupts = false;  // every rx queue has an event fd we can sleep on
+    bool rss = false;            // the NIC spreads flows over queues by hash
+    bool rx_ipv4_cksum = false, rx_tcp_cksum = false, rx_udp_cksum = false;
+    bool tx_ipv4_cksum = false, tx_tcp_cksum = false, tx_udp_cksum = false;
+    bool tx_multi_segs = false;
+    uint16_t max_rx_queues = 0, max_tx_queues = 0;
+};
+
+struct port {
+    config::port_config cfg;
+    config::driver_profile profile;
+    uint16_t id = UINT16_MAX;  // DPDK port id
+    std::string dev_name;      // ethdev name, e.g. net_tap0
+    std::string driver_name;   // from rte_eth_dev_info
+    uint16_t queues = 0;       // rx/tx queue pairs, one per worker
+    uint16_t rx_desc = 0, tx_desc = 0;
+    rte_mempool *pool = nullptr;
+    rte_ether_addr mac{};
+    port_caps caps;
+    uint64_t rx_offloads = 0, tx_offloads = 0;  // enabled, not merely offered
+    bool created = false;  // a vdev this process hot-plugged (removed on close)
+    bool started = false;
+};
+
+// Creates the device (vdev) or finds it (pci, probed by EAL from -a), creates
+// its mbuf pool, configures `queues` queue pairs and starts it. `want_rx_intr`
+// asks for rx interrupts (the profile must offer them). On failure returns a
+// message naming the port and the failing DPDK call with its errno text, and
+// releases what it had created.
+[[nodiscard]] result<port, std::string> port_open(const config::port_config &cfg,
+                                                  const config::driver_profile &profile,
+                                                  uint16_t queues, uint32_t workers,
+                                                  bool want_rx_intr);
+
+// Stops and closes the device and frees its pool. Safe on a partly opened port.
+void port_close(port &p) noexcept;
+
+// Names of the offload bits, for logs and telemetry.
+[[nodiscard]] std::string offload_names(uint64_t rx_offloads, uint64_t tx_offloads);
+
+}  // namespace ferry::net

@@ -1,0 +1,140 @@
+// The Ethernet/ARP/IPv4/ICMP stack of one port on one lcore.
+//
+// Read first: RFC 1122 §2 (link layer: ARP cache, link-layer broadcast rules)
+// and §3.2 (IPv4 and ICMP duties of a host), RFC 826, RFC 791, RFC 792.
+//
+// Receive path, in order (each drop has its own counter in net_counters):
+//   Ethernet: header in the first segment, untagged, to our MAC or broadcast,
+//             unicast source -> ARP or IPv4 by EtherType
+//   ARP:      RFC 826 merge into the neighbor table, answer requests for our
+//             address in place, release packets that waited for the sender
+//   IPv4:     header checks (ipv4_packet::check), to our address, sane source,
+//             TTL, not a fragment -> ICMP, or TCP (the hook where TCP attaches)
+//   ICMP:     echo request -> echo reply built in place
+//
+// Single-threaded: one stack per (lcore, port); nothing here is shared. The
+// stack reads no clock (time comes in as now_ns) and calls no NIC function:
+// frames to send pile up in tx_pending() for the port code to transmit.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "ferry/net/addr.h"
+#include "ferry/net/arp.h"
+#include "ferry/net/counters.h"
+#include "ferry/net/ethernet.h"
+#include "ferry/net/ipv4.h"
+#include "ferry/net/neighbor.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+
+namespace ferry::net {
+
+struct iface_config {
+    mac_addr mac;
+    ipv4_addr addr;
+    uint8_t prefix_len = 24;
+    std::optional<ipv4_addr> gateway;  // must be on-link
+    uint16_t mtu = 1500;
+    uint64_t neighbor_timeout_ns = 60'000'000'000;
+    uint64_t arp_retry_ns = 1'000'000'000;
+    uint32_t arp_max_tries = 3;
+    uint32_t neighbor_capacity = 256;
+};
+
+class stack {
+public:
+    static constexpr std::size_t tx_capacity = 1024;
+    // RFC 1700 / IANA default TTL, also Linux's.
+    static constexpr uint8_t default_ttl = 64;
+    // Ethernet + the longest IPv4 header + the longest TCP header. A
+    // multi-segment frame must carry at least this much (or all of itself) in its
+    // first segment, so every header is contiguous; NICs fill the first
+    // segment first, so only odd chains fail this.
+    static constexpr uint32_t max_header_bytes = 14 + 60 + 60;
+
+    // `pool` supplies mbufs for frames the stack originates (ARP requests,
+    // announcements) and for copies of shared mbufs it must modify. `counters`
+    // must outlive the stack.
+    stack(const iface_config &cfg, rte_mempool *pool, net_counters &counters);
+    // Frees frames still queued for transmission or waiting for ARP.
+    ~stack();
+    stack(const stack &) = delete;
+    stack &operator=(const stack &) = delete;
+
+    // Takes ownership of every mbuf: each is consumed (freed and counted, or
+    // turned into a reply in place and queued for tx).
+    void input_burst(std::span<rte_mbuf *const> pkts, uint64_t now_ns) noexcept;
+
+    // Sends an IPv4 datagram toward `dst`. `m`'s data starts with 14 bytes
+    // reserved for the Ethernet header (filled here), followed by a complete
+    // IPv4 header (checksum included) and its payload. Resolves the next hop
+    // (dst on-link, else the gateway) through the neighbor table and holds the
+    // datagram while ARP is in progress. Broadcast and multicast destinations
+    // need no resolution. Takes ownership.
+    void output_ipv4(rte_mbuf *m, ipv4_addr dst, uint64_t now_ns) noexcept;
+
+    // ARP retries, giving up (frees the waiting packets), neighbor expiry.
+    void poll_timers(uint64_t now_ns) noexcept;
+    // When poll_timers() has work next, UINT64_MAX if never; may be early (see
+    // neighbor_table::next_deadline), never late.
+    [[nodiscard]] uint64_t next_deadline() const noexcept;
+
+    // Frames to transmit, oldest first. They stay owned by the stack until
+    // tx_consumed() says the port took them.
+    [[nodiscard]] std::span<rte_mbuf *> tx_pending() noexcept {
+        return {txq_.data() + tx_head_, tx_len_};
+    }
+    // The caller transmitted the first n of tx_pending() (the NIC owns them now).
+    void tx_consumed(uint16_t n) noexcept;
+
+    // Gratuitous ARP for cfg.addr (RFC 5227 §3 announcement), sent at port start.
+    void announce(uint64_t now_ns) noexcept;
+
+    [[nodiscard]] const neighbor_table &neighbors() const noexcept { return neigh_; }
+    [[nodiscard]] const iface_config &config() const noexcept { return cfg_; }
+
+private:
+    void input_frame(rte_mbuf *m, uint64_t now_ns) noexcept;
+    void input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) noexcept;
+    void input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload,
+                    uint64_t now_ns) noexcept;
+    void input_icmp(rte_mbuf *m, const ethernet_repr &eth, const ipv4_repr &ip,
+                    uint32_t ip_header_len) noexcept;
+    // THE TCP HOOK. Called for every datagram that passed the IPv4 checks with
+    // protocol 6; `l4_off` is the TCP header's offset in the frame. Owns `m`.
+    // The TCP layer replaces this body; until then segments are dropped.
+    void input_tcp(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now_ns) noexcept;
+
+    // RFC 1122 §3.2.1.3: addresses that must not appear as a source.
+    [[nodiscard]] bool valid_source(ipv4_addr src) const noexcept;
+    // Fills the Ethernet header of a frame with an IPv4 datagram and queues it.
+    void send_ipv4(rte_mbuf *m, mac_addr dst) noexcept;
+    // Builds an ARP packet from our addresses in a fresh mbuf and queues it.
+    // False (counted) if no mbuf.
+    bool send_arp(arp_op op, mac_addr eth_dst, mac_addr target_hw, ipv4_addr target_ip) noexcept;
+    // Queues a frame for tx; frees and counts it when the queue is full.
+    void transmit(rte_mbuf *m) noexcept;
+    void drop(rte_mbuf *m, ferry::counter &c) noexcept;
+    // `m` itself if every segment is direct and unshared, else a private copy
+    // (the original is freed). Null (counted) if the copy failed.
+    [[nodiscard]] rte_mbuf *make_writable(rte_mbuf *m) noexcept;
+
+    iface_config cfg_;
+    rte_mempool *pool_;
+    net_counters &ctr_;
+    neighbor_table neigh_;
+    std::optional<ipv4_addr> subnet_bcast_;
+    // Pending frames are txq_[tx_head_, tx_head_ + tx_len_): a contiguous span
+    // for rte_eth_tx_burst; compacted to the front when the tail hits the end.
+    std::array<rte_mbuf *, tx_capacity> txq_{};
+    uint32_t tx_head_ = 0;
+    uint32_t tx_len_ = 0;
+};
+
+}  // namespace ferry::net

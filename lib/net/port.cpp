@@ -1,0 +1,258 @@
+#include "ferry/net/port.h"
+
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "ferry/base/log.h"
+
+RTE_LOG_REGISTER(ferry_logtype_port, ferry.port, INFO);
+
+#define PORT_LOG(level, fmt, ...) FERRY_LOG(level, ferry_logtype_port, "port", fmt, __VA_ARGS__)
+
+namespace ferry::net {
+namespace {
+
+struct offload_name {
+    const char *name;
+    uint64_t rx, tx;
+};
+
+// The profile vocabulary (drivers-config/README.md) mapped to ethdev bits.
+constexpr offload_name offload_table[] = {
+    {"ipv4_cksum", RTE_ETH_RX_OFFLOAD_IPV4_CKSUM, RTE_ETH_TX_OFFLOAD_IPV4_CKSUM},
+    {"tcp_cksum", RTE_ETH_RX_OFFLOAD_TCP_CKSUM, RTE_ETH_TX_OFFLOAD_TCP_CKSUM},
+    {"udp_cksum", RTE_ETH_RX_OFFLOAD_UDP_CKSUM, RTE_ETH_TX_OFFLOAD_UDP_CKSUM},
+    {"tcp_tso", 0, RTE_ETH_TX_OFFLOAD_TCP_TSO},
+    {"scatter", RTE_ETH_RX_OFFLOAD_SCATTER, 0},
+    {"multi_segs", 0, RTE_ETH_TX_OFFLOAD_MULTI_SEGS},
+    {"rss_hash", RTE_ETH_RX_OFFLOAD_RSS_HASH, 0},
+};
+
+uint64_t offload_bits(const std::vector<std::string> &names, bool rx) {
+    uint64_t bits = 0;
+    for (const auto &n : names)
+        for (const auto &o : offload_table)
+            if (n == o.name)
+                bits |= rx ? o.rx : o.tx;
+    return bits;
+}
+
+std::string fail(const port &p, const char *call, int rc) {
+    return "port '" + p.cfg.name + "' (" + p.dev_name + "): " + call +
+           " failed: " + std::strerror(rc < 0 ? -rc : rc);
+}
+
+}  // namespace
+
+std::string offload_names(uint64_t rx_offloads, uint64_t tx_offloads) {
+    std::string out;
+    for (const auto &o : offload_table) {
+        const bool rx = o.rx != 0 && (rx_offloads & o.rx) == o.rx;
+        const bool tx = o.tx != 0 && (tx_offloads & o.tx) == o.tx;
+        if (!rx && !tx)
+            continue;
+        if (!out.empty())
+            out += ' ';
+        out += o.name;
+        out += rx && tx ? "(rx,tx)" : rx ? "(rx)" : "(tx)";
+    }
+    return out.empty() ? "none" : out;
+}
+
+result<port, std::string> port_open(const config::port_config &cfg,
+                                    const config::driver_profile &profile, uint16_t queues,
+                                    uint32_t workers, bool want_rx_intr) {
+    port p;
+    p.cfg = cfg;
+    p.profile = profile;
+    p.queues = queues;
+
+    // 1. Find or create the ethdev.
+    if (profile.bus_kind == config::bus::vdev) {
+        // A vdev name is the driver name plus a unique suffix (net_tap0).
+        p.dev_name = profile.driver + std::to_string(rte_eth_dev_count_total());
+        const std::string args = config::expand_devargs(profile, cfg, queues);
+        PORT_LOG(INFO, "creating %s with devargs '%s'", p.dev_name.c_str(), args.c_str());
+        // Hot-plug through EAL (the same path as --vdev), so the vdev bus
+        // library need not be linked: DPDK loads it as a plugin.
+        const std::string devargs = args.empty() ? p.dev_name : p.dev_name + "," + args;
+        const int rc = rte_dev_probe(devargs.c_str());
+        if (rc != 0)
+            return unexpected{fail(p, "rte_dev_probe", rc)};
+        p.created = true;
+    } else {
+        p.dev_name = cfg.pci;
+    }
+    if (rte_eth_dev_get_port_by_name(p.dev_name.c_str(), &p.id) != 0) {
+        std::string msg = "port '" + cfg.name + "': no ethdev named '" + p.dev_name + "'";
+        if (profile.bus_kind == config::bus::pci)
+            msg += " (is the device bound to vfio-pci and allowed with EAL -a " + cfg.pci + "?)";
+        return unexpected{msg};
+    }
+
+    // 2. Probe what the device offers.
+    rte_eth_dev_info info{};
+    if (int rc = rte_eth_dev_info_get(p.id, &info); rc != 0) {
+        port_close(p);
+        return unexpected{fail(p, "rte_eth_dev_info_get", rc)};
+    }
+    p.driver_name = info.driver_name != nullptr ? info.driver_name : "?";
+    p.caps.max_rx_queues = info.max_rx_queues;
+    p.caps.max_tx_queues = info.max_tx_queues;
+    p.caps.rx_ipv4_cksum = info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
+    p.caps.rx_tcp_cksum = info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TCP_CKSUM;
+    p.caps.rx_udp_cksum = info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+    p.caps.tx_ipv4_cksum = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
+    p.caps.tx_tcp_cksum = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_CKSUM;
+    p.caps.tx_udp_cksum = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+    p.caps.tx_multi_segs = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    p.caps.rss = profile.rss && info.flow_type_rss_offloads != 0 && info.max_rx_queues > 1;
+    if (queues > info.max_rx_queues || queues > info.max_tx_queues) {
+        port_close(p);
+        return unexpected{"port '" + cfg.name + "': " + std::to_string(queues) +
+                          " queue pairs needed (one per worker) but " + p.driver_name + " offers " +
+                          std::to_string(info.max_rx_queues) + " rx / " +
+                          std::to_string(info.max_tx_queues) + " tx"};
+    }
+
+    // 3. Configure: offloads we asked for and the device has; the rest is done
+    // in software, so a missing offload is a notice, not an error.
+    const uint64_t want_rx = offload_bits(profile.rx_offloads, true);
+    const uint64_t want_tx = offload_bits(profile.tx_offloads, false);
+    p.rx_offloads = want_rx & info.rx_offload_capa;
+    p.tx_offloads = want_tx & info.tx_offload_capa;
+    if (p.rx_offloads != want_rx || p.tx_offloads != want_tx)
+        PORT_LOG(NOTICE, "%s: offloads not offered, done in software: %s", cfg.name.c_str(),
+                 offload_names(want_rx & ~p.rx_offloads, want_tx & ~p.tx_offloads).c_str());
+
+    rte_eth_conf conf{};
+    conf.rxmode.mtu = cfg.mtu;
+    conf.rxmode.offloads = p.rx_offloads;
+    conf.txmode.offloads = p.tx_offloads;
+    if (p.caps.rss && queues > 1) {
+        conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+        conf.rx_adv_conf.rss_conf.rss_hf =
+            (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP) & info.flow_type_rss_offloads;
+    }
+    conf.intr_conf.rxq = want_rx_intr && profile.rx_interrupts ? 1 : 0;
+    int rc = rte_eth_dev_configure(p.id, queues, queues, &conf);
+    if (rc != 0 && conf.intr_conf.rxq) {
+        PORT_LOG(WARNING, "%s: configure with rx interrupts failed (%s); cores will poll",
+                 cfg.name.c_str(), std::strerror(-rc));
+        conf.intr_conf.rxq = 0;
+        rc = rte_eth_dev_configure(p.id, queues, queues, &conf);
+    }
+    if (rc != 0) {
+        port_close(p);
+        return unexpected{fail(p, "rte_eth_dev_configure", rc)};
+    }
+
+    p.rx_desc = cfg.rx_desc != 0 ? cfg.rx_desc : profile.rx_desc;
+    p.tx_desc = cfg.tx_desc != 0 ? cfg.tx_desc : profile.tx_desc;
+    if (rc = rte_eth_dev_adjust_nb_rx_tx_desc(p.id, &p.rx_desc, &p.tx_desc); rc != 0) {
+        port_close(p);
+        return unexpected{fail(p, "rte_eth_dev_adjust_nb_rx_tx_desc", rc)};
+    }
+
+    // 4. The pool must cover every descriptor ring plus the per-lcore caches
+    // plus what is in flight in bursts and tx batches; otherwise rx starves
+    // under load with no error but rx_nombuf.
+    constexpr uint32_t cache = 256, burst_slack = 1024;
+    const uint64_t needed =
+        uint64_t(queues) * (p.rx_desc + p.tx_desc) + uint64_t(workers) * (cache + burst_slack);
+    if (cfg.mbufs < needed) {
+        port_close(p);
+        return unexpected{"port '" + cfg.name + "': mbufs = " + std::to_string(cfg.mbufs) +
+                          " is too small: " + std::to_string(queues) + " queues x (" +
+                          std::to_string(p.rx_desc) + " rx + " + std::to_string(p.tx_desc) +
+                          " tx descriptors) + per-worker cache and bursts need at least " +
+                          std::to_string(needed)};
+    }
+    const int socket = rte_eth_dev_socket_id(p.id);
+    const std::string pool_name = "ferry_" + cfg.name;
+    p.pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mbufs, cache, 0,
+                                     RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+    if (p.pool == nullptr) {
+        port_close(p);
+        return unexpected{fail(p, "rte_pktmbuf_pool_create", rte_errno)};
+    }
+
+    for (uint16_t q = 0; q < queues; ++q) {
+        rte_eth_rxconf rxc = info.default_rxconf;
+        rxc.offloads = p.rx_offloads;
+        if (rc = rte_eth_rx_queue_setup(p.id, q, p.rx_desc, socket, &rxc, p.pool); rc != 0) {
+            port_close(p);
+            return unexpected{fail(p, "rte_eth_rx_queue_setup", rc)};
+        }
+        rte_eth_txconf txc = info.default_txconf;
+        txc.offloads = p.tx_offloads;
+        if (rc = rte_eth_tx_queue_setup(p.id, q, p.tx_desc, socket, &txc); rc != 0) {
+            port_close(p);
+            return unexpected{fail(p, "rte_eth_tx_queue_setup", rc)};
+        }
+    }
+
+    if (cfg.mac) {
+        rte_ether_addr mac;
+        std::memcpy(mac.addr_bytes, cfg.mac->data(), RTE_ETHER_ADDR_LEN);
+        if (rc = rte_eth_dev_default_mac_addr_set(p.id, &mac); rc != 0) {
+            port_close(p);
+            return unexpected{fail(p, "rte_eth_dev_default_mac_addr_set", rc)};
+        }
+    }
+
+    if (rc = rte_eth_dev_start(p.id); rc != 0) {
+        port_close(p);
+        return unexpected{fail(p, "rte_eth_dev_start", rc)};
+    }
+    p.started = true;
+    rte_eth_macaddr_get(p.id, &p.mac);
+    // Frames for other MACs cost us rx work for nothing.
+    (void)rte_eth_promiscuous_disable(p.id);
+
+    // 5. rx interrupts are real only if every queue has an event fd. net_tap
+    // returns -ENOTSUP from rte_eth_dev_rx_intr_enable although its queue fd
+    // fires in epoll (TESTBED.md), so the fd is the test, not the enable call.
+    if (conf.intr_conf.rxq) {
+        p.caps.rx_interrupts = true;
+        for (uint16_t q = 0; q < queues; ++q)
+            if (rte_eth_dev_rx_intr_ctl_q_get_fd(p.id, q) < 0)
+                p.caps.rx_interrupts = false;
+    }
+
+    char macs[RTE_ETHER_ADDR_FMT_SIZE];
+    rte_ether_format_addr(macs, sizeof macs, &p.mac);
+    PORT_LOG(INFO,
+             "%s: %s (%s) port %u mac %s, %u queue pairs, %u/%u descriptors, %u mbufs; "
+             "rx interrupts %s, rss %s, offloads %s",
+             cfg.name.c_str(), p.dev_name.c_str(), p.driver_name.c_str(), p.id, macs, queues,
+             p.rx_desc, p.tx_desc, cfg.mbufs,
+             p.caps.rx_interrupts ? "yes" : (profile.rx_interrupts ? "no (probe failed)" : "no"),
+             p.caps.rss ? "yes" : "no", offload_names(p.rx_offloads, p.tx_offloads).c_str());
+    return p;
+}
+
+void port_close(port &p) noexcept {
+    if (p.id != UINT16_MAX) {
+        rte_eth_dev_info info{};
+        const bool have_info = rte_eth_dev_info_get(p.id, &info) == 0;
+        if (p.started)
+            (void)rte_eth_dev_stop(p.id);
+        p.started = false;
+        (void)rte_eth_dev_close(p.id);
+        // A vdev we created is removed again (its tap interface disappears).
+        if (p.created && have_info && info.device != nullptr)
+            (void)rte_dev_remove(info.device);
+        p.id = UINT16_MAX;
+    }
+    p.created = false;
+    if (p.pool != nullptr)
+        rte_mempool_free(p.pool);
+    p.pool = nullptr;
+}
+
+}  // namespace ferry::net

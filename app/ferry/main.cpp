@@ -1,0 +1,292 @@
+// ferry: EAL init, CLI, configuration, port bring-up, lcore launch, signals.
+// No protocol code lives here (DESIGN.md, "Layers").
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_version.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "app.h"
+#include "cli.h"
+#include "ferry/base/log.h"
+#include "ferry_build_config.h"
+
+RTE_LOG_REGISTER(ferry_logtype_app, ferry.app, INFO);
+
+#define APP_LOG(level, fmt, ...) FERRY_LOG(level, ferry_logtype_app, "app", fmt, __VA_ARGS__)
+
+namespace ferry::app {
+
+std::atomic<bool> stop_requested{false};
+app_state *the_app = nullptr;
+
+namespace {
+
+void on_stop_signal(int) { stop_requested.store(true, std::memory_order_relaxed); }
+void ignore_signal(int) {}
+
+// net_tap arms O_ASYNC on its queue fds with the first still-default realtime
+// signal and then reads a queue only after that signal was handled by some
+// thread: rx wakeups get lost in interrupt mode, blocking syscalls of other
+// threads see EINTR, and rx is ~10x slower (TESTBED.md). Giving every
+// realtime signal a no-op handler before rte_eal_init makes the PMD find none
+// free ("All rt-signals are in use"), so it never arms O_ASYNC and always reads.
+// SIGRTMIN and SIGRTMAX themselves are left alone for the C library's use.
+void claim_realtime_signals() {
+    for (int sig = SIGRTMIN + 1; sig < SIGRTMAX; ++sig) {
+        struct sigaction old {};
+        if (sigaction(sig, nullptr, &old) != 0) continue;
+        if (old.sa_handler != SIG_DFL) continue;
+        struct sigaction sa {};
+        sa.sa_handler = ignore_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        (void)sigaction(sig, &sa, nullptr);
+    }
+}
+
+// SIGINT/SIGTERM are blocked before rte_eal_init so that every thread DPDK
+// creates (lcores, interrupt and telemetry threads) inherits the mask and
+// only the main thread ever takes them: no EINTR in other threads.
+void block_stop_signals(sigset_t *set) {
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, set, nullptr);
+}
+
+void install_stop_handlers(const sigset_t *set) {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    pthread_sigmask(SIG_UNBLOCK, set, nullptr);
+}
+
+std::string ipv4_text(uint32_t a) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
+                  a & 255);
+    return buf;
+}
+
+struct loaded {
+    config::ferry_config cfg;
+    std::vector<config::driver_profile> profiles;  // one per port
+};
+
+// Loads the configuration and every port's profile; prints the error and
+// returns false on failure.
+bool load_everything(const options &opts, const std::string &drivers_dir, loaded &out) {
+    auto cfg = opts.config_path.empty()
+                   ? config::parse(config::embedded_default(), "<embedded default>")
+                   : config::load_file(opts.config_path);
+    if (!cfg) {
+        std::fprintf(stderr, "ferry: %s\n", cfg.error().to_string().c_str());
+        return false;
+    }
+    out.cfg = std::move(cfg.value());
+    for (const auto &p : out.cfg.ports) {
+        auto prof = config::load_profile(drivers_dir, p.profile);
+        if (!prof) {
+            // Point at the port that named the profile, then say what is wrong with it.
+            std::fprintf(stderr, "ferry: %s:%u:%u: key 'port[%u].profile': %s\n",
+                         p.where.file.c_str(), p.where.line, p.where.column, p.index,
+                         prof.error().to_string().c_str());
+            return false;
+        }
+        out.profiles.push_back(std::move(prof.value()));
+    }
+    return true;
+}
+
+bool check_ports(const loaded &l, uint32_t queues) {
+    for (size_t i = 0; i < l.cfg.ports.size(); ++i)
+        if (auto err = config::check_port(l.cfg.ports[i], l.profiles[i], queues)) {
+            std::fprintf(stderr, "ferry: %s\n", err->to_string().c_str());
+            return false;
+        }
+    return true;
+}
+
+void print_effective(const loaded &l, const std::string &drivers_dir) {
+    const auto &c = l.cfg;
+    std::printf("config: %s\n", c.source.c_str());
+    std::printf("drivers dir: %s\n", drivers_dir.c_str());
+    std::printf("workers: %s\n", c.workers ? std::to_string(c.workers).c_str() : "all EAL lcores");
+    std::printf("wakeup_mode: %s, idle_threshold_us: %u, neighbor_timeout_s: %u\n",
+                std::string(to_string(c.wakeup)).c_str(), c.idle_threshold_us,
+                c.neighbor_timeout_s);
+    for (size_t i = 0; i < c.ports.size(); ++i) {
+        const auto &p = c.ports[i];
+        const auto &pr = l.profiles[i];
+        std::printf("port %s: profile %s (%s, %s, rx interrupts %s), address %s/%u", p.name.c_str(),
+                    pr.name.c_str(), pr.driver.c_str(), pr.bus_kind == config::bus::vdev ? "vdev" : "pci",
+                    pr.rx_interrupts ? "yes" : "no", ipv4_text(p.address).c_str(), p.prefix_len);
+        if (!p.iface.empty()) std::printf(", iface %s", p.iface.c_str());
+        if (!p.pci.empty()) std::printf(", pci %s", p.pci.c_str());
+        if (p.gateway) std::printf(", gateway %s", ipv4_text(*p.gateway).c_str());
+        std::printf(", mtu %u, mbufs %u\n", p.mtu, p.mbufs);
+    }
+}
+
+int run(int argc, char **argv) {
+    // The DPDK convention: EAL arguments, then `--`, then the application's.
+    int split = argc;
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--") == 0) {
+            split = i;
+            break;
+        }
+    const int ferry_argc = split < argc ? argc - split - 1 : 0;
+    char **ferry_argv = argv + split + 1;
+
+    if (wants_help_or_version(argc, argv)) {
+        // Answered before DPDK starts, whichever side of `--` it was given on.
+        bool help = false, version = false, print_default = false;
+        for (int i = 1; i < argc; ++i) {
+            const std::string_view a = argv[i];
+            help |= a == "-h" || a == "--help";
+            version |= a == "-V" || a == "--version";
+            print_default |= a == "--print-default-config";
+        }
+        if (help)
+            std::fputs(usage_text, stdout);
+        else if (version)
+            std::printf("ferry %s (%s)\n", FERRY_VERSION, rte_version());
+        else if (print_default)
+            std::fputs(std::string(config::embedded_default()).c_str(), stdout);
+        return 0;
+    }
+
+    cli_result cr = parse_cli(ferry_argc, ferry_argv);
+    if (!cr.error.empty()) {
+        std::fprintf(stderr, "ferry: %s\n", cr.error.c_str());
+        return 2;
+    }
+    const options &opts = cr.opts;
+    const std::string drivers_dir = resolve_drivers_dir(opts);
+
+    loaded l;
+    if (!load_everything(opts, drivers_dir, l)) return 1;
+    if (opts.check) {
+        if (!check_ports(l, l.cfg.workers ? l.cfg.workers : 1)) return 1;
+        print_effective(l, drivers_dir);
+        std::printf("configuration OK\n");
+        return 0;
+    }
+
+    claim_realtime_signals();
+    sigset_t stop_set;
+    block_stop_signals(&stop_set);
+
+    const int eal_argc = split;
+    const int consumed = rte_eal_init(eal_argc, argv);
+    if (consumed < 0) {
+        std::fprintf(stderr, "ferry: EAL initialisation failed: %s\n", rte_strerror(rte_errno));
+        return 1;
+    }
+    if (consumed != eal_argc - 1) {
+        std::fprintf(stderr, "ferry: unexpected argument '%s' before '--' (ferry options go after "
+                             "'--'; see --help)\n", argv[consumed + 1]);
+        rte_eal_cleanup();
+        return 2;
+    }
+    install_stop_handlers(&stop_set);
+
+    static app_state app;  // lives until exit; telemetry callbacks may still run during cleanup
+    the_app = &app;
+    app.cfg = l.cfg;
+    app.drivers_dir = drivers_dir;
+    app.tsc_hz = rte_get_tsc_hz();
+
+    const unsigned lcores = rte_lcore_count();
+    const uint32_t nworkers = l.cfg.workers ? l.cfg.workers : lcores;
+    int rc = 1;
+    if (nworkers > lcores) {
+        std::fprintf(stderr, "ferry: %s: workers = %u but EAL gave %u lcores (-l)\n",
+                     l.cfg.source.c_str(), nworkers, lcores);
+        goto out;
+    }
+    if (!check_ports(l, nworkers)) goto out;
+
+    for (size_t i = 0; i < l.cfg.ports.size(); ++i) {
+        const bool want_intr = l.cfg.wakeup != config::wakeup_mode::poll;
+        auto p = net::port_open(l.cfg.ports[i], l.profiles[i], static_cast<uint16_t>(nworkers),
+                                nworkers, want_intr);
+        if (!p) {
+            std::fprintf(stderr, "ferry: %s\n", p.error().c_str());
+            goto out;
+        }
+        app.ports.push_back(std::move(p.value()));
+    }
+
+    {
+        // One worker per lcore, in EAL order (the main lcore first): worker i
+        // owns queue i of every port and a stack per port.
+        unsigned lcore_id;
+        uint16_t index = 0;
+        const uint64_t now = static_cast<uint64_t>(
+            static_cast<unsigned __int128>(rte_get_tsc_cycles()) * 1'000'000'000u / app.tsc_hz);
+        RTE_LCORE_FOREACH(lcore_id) {
+            if (index == nworkers) break;
+            auto w = std::make_unique<worker>();
+            w->lcore = lcore_id;
+            w->index = index++;
+            for (const auto &p : app.ports) {
+                net::iface_config ic;
+                std::memcpy(&ic.mac, p.mac.addr_bytes, 6);
+                ic.addr = net::ipv4_addr(p.cfg.address);
+                ic.prefix_len = p.cfg.prefix_len;
+                if (p.cfg.gateway) ic.gateway = net::ipv4_addr(*p.cfg.gateway);
+                ic.mtu = p.cfg.mtu;
+                ic.neighbor_timeout_ns = uint64_t(l.cfg.neighbor_timeout_s) * 1'000'000'000u;
+                auto &blk = app.net_counter_blocks.emplace_back(std::make_unique<net::net_counters>());
+                w->net_counters.push_back(blk.get());
+                w->stacks.push_back(std::make_unique<net::stack>(ic, p.pool, *blk));
+            }
+            app.by_lcore[lcore_id] = w.get();
+            app.workers.push_back(std::move(w));
+        }
+        // Announce ourselves once per port (gratuitous ARP, RFC 5227 2.3) from
+        // the first worker's queue, so peers with a stale entry learn our MAC.
+        for (size_t i = 0; i < app.ports.size(); ++i) {
+            net::stack &st = *app.workers[0]->stacks[i];
+            st.announce(now);
+            auto tx = st.tx_pending();
+            const uint16_t sent = rte_eth_tx_burst(app.ports[i].id, 0, tx.data(),
+                                                   static_cast<uint16_t>(tx.size()));
+            st.tx_consumed(sent);
+        }
+    }
+
+    register_telemetry();
+    APP_LOG(INFO, "ready: %zu port(s), %u worker(s), wakeup mode %s, config %s",
+            app.ports.size(), nworkers, std::string(to_string(l.cfg.wakeup)).c_str(),
+            l.cfg.source.c_str());
+    std::fflush(stdout);
+    std::fflush(stderr);
+
+    rte_eal_mp_remote_launch(worker_main, nullptr, CALL_MAIN);
+    rte_eal_mp_wait_lcore();
+    APP_LOG(INFO, "%s", "stopping");
+    rc = 0;
+
+out:
+    for (auto &p : app.ports) net::port_close(p);
+    rte_eal_cleanup();
+    return rc;
+}
+
+}  // namespace
+}  // namespace ferry::app
+
+int main(int argc, char **argv) { return ferry::app::run(argc, argv); }

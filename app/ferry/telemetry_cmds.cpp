@@ -1,0 +1,159 @@
+// /ferry/* telemetry commands. They run on DPDK's telemetry thread and only
+// read: configuration fixed at start-up, per-lcore counters (relaxed atomic
+// loads), ethdev stats and mempool counts (both safe from any thread).
+#include <rte_ethdev.h>
+#include <rte_mempool.h>
+#include <rte_version.h>
+
+#include <cstdio>
+#include <string>
+
+#include "app.h"
+#include "ferry/base/log.h"
+#include "ferry/telemetry/telemetry.h"
+#include "ferry_build_config.h"
+
+extern int ferry_logtype_app;
+
+namespace ferry::app {
+namespace {
+
+std::string ipv4_text(uint32_t a) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
+                  a & 255);
+    return buf;
+}
+
+int cmd_version(const char *, const char *, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "version", FERRY_VERSION);
+    rte_tel_data_add_dict_string(d, "dpdk", rte_version());
+    return 0;
+}
+
+int cmd_ports(const char *, const char *, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    for (size_t i = 0; i < the_app->ports.size(); ++i) {
+        const net::port &p = the_app->ports[i];
+        rte_tel_data *c = rte_tel_data_alloc();
+        if (c == nullptr) return -ENOMEM;
+        rte_tel_data_start_dict(c);
+        char mac[RTE_ETHER_ADDR_FMT_SIZE];
+        rte_ether_format_addr(mac, sizeof mac, &p.mac);
+        rte_tel_data_add_dict_int(c, "port_id", p.id);
+        rte_tel_data_add_dict_string(c, "device", p.dev_name.c_str());
+        rte_tel_data_add_dict_string(c, "driver", p.driver_name.c_str());
+        rte_tel_data_add_dict_string(c, "profile", p.profile.name.c_str());
+        rte_tel_data_add_dict_string(c, "iface", p.cfg.iface.c_str());
+        rte_tel_data_add_dict_string(c, "mac", mac);
+        const std::string addr =
+            ipv4_text(p.cfg.address) + "/" + std::to_string(unsigned(p.cfg.prefix_len));
+        rte_tel_data_add_dict_string(c, "address", addr.c_str());
+        rte_tel_data_add_dict_int(c, "mtu", p.cfg.mtu);
+        rte_tel_data_add_dict_int(c, "queues", p.queues);
+        rte_tel_data_add_dict_int(c, "rx_desc", p.rx_desc);
+        rte_tel_data_add_dict_int(c, "tx_desc", p.tx_desc);
+        rte_tel_data_add_dict_u64(c, "mbufs", p.cfg.mbufs);
+        rte_tel_data_add_dict_u64(c, "mbufs_available", rte_mempool_avail_count(p.pool));
+        // Capabilities as probed at start (0/1), and what is enabled.
+        rte_tel_data_add_dict_int(c, "cap_rx_interrupts", p.caps.rx_interrupts);
+        rte_tel_data_add_dict_int(c, "cap_rss", p.caps.rss);
+        rte_tel_data_add_dict_int(c, "cap_rx_ipv4_cksum", p.caps.rx_ipv4_cksum);
+        rte_tel_data_add_dict_int(c, "cap_rx_tcp_cksum", p.caps.rx_tcp_cksum);
+        rte_tel_data_add_dict_int(c, "cap_tx_ipv4_cksum", p.caps.tx_ipv4_cksum);
+        rte_tel_data_add_dict_int(c, "cap_tx_tcp_cksum", p.caps.tx_tcp_cksum);
+        rte_tel_data_add_dict_int(c, "cap_tx_multi_segs", p.caps.tx_multi_segs);
+        rte_tel_data_add_dict_string(c, "offloads",
+                                     net::offload_names(p.rx_offloads, p.tx_offloads).c_str());
+        rte_eth_stats st{};
+        if (rte_eth_stats_get(p.id, &st) == 0) {
+            rte_tel_data_add_dict_u64(c, "ipackets", st.ipackets);
+            rte_tel_data_add_dict_u64(c, "opackets", st.opackets);
+            rte_tel_data_add_dict_u64(c, "ibytes", st.ibytes);
+            rte_tel_data_add_dict_u64(c, "obytes", st.obytes);
+            rte_tel_data_add_dict_u64(c, "imissed", st.imissed);
+            rte_tel_data_add_dict_u64(c, "ierrors", st.ierrors);
+            rte_tel_data_add_dict_u64(c, "oerrors", st.oerrors);
+            rte_tel_data_add_dict_u64(c, "rx_nombuf", st.rx_nombuf);
+        }
+        // The stack's counters for this port, summed over its lcores.
+        for (const auto &f : net::net_counter_fields) {
+            uint64_t total = 0;
+            for (const auto &w : the_app->workers) total += (w->net_counters[i]->*(f.member)).get();
+            rte_tel_data_add_dict_u64(c, f.name, total);
+        }
+        if (rte_tel_data_add_dict_container(d, p.cfg.name.c_str(), c, 0) != 0) return -ENOSPC;
+    }
+    return 0;
+}
+
+int cmd_net(const char *, const char *, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    for (const auto &w : the_app->workers)
+        for (size_t i = 0; i < the_app->ports.size(); ++i) {
+            const std::string key =
+                "lcore" + std::to_string(w->lcore) + "/" + the_app->ports[i].cfg.name;
+            if (!telemetry::add_counter_dict(d, key.c_str(), *w->net_counters[i],
+                                             net::net_counter_fields))
+                return -ENOMEM;
+        }
+    return 0;
+}
+
+int cmd_lcores(const char *, const char *, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    for (const auto &w : the_app->workers) {
+        rte_tel_data *c = rte_tel_data_alloc();
+        if (c == nullptr) return -ENOMEM;
+        rte_tel_data_start_dict(c);
+        rte_tel_data_add_dict_int(c, "lcore", static_cast<int>(w->lcore));
+        rte_tel_data_add_dict_int(c, "queue", w->index);
+        rte_tel_data_add_dict_int(c, "socket", static_cast<int>(rte_lcore_to_socket_id(w->lcore)));
+        rte_tel_data_add_dict_string(c, "mode", "poll");
+        telemetry::add_counters(c, w->counters, lcore_counter_fields);
+        const std::string key = "lcore" + std::to_string(w->lcore);
+        if (rte_tel_data_add_dict_container(d, key.c_str(), c, 0) != 0) return -ENOSPC;
+    }
+    return 0;
+}
+
+int cmd_config(const char *, const char *, rte_tel_data *d) {
+    const config::ferry_config &cfg = the_app->cfg;
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "source", cfg.source.c_str());
+    rte_tel_data_add_dict_string(d, "drivers_dir", the_app->drivers_dir.c_str());
+    rte_tel_data_add_dict_int(d, "workers", static_cast<int>(the_app->workers.size()));
+    rte_tel_data_add_dict_string(d, "wakeup_mode", std::string(to_string(cfg.wakeup)).c_str());
+    rte_tel_data_add_dict_u64(d, "idle_threshold_us", cfg.idle_threshold_us);
+    rte_tel_data_add_dict_u64(d, "neighbor_timeout_s", cfg.neighbor_timeout_s);
+    rte_tel_data_add_dict_int(d, "ports", static_cast<int>(cfg.ports.size()));
+    return 0;
+}
+
+struct command {
+    const char *name;
+    telemetry::handler fn;
+    const char *help;
+};
+
+constexpr command commands[] = {
+    {"/ferry/version", cmd_version, "ferry and DPDK versions. Takes no parameters."},
+    {"/ferry/ports", cmd_ports,
+     "Per port: device, mac, address, queues, capabilities (cap_*), ethdev stats, stack "
+     "counters."},
+    {"/ferry/net", cmd_net, "Per lcore and port: Ethernet/ARP/IPv4/ICMP counters, drops by reason."},
+    {"/ferry/lcores", cmd_lcores, "Per worker lcore: queue, mode and loop counters."},
+    {"/ferry/config", cmd_config, "The effective configuration."},
+};
+
+}  // namespace
+
+void register_telemetry() {
+    for (const auto &c : commands)
+        if (!telemetry::register_command(c.name, c.fn, c.help))
+            FERRY_LOG(WARNING, ferry_logtype_app, "app", "telemetry command %s not registered",
+                      c.name);
+}
+
+}  // namespace ferry::app

@@ -1,0 +1,15 @@
+#include "ferry/telemetry/telemetry.h"
+
+#include <cstring>
+
+namespace ferry::telemetry {
+
+bool register_command(const char *cmd, handler fn, const char *help) noexcept {
+    // Our namespace keeps us clear of DPDK's own /ethdev, /eal, ... commands.
+    if (cmd == nullptr || std::strncmp(cmd, "/ferry/", 7) != 0) return false;
+    // DPDK rejects a help text of RTE_TEL_MAX_STRING_LEN or more.
+    if (help == nullptr || std::strlen(help) >= RTE_TEL_MAX_STRING_LEN) return false;
+    return rte_telemetry_register_cmd(cmd, fn, help) == 0;
+}
+
+}  // namespace ferry::telemetry

@@ -1,0 +1,93 @@
+"""ferry's command line and configuration errors, on the real binary: --help,
+--version, bad options (exit 2), bad configs (exit 1, message names
+file:line:column and key), --check on good configs. No root or NIC needed:
+these paths end before DPDK starts."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from testbed import check, ferry_binary  # noqa: E402
+
+FERRY = ferry_binary()
+
+
+def ferry(*args):
+    r = subprocess.run([FERRY, *args], text=True, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    return r.returncode, r.stdout, r.stderr
+
+
+def write(tmp, name, text):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+GOOD = """\
+[ferry]
+workers = 2
+wakeup_mode = "poll"
+
+[[port]]
+name = "tap0"
+profile = "net_tap"
+iface = "ferry0"
+address = "10.77.0.1/24"
+"""
+
+
+def main():
+    code, out, _ = ferry("--help")
+    check(code == 0 and "usage: ferry [EAL options] -- [ferry options]" in out, "--help prints usage")
+    check("--config FILE" in out and "--drivers-dir" in out and "--check" in out,
+          "--help documents every option")
+    code, out, _ = ferry("-l", "0", "--", "-h")
+    check(code == 0 and "usage:" in out, "-h after -- prints usage without starting DPDK")
+    code, out, _ = ferry("--version")
+    check(code == 0 and out.startswith("ferry ") and "DPDK 22.11" in out and "DPDK DPDK" not in out, f"--version: {out.strip()}")
+    code, out, _ = ferry("--print-default-config")
+    check(code == 0 and "[[port]]" in out and "net_tap" in out, "--print-default-config")
+
+    code, _, err = ferry("--", "--bogus")
+    check(code == 2 and "unknown option '--bogus'" in err, f"unknown option exits 2: {err.strip()}")
+    code, _, err = ferry("--", "--config")
+    check(code == 2 and "needs a value" in err, "missing option value exits 2")
+
+    code, out, err = ferry("--", "--check")
+    check(code == 0 and "configuration OK" in out, f"--check accepts the embedded default {err}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        good = write(tmp, "good.toml", GOOD)
+        code, out, err = ferry("--", "--check", "--config", good)
+        check(code == 0 and "configuration OK" in out and "wakeup_mode: poll" in out,
+              f"--check accepts a good file {err}")
+
+        cases = [
+            ("syntax", "[ferry\nworkers = 2\n", ":1:"),
+            ("bad address", GOOD.replace("10.77.0.1/24", "10.77.0.300/24"), ":9:"),
+            ("unknown key", GOOD.replace("workers = 2", "wrokers = 2"), "wrokers"),
+            ("bad wakeup mode", GOOD.replace('"poll"', '"nap"'), "wakeup_mode"),
+            ("unknown profile", GOOD.replace('"net_tap"', '"net_nosuch"'), "profile"),
+        ]
+        for name, text, needle in cases:
+            path = write(tmp, name.replace(" ", "_") + ".toml", text)
+            code, out, err = ferry("--", "--check", "--config", path)
+            check(code == 1 and path in err and needle in err,
+                  f"{name}: exit {code}, message names the file and {needle!r}: {err.strip()}")
+
+        code, _, err = ferry("--", "--check", "--config", os.path.join(tmp, "missing.toml"))
+        check(code == 1 and "missing.toml" in err, f"unreadable config: {err.strip()}")
+
+        # Too many queues for the profile: net_tap offers at most 4.
+        many = write(tmp, "many.toml", GOOD.replace("workers = 2", "workers = 8"))
+        code, _, err = ferry("--", "--check", "--config", many)
+        check(code == 1 and "queue" in err, f"8 workers on net_tap rejected: {err.strip()}")
+    print("test_cli: all checks passed")
+
+
+if __name__ == "__main__":
+    main()

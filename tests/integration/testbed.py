@@ -1,0 +1,217 @@
+"""Test bed for integration tests: the real ferry binary in a private network
+namespace.
+
+Every test gets a uniquely named netns (fyt-<pid>-<n>) and a unique EAL
+--file-prefix; ferry runs under `ip netns exec`, so its net_tap device is born
+inside that namespace and no traffic can leave it. Cleanup always runs (context
+manager, SIGTERM from meson's timeout turned into SystemExit): ferry is ended by
+its pid, the namespace deleted, /var/run/dpdk/<prefix> removed. Leftovers of a
+test process that died hard (SIGKILL) are removed by the next run: namespaces
+named after a pid that no longer exists.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77  # meson's "skipped" exit code
+
+FERRY_ADDR = "10.77.0.1"
+PEER_ADDR = "10.77.0.2"
+TAP_IFACE = "ferry0"
+
+_counter = 0
+
+
+def require_root():
+    if os.geteuid() != 0:
+        print("SKIP: integration tests need root (network namespaces, DPDK)")
+        sys.exit(SKIP)
+
+
+def _sigterm(signum, frame):
+    raise SystemExit(f"terminated by signal {signum}")
+
+
+signal.signal(signal.SIGTERM, _sigterm)
+
+
+def run(args, check=True, timeout=60, **kw):
+    """Runs a command, returns CompletedProcess with text output."""
+    return subprocess.run(args, check=check, timeout=timeout, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def reap_stale_namespaces():
+    out = run(["ip", "netns", "list"], check=False).stdout
+    for line in out.splitlines():
+        m = re.match(r"(fy[a-z]-(\d+)-\d+)", line)
+        if m and not _pid_alive(int(m.group(2))):
+            run(["ip", "netns", "del", m.group(1)], check=False)
+            shutil.rmtree(f"/var/run/dpdk/{m.group(1)}", ignore_errors=True)
+
+
+class Netns:
+    """A private network namespace, deleted on exit."""
+
+    def __init__(self, tag="t"):
+        global _counter
+        _counter += 1
+        self.name = f"fy{tag}-{os.getpid()}-{_counter}"
+
+    def __enter__(self):
+        reap_stale_namespaces()
+        run(["ip", "netns", "add", self.name])
+        self.run(["ip", "link", "set", "lo", "up"])
+        # No IPv6 chatter (router/neighbour solicitations, MLD) on the tap:
+        # counters then show exactly what a test sent.
+        self.run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+        self.run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], check=False)
+        return self
+
+    def run(self, args, check=True, timeout=60, **kw):
+        return run(["ip", "netns", "exec", self.name] + list(args), check=check,
+                   timeout=timeout, **kw)
+
+    def popen(self, args, **kw):
+        return subprocess.Popen(["ip", "netns", "exec", self.name] + list(args), **kw)
+
+    def __exit__(self, *exc):
+        run(["ip", "netns", "del", self.name], check=False)
+        return False
+
+
+def ferry_binary():
+    path = os.environ.get("FERRY_BIN")
+    if not path or not os.access(path, os.X_OK):
+        print(f"FERRY_BIN not set or not executable: {path!r}")
+        sys.exit(1)
+    return path
+
+
+class Ferry:
+    """ferry running inside `ns` on a net_tap port.
+
+    lcores: EAL -l list; config: TOML text (None = the embedded default);
+    extra_eal: more EAL arguments. The kernel side of the tap gets PEER_ADDR.
+    """
+
+    def __init__(self, ns, lcores="0-1", config=None, extra_eal=(), extra_args=(),
+                 ready_timeout=60):
+        self.ns = ns
+        self.lcores = lcores
+        self.config = config
+        self.extra_eal = list(extra_eal)
+        self.extra_args = list(extra_args)
+        self.ready_timeout = ready_timeout
+        self.prefix = ns.name
+        self.proc = None
+        self.exit_code = None
+        self.tmp = tempfile.mkdtemp(prefix="ferry-test-")
+        self.log_path = os.path.join(self.tmp, "ferry.log")
+
+    # -- lifecycle -------------------------------------------------------
+    def __enter__(self):
+        args = [ferry_binary(), "-l", self.lcores, "--no-huge", "-m", "512", "--no-pci",
+                "--file-prefix", self.prefix] + self.extra_eal + ["--"]
+        if self.config is not None:
+            cfg = os.path.join(self.tmp, "ferry.toml")
+            with open(cfg, "w") as f:
+                f.write(self.config)
+            args += ["--config", cfg]
+        args += self.extra_args
+        self.log = open(self.log_path, "w")
+        self.proc = self.ns.popen(args, stdout=self.log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL)
+        try:
+            self._wait_ready()
+            self.ns.run(["ip", "addr", "add", f"{PEER_ADDR}/24", "dev", TAP_IFACE])
+            self.ns.run(["ip", "link", "set", TAP_IFACE, "up"])
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self):
+        deadline = time.monotonic() + self.ready_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ferry exited with {self.proc.returncode} before ready:\n"
+                                   + self.log_text())
+            if "ferry.app: ready:" in self.log_text():
+                return
+            time.sleep(0.1)
+        raise RuntimeError("ferry not ready in time:\n" + self.log_text())
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Ends ferry by its pid; returns its exit code (SIGKILL after timeout)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc is not None:
+            self.exit_code = self.proc.returncode
+        return self.exit_code
+
+    def __exit__(self, *exc):
+        self.stop()
+        if hasattr(self, "log"):
+            self.log.close()
+        if exc[0] is not None:
+            sys.stdout.write("---- ferry log ----\n" + self.log_text() + "\n-------------------\n")
+        shutil.rmtree(f"/var/run/dpdk/{self.prefix}", ignore_errors=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return False
+
+    def log_text(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    # -- telemetry -------------------------------------------------------
+    def telemetry(self, cmd):
+        """Sends one command to DPDK's telemetry socket, returns the JSON value."""
+        path = f"/var/run/dpdk/{self.prefix}/dpdk_telemetry.v2"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.settimeout(10)
+            s.connect(path)
+            info = json.loads(s.recv(16384).decode())
+            s.send(cmd.encode())
+            reply = json.loads(s.recv(info.get("max_output_len", 16384)).decode())
+        key = cmd.split(",")[0]
+        return reply[key]
+
+    def port(self, name="tap0"):
+        return self.telemetry("/ferry/ports")[name]
+
+    def peer_mac(self):
+        return self.ns.run(["cat", f"/sys/class/net/{TAP_IFACE}/address"]).stdout.strip()
+
+
+def check(cond, msg):
+    """A test assertion that prints what failed and exits non-zero."""
+    if not cond:
+        raise AssertionError(msg)
+    print(f"ok: {msg}")

@@ -22,6 +22,7 @@ ninja -C build
 ns=ferry-demo-$$
 prefix=ferry-demo-$$
 work=$(mktemp -d /tmp/ferry-demo.XXXXXX)
+chmod 755 "$work"  # nginx workers (nobody) read the demo page from here
 ferry_pid=
 nginx_pid=
 lcores=0-1

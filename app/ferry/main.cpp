@@ -24,6 +24,10 @@ RTE_LOG_REGISTER(ferry_logtype_app, ferry.app, INFO);
 namespace ferry::app {
 
 std::atomic<bool> stop_requested{false};
+
+static_assert(int(config::wakeup_mode::conditional) == int(reactor::wakeup_mode::conditional) &&
+              int(config::wakeup_mode::always) == int(reactor::wakeup_mode::always) &&
+              int(config::wakeup_mode::poll) == int(reactor::wakeup_mode::poll));
 app_state *the_app = nullptr;
 
 namespace {
@@ -206,7 +210,9 @@ int run(int argc, char **argv) {
     the_app = &app;
     app.cfg = l.cfg;
     app.drivers_dir = drivers_dir;
-    app.tsc_hz = rte_get_tsc_hz();
+    // config::wakeup_mode and reactor::wakeup_mode list the same modes in the same order.
+    app.settings.mode.store(static_cast<reactor::wakeup_mode>(l.cfg.wakeup));
+    app.settings.idle_threshold_ns.store(uint64_t(l.cfg.idle_threshold_us) * 1000u);
 
     const unsigned lcores = rte_lcore_count();
     const uint32_t nworkers = l.cfg.workers ? l.cfg.workers : lcores;
@@ -234,8 +240,7 @@ int run(int argc, char **argv) {
         // owns queue i of every port and a stack per port.
         unsigned lcore_id;
         uint16_t index = 0;
-        const uint64_t now = static_cast<uint64_t>(
-            static_cast<unsigned __int128>(rte_get_tsc_cycles()) * 1'000'000'000u / app.tsc_hz);
+        const uint64_t now = reactor::reactor::now_ns();
         RTE_LCORE_FOREACH(lcore_id) {
             if (index == nworkers) break;
             auto w = std::make_unique<worker>();
@@ -252,6 +257,10 @@ int run(int argc, char **argv) {
                 auto &blk = app.net_counter_blocks.emplace_back(std::make_unique<net::net_counters>());
                 w->net_counters.push_back(blk.get());
                 w->stacks.push_back(std::make_unique<net::stack>(ic, p.pool, *blk));
+            }
+            if (std::string err = setup_worker(app, *w); !err.empty()) {
+                std::fprintf(stderr, "ferry: %s\n", err.c_str());
+                goto out;
             }
             app.by_lcore[lcore_id] = w.get();
             app.workers.push_back(std::move(w));

@@ -6,6 +6,7 @@
 #include <rte_version.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "app.h"
@@ -103,6 +104,7 @@ int cmd_net(const char *, const char *, rte_tel_data *d) {
 
 int cmd_lcores(const char *, const char *, rte_tel_data *d) {
     rte_tel_data_start_dict(d);
+    const auto mode = the_app->settings.mode.load(std::memory_order_relaxed);
     for (const auto &w : the_app->workers) {
         rte_tel_data *c = rte_tel_data_alloc();
         if (c == nullptr) return -ENOMEM;
@@ -110,11 +112,52 @@ int cmd_lcores(const char *, const char *, rte_tel_data *d) {
         rte_tel_data_add_dict_int(c, "lcore", static_cast<int>(w->lcore));
         rte_tel_data_add_dict_int(c, "queue", w->index);
         rte_tel_data_add_dict_int(c, "socket", static_cast<int>(rte_lcore_to_socket_id(w->lcore)));
-        rte_tel_data_add_dict_string(c, "mode", "poll");
-        telemetry::add_counters(c, w->counters, lcore_counter_fields);
+        // The mode this lcore really runs in: a queue without rx interrupts
+        // (af_packet) forces polling whatever the process-wide mode says.
+        const bool can_sleep = w->loop->can_sleep();
+        rte_tel_data_add_dict_string(c, "mode", can_sleep ? reactor::name(mode) : "poll");
+        rte_tel_data_add_dict_int(c, "can_sleep", can_sleep);
+        rte_tel_data_add_dict_string(c, "state", w->loop->asleep() ? "asleep" : "running");
+        const uint64_t polls = w->rc.polls.get(), busy = w->rc.busy_polls.get();
+        rte_tel_data_add_dict_u64(c, "busy_permille", polls ? busy * 1000 / polls : 0);
+        telemetry::add_counters(c, w->rc, reactor::reactor_counter_fields);
+        rte_tel_data_add_dict_u64(c, "current_sleep_ns",
+                                  w->loop->current_sleep_ns(reactor::reactor::now_ns()));
+        telemetry::add_counters(c, w->io, io_counter_fields);
         const std::string key = "lcore" + std::to_string(w->lcore);
         if (rte_tel_data_add_dict_container(d, key.c_str(), c, 0) != 0) return -ENOSPC;
     }
+    return 0;
+}
+
+// Read: /ferry/wakeup_mode. Write: /ferry/wakeup_mode,<conditional|always|poll>.
+// Every worker is woken so a sleeper re-reads the mode at once.
+int cmd_wakeup_mode(const char *, const char *params, rte_tel_data *d) {
+    if (params != nullptr && *params != '\0') {
+        reactor::wakeup_mode m;
+        if (!reactor::parse_wakeup_mode(params, m)) return -EINVAL;
+        the_app->settings.mode.store(m, std::memory_order_relaxed);
+        wake_all_workers();
+        FERRY_LOG(NOTICE, ferry_logtype_app, "app", "wakeup mode set to %s", reactor::name(m));
+    }
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "wakeup_mode",
+                                 reactor::name(the_app->settings.mode.load(std::memory_order_relaxed)));
+    return 0;
+}
+
+// Read: /ferry/idle_threshold_us. Write: /ferry/idle_threshold_us,<1..1000000>.
+int cmd_idle_threshold(const char *, const char *params, rte_tel_data *d) {
+    if (params != nullptr && *params != '\0') {
+        char *end = nullptr;
+        const unsigned long v = std::strtoul(params, &end, 10);
+        if (end == params || *end != '\0' || v < 1 || v > 1'000'000) return -EINVAL;
+        the_app->settings.idle_threshold_ns.store(uint64_t(v) * 1000u, std::memory_order_relaxed);
+        wake_all_workers();
+    }
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_u64(d, "idle_threshold_us",
+                              the_app->settings.idle_threshold_ns.load(std::memory_order_relaxed) / 1000u);
     return 0;
 }
 
@@ -124,8 +167,11 @@ int cmd_config(const char *, const char *, rte_tel_data *d) {
     rte_tel_data_add_dict_string(d, "source", cfg.source.c_str());
     rte_tel_data_add_dict_string(d, "drivers_dir", the_app->drivers_dir.c_str());
     rte_tel_data_add_dict_int(d, "workers", static_cast<int>(the_app->workers.size()));
-    rte_tel_data_add_dict_string(d, "wakeup_mode", std::string(to_string(cfg.wakeup)).c_str());
-    rte_tel_data_add_dict_u64(d, "idle_threshold_us", cfg.idle_threshold_us);
+    // The live values (telemetry can change both at run time).
+    rte_tel_data_add_dict_string(d, "wakeup_mode",
+                                 reactor::name(the_app->settings.mode.load(std::memory_order_relaxed)));
+    rte_tel_data_add_dict_u64(d, "idle_threshold_us",
+                              the_app->settings.idle_threshold_ns.load(std::memory_order_relaxed) / 1000u);
     rte_tel_data_add_dict_u64(d, "neighbor_timeout_s", cfg.neighbor_timeout_s);
     rte_tel_data_add_dict_int(d, "ports", static_cast<int>(cfg.ports.size()));
     return 0;
@@ -143,7 +189,12 @@ constexpr command commands[] = {
      "Per port: device, mac, address, queues, capabilities (cap_*), ethdev stats, stack "
      "counters."},
     {"/ferry/net", cmd_net, "Per lcore and port: Ethernet/ARP/IPv4/ICMP counters, drops by reason."},
-    {"/ferry/lcores", cmd_lcores, "Per worker lcore: queue, mode and loop counters."},
+    {"/ferry/lcores", cmd_lcores,
+     "Per worker lcore: queue, mode, state, sleeps, wakeups by cause, doorbells, loop and I/O counters."},
+    {"/ferry/wakeup_mode", cmd_wakeup_mode,
+     "Read, or set with ,<conditional|always|poll>: when workers sleep and peers ring."},
+    {"/ferry/idle_threshold_us", cmd_idle_threshold,
+     "Read, or set with ,<us>: idle time before a worker tries to sleep."},
     {"/ferry/config", cmd_config, "The effective configuration."},
 };
 

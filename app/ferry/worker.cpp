@@ -1,7 +1,5 @@
-// The per-lcore poll loop. The reactor (lib/reactor) replaces this loop with
-// one that also drains cross-core rings and sleeps when idle; until then a
-// worker polls its queues, feeds the stack and flushes its tx batch.
-#include <rte_cycles.h>
+// Each worker runs a reactor (lib/reactor) whose pollers are its rx queues,
+// one per port, and whose flusher transmits what the stacks queued.
 #include <rte_ethdev.h>
 
 #include "app.h"
@@ -9,66 +7,127 @@
 namespace ferry::app {
 namespace {
 
-constexpr uint16_t rx_burst = 32;
-// A tx batch the NIC refuses this many iterations in a row is freed (and
+// A tx batch the NIC refuses this many flushes in a row is freed (and
 // counted) so a wedged queue cannot hold the pool's mbufs forever.
 constexpr uint32_t tx_stuck_limit = 100000;
 
-inline uint64_t tsc_to_ns(uint64_t tsc, uint64_t hz) {
-    // 128-bit intermediate: tsc * 1e9 overflows 64 bits after ~6 s at 3 GHz.
-    return static_cast<uint64_t>(static_cast<unsigned __int128>(tsc) * 1'000'000'000u / hz);
+uint32_t queue_poll(void *ctx, uint64_t now) {
+    auto &q = *static_cast<queue_io *>(ctx);
+    uint32_t work = 0;
+    uint16_t n;
+    rte_mbuf **pkts;
+    rte_mbuf *fresh[queue_io::burst];
+    if (q.stash_n != 0) {  // frames the pre-sleep re-check received
+        pkts = q.stash;
+        n = q.stash_n;
+        q.stash_n = 0;
+    } else {
+        pkts = fresh;
+        n = rte_eth_rx_burst(q.port_id, q.queue, fresh, queue_io::burst);
+    }
+    if (n != 0) {
+        q.io->rx_packets.inc(n);
+        q.io->rx_bursts.inc();
+        q.stack->input_burst(std::span<rte_mbuf *const>(pkts, n), now);
+        work += n;
+    }
+    if (q.stack->next_deadline() <= now) {
+        q.stack->poll_timers(now);
+        ++work;
+    }
+    return work;
+}
+
+bool queue_pending(void *ctx) {
+    auto &q = *static_cast<queue_io *>(ctx);
+    if (q.stash_n == 0) q.stash_n = rte_eth_rx_burst(q.port_id, q.queue, q.stash, queue_io::burst);
+    return q.stash_n != 0;
+}
+
+uint64_t queue_deadline(void *ctx) { return static_cast<queue_io *>(ctx)->stack->next_deadline(); }
+
+// Real NICs need the interrupt armed while asleep; net_tap answers -ENOTSUP
+// but its queue fd fires anyway (TESTBED.md), so the result is not checked.
+void queue_arm(void *ctx) {
+    auto &q = *static_cast<queue_io *>(ctx);
+    (void)rte_eth_dev_rx_intr_enable(q.port_id, q.queue);
+}
+void queue_disarm(void *ctx) {
+    auto &q = *static_cast<queue_io *>(ctx);
+    (void)rte_eth_dev_rx_intr_disable(q.port_id, q.queue);
+}
+
+void flush_tx(void *ctx, uint64_t) {
+    auto &w = *static_cast<worker *>(ctx);
+    for (auto &qp : w.queues) {
+        queue_io &q = *qp;
+        auto tx = q.stack->tx_pending();
+        if (tx.empty()) continue;
+        const uint16_t sent =
+            rte_eth_tx_burst(q.port_id, q.queue, tx.data(), static_cast<uint16_t>(tx.size()));
+        q.io->tx_packets.inc(sent);
+        q.stack->tx_consumed(sent);
+        if (sent == tx.size()) {
+            q.tx_stuck = 0;
+            continue;
+        }
+        q.io->tx_short_bursts.inc();
+        if (++q.tx_stuck >= tx_stuck_limit) {
+            auto rest = q.stack->tx_pending();
+            rte_pktmbuf_free_bulk(rest.data(), static_cast<unsigned>(rest.size()));
+            q.io->tx_drop_stuck.inc(rest.size());
+            q.stack->tx_consumed(static_cast<uint16_t>(rest.size()));
+            q.tx_stuck = 0;
+        }
+    }
 }
 
 }  // namespace
 
-int worker_main(void *) {
-    app_state &app = *the_app;
-    worker *w = app.by_lcore[rte_lcore_id()];
-    if (w == nullptr) return 0;  // an EAL lcore beyond `workers`: nothing to do
-    lcore_counters &c = w->counters;
-    const size_t nports = app.ports.size();
-    std::vector<uint32_t> tx_stuck(nports, 0);  // before the loop: no allocation inside it
-    rte_mbuf *pkts[rx_burst];
-
-    while (!stop_requested.load(std::memory_order_relaxed)) {
-        c.polls.inc();
-        const uint64_t now = tsc_to_ns(rte_get_tsc_cycles(), app.tsc_hz);
-        bool busy = false;
-        for (size_t i = 0; i < nports; ++i) {
-            const uint16_t port_id = app.ports[i].id;
-            net::stack &st = *w->stacks[i];
-            const uint16_t n = rte_eth_rx_burst(port_id, w->index, pkts, rx_burst);
-            if (n > 0) {
-                busy = true;
-                c.rx_packets.inc(n);
-                st.input_burst(std::span<rte_mbuf *const>(pkts, n), now);
-            }
-            if (st.next_deadline() <= now) {
-                busy = true;
-                st.poll_timers(now);
-            }
-            auto tx = st.tx_pending();
-            if (!tx.empty()) {
-                const uint16_t sent = rte_eth_tx_burst(port_id, w->index, tx.data(),
-                                                       static_cast<uint16_t>(tx.size()));
-                c.tx_packets.inc(sent);
-                st.tx_consumed(sent);
-                if (sent < tx.size()) {
-                    c.tx_short_bursts.inc();
-                    if (++tx_stuck[i] >= tx_stuck_limit) {
-                        auto rest = st.tx_pending();
-                        rte_pktmbuf_free_bulk(rest.data(), static_cast<unsigned>(rest.size()));
-                        c.tx_drop_stuck.inc(rest.size());
-                        st.tx_consumed(static_cast<uint16_t>(rest.size()));
-                        tx_stuck[i] = 0;
-                    }
-                } else {
-                    tx_stuck[i] = 0;
-                }
-            }
+std::string setup_worker(app_state &app, worker &w) {
+    w.loop = std::make_unique<reactor::reactor>(app.settings, w.rc, reactor::reactor::now_ns());
+    if (!w.loop->ok()) return "lcore " + std::to_string(w.lcore) + ": epoll/eventfd creation failed";
+    for (size_t i = 0; i < app.ports.size(); ++i) {
+        const net::port &p = app.ports[i];
+        auto q = std::make_unique<queue_io>();
+        q->port_id = p.id;
+        q->queue = w.index;
+        q->stack = w.stacks[i].get();
+        q->io = &w.io;
+        reactor::poller pl;
+        pl.poll = queue_poll;
+        pl.pending = queue_pending;
+        pl.deadline = queue_deadline;
+        pl.ctx = q.get();
+        // Without an rx interrupt fd this queue must be polled: the reactor
+        // then never sleeps (af_packet), and /ferry/lcores says so.
+        pl.wake_fd = p.caps.rx_interrupts ? rte_eth_dev_rx_intr_ctl_q_get_fd(p.id, w.index) : -1;
+        if (pl.wake_fd >= 0) {
+            pl.arm = queue_arm;
+            pl.disarm = queue_disarm;
         }
-        if (busy) c.busy_polls.inc();
+        if (!w.loop->add_poller(pl))
+            return "lcore " + std::to_string(w.lcore) + ": cannot register rx queue " +
+                   std::to_string(w.index) + " of port " + p.cfg.name;
+        w.queues.push_back(std::move(q));
     }
+    if (!w.loop->add_flusher({flush_tx, &w})) return "cannot register the tx flusher";
+    return "";
+}
+
+void wake_all_workers() noexcept {
+    if (the_app == nullptr) return;
+    for (const auto &w : the_app->workers)
+        if (w->loop) (void)reactor::ring(w->loop->bell());
+}
+
+int worker_main(void *) {
+    worker *w = the_app->by_lcore[rte_lcore_id()];
+    if (w == nullptr) return 0;  // an EAL lcore beyond `workers`: nothing to do
+    w->loop->run(stop_requested);
+    // Whoever stops first wakes the others: a sleeping worker would not see
+    // the stop flag until its next timer otherwise.
+    wake_all_workers();
     return 0;
 }
 

@@ -114,13 +114,16 @@ class Ferry:
     """
 
     def __init__(self, ns, lcores="0-1", config=None, extra_eal=(), extra_args=(),
-                 ready_timeout=60):
+                 ready_timeout=60, peer_iface=TAP_IFACE):
         self.ns = ns
         self.lcores = lcores
         self.config = config
         self.extra_eal = list(extra_eal)
         self.extra_args = list(extra_args)
         self.ready_timeout = ready_timeout
+        # The kernel-side interface that gets PEER_ADDR once ferry is ready
+        # (the tap itself, or the far end of a veth ferry's af_packet uses).
+        self.peer_iface = peer_iface
         self.prefix = ns.name
         self.proc = None
         self.exit_code = None
@@ -142,8 +145,8 @@ class Ferry:
                                   stdin=subprocess.DEVNULL)
         try:
             self._wait_ready()
-            self.ns.run(["ip", "addr", "add", f"{PEER_ADDR}/24", "dev", TAP_IFACE])
-            self.ns.run(["ip", "link", "set", TAP_IFACE, "up"])
+            self.ns.run(["ip", "addr", "add", f"{PEER_ADDR}/24", "dev", self.peer_iface])
+            self.ns.run(["ip", "link", "set", self.peer_iface, "up"])
         except BaseException:
             self.stop()
             raise
@@ -207,7 +210,7 @@ class Ferry:
         return self.telemetry("/ferry/ports")[name]
 
     def peer_mac(self):
-        return self.ns.run(["cat", f"/sys/class/net/{TAP_IFACE}/address"]).stdout.strip()
+        return self.ns.run(["cat", f"/sys/class/net/{self.peer_iface}/address"]).stdout.strip()
 
 
 def check(cond, msg):

@@ -1,0 +1,166 @@
+// The per-lcore reactor (DESIGN.md, "The reactor iteration"):
+//
+//   poll every poller (rx queues -> stack -> callbacks; inbound rings)
+//   run expired timers
+//   flush: every flusher in registration order (tx bursts first, then one ring
+//          enqueue burst per peer followed by that peer's doorbell check)
+//   idle accounting: nothing to do for idle_threshold -> try to sleep
+//
+// Sleeping (consumer side of doorbell.h): store sleeping = 1, fence, re-check
+// every poller with pending() (which must not lose work), the nearest timer and
+// the stop flag; anything there -> sleeping = 0, keep polling (counted as an
+// aborted sleep). Otherwise arm rx interrupts, epoll_wait on the rx interrupt
+// fds + the doorbell eventfd with the nearest deadline as timeout (tickless),
+// and on return: sleeping = 0, disarm, drain the doorbell, attribute the wakeup
+// (doorbell, rx interrupt, timer).
+//
+// A reactor with a poller that has no interrupt fd (e.g. net_af_packet queues)
+// never sleeps: can_sleep() is false and telemetry says so.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "ferry/base/counter.h"
+#include "ferry/reactor/doorbell.h"
+#include "ferry/reactor/timer_wheel.h"
+
+namespace ferry::reactor {
+
+#define FERRY_REACTOR_COUNTERS(X)                                                      \
+    X(polls, "loop iterations")                                                        \
+    X(busy_polls, "iterations that found work")                                        \
+    X(sleep_attempts, "times the idle threshold passed and the lcore tried to sleep")  \
+    X(sleep_aborts, "sleep attempts cancelled by the pre-sleep re-check")              \
+    X(sleeps, "times the lcore slept in epoll_wait")                                   \
+    X(sleep_ns, "nanoseconds spent asleep")                                            \
+    X(wakeups_doorbell, "wakeups by a peer's doorbell")                                \
+    X(wakeups_rx, "wakeups by an rx interrupt")                                        \
+    X(wakeups_timer, "wakeups by the sleep timeout (a timer was due)")                 \
+    X(wakeups_other, "wakeups by a signal (EINTR)")                                    \
+    X(timers_fired, "timer callbacks run")                                             \
+    X(msgs_in, "messages dequeued from inbound rings")                                 \
+    X(msgs_out, "messages enqueued to peers' rings")                                   \
+    X(enqueue_bursts, "ring enqueue bursts (one per peer per flush at most)")          \
+    X(doorbells_rung, "doorbell writes to a sleeping peer (one syscall each)")         \
+    X(doorbells_suppressed, "flushes to a polling peer: no syscall needed")            \
+    X(doorbell_errors, "doorbell writes that failed")                                  \
+    X(ring_full, "enqueue bursts that left messages behind (backpressure)")
+
+struct alignas(64) reactor_counters {
+    FERRY_REACTOR_COUNTERS(FERRY_COUNTER_MEMBER)
+};
+#define FERRY_REACTOR_FIELD(n, h) FERRY_COUNTER_FIELD(reactor_counters, n, h)
+inline constexpr counter_field<reactor_counters> reactor_counter_fields[] = {
+    FERRY_REACTOR_COUNTERS(FERRY_REACTOR_FIELD)};
+
+// Process-wide settings every reactor reads each iteration; written only by
+// the control path (telemetry), which then wakes every sleeper so the change
+// takes effect at once. Read-mostly: its own cache line.
+struct alignas(64) settings {
+    std::atomic<wakeup_mode> mode{wakeup_mode::conditional};
+    std::atomic<uint64_t> idle_threshold_ns{200'000};
+};
+
+// A source of work. Plain function pointers (no virtual calls, no allocation).
+struct poller {
+    // Does one bounded batch of work; returns the number of items handled.
+    uint32_t (*poll)(void *ctx, uint64_t now) = nullptr;
+    // True if poll() would find work now. Must not lose work (an rx poller
+    // receives into a stash that the next poll() consumes). Called only in the
+    // pre-sleep re-check, after the fence.
+    bool (*pending)(void *ctx) = nullptr;
+    // Earliest time (ns) poll() must run even without input; nullptr or
+    // UINT64_MAX: none.
+    uint64_t (*deadline)(void *ctx) = nullptr;
+    // Around a sleep: enable / disable the source's interrupt (e.g.
+    // rte_eth_dev_rx_intr_enable). Optional.
+    void (*arm)(void *ctx) = nullptr;
+    void (*disarm)(void *ctx) = nullptr;
+    void *ctx = nullptr;
+    // Event fd that becomes readable when work arrives while asleep (an rx
+    // queue's interrupt fd, registered edge-triggered), -1 if the source has
+    // no wake fd and must be polled (the reactor then never sleeps), or
+    // no_wake_fd_needed for sources woken by the doorbell (inbound rings).
+    int wake_fd = -1;
+    static constexpr int no_wake_fd_needed = -2;
+};
+
+// Runs at the end of every iteration, in registration order.
+struct flusher {
+    void (*flush)(void *ctx, uint64_t now) = nullptr;
+    void *ctx = nullptr;
+};
+
+class reactor {
+public:
+    static constexpr unsigned max_pollers = 32;
+    static constexpr unsigned max_flushers = 8;
+
+    // `now` in ns. Creates the epoll set and the doorbell eventfd; ok() says
+    // whether that worked.
+    reactor(settings &s, reactor_counters &c, uint64_t now) noexcept;
+    ~reactor();
+    reactor(const reactor &) = delete;
+    reactor &operator=(const reactor &) = delete;
+
+    [[nodiscard]] bool ok() const noexcept { return epfd_ >= 0 && bell_.fd >= 0; }
+
+    // Registration, before run(). False: table full or epoll_ctl failed.
+    [[nodiscard]] bool add_poller(const poller &p) noexcept;
+    [[nodiscard]] bool add_flusher(const flusher &f) noexcept;
+
+    [[nodiscard]] timer_wheel &timers() noexcept { return wheel_; }
+    // This lcore's doorbell; producers on other lcores notify() it.
+    [[nodiscard]] doorbell &bell() noexcept { return bell_; }
+    // False when some poller has no wake fd: the lcore must keep polling.
+    [[nodiscard]] bool can_sleep() const noexcept { return can_sleep_; }
+    // True while asleep or in the pre-sleep re-check (any thread may ask).
+    [[nodiscard]] bool asleep() const noexcept {
+        return bell_.sleeping.load(std::memory_order_relaxed) != 0;
+    }
+
+    // How long the current sleep has lasted at `now` (0 when awake); sleep_ns
+    // counts only finished sleeps. Any thread.
+    [[nodiscard]] uint64_t current_sleep_ns(uint64_t now) const noexcept {
+        const uint64_t since = asleep_since_.load(std::memory_order_relaxed);
+        return since != 0 && now > since ? now - since : 0;
+    }
+
+    // Loops until `stop` is set. The thread that sets `stop` must then ring
+    // every reactor's doorbell (ring()) so sleepers see it.
+    void run(const std::atomic<bool> &stop) noexcept;
+
+    // One iteration at `now`: poll, timers, flush. Returns the work done.
+    uint32_t run_once(uint64_t now) noexcept;
+
+    // The sleep protocol; returns true if it slept (false: aborted, or the
+    // mode or the pollers forbid sleeping). `stop` is part of the re-check.
+    bool try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept;
+
+    // Monotonic ns from the TSC.
+    [[nodiscard]] static uint64_t now_ns() noexcept;
+
+private:
+    [[nodiscard]] uint64_t nearest_deadline() const noexcept;
+    [[nodiscard]] bool anything_pending(uint64_t now, const std::atomic<bool> &stop) const noexcept;
+
+    settings &settings_;
+    reactor_counters &c_;
+    timer_wheel wheel_;
+    doorbell bell_;
+    int epfd_ = -1;
+    bool can_sleep_ = true;
+    // A producer took our sleeping flag (exchange) while we aborted a sleep:
+    // its doorbell write is coming or came; drain it before the next sleep so
+    // it does not cause a spurious wakeup.
+    bool doorbell_owed_ = false;
+    uint64_t last_busy_ = 0;
+    // Start of the sleep in progress (0: awake), for telemetry.
+    std::atomic<uint64_t> asleep_since_{0};
+    unsigned npollers_ = 0, nflushers_ = 0;
+    poller pollers_[max_pollers];
+    flusher flushers_[max_flushers];
+};
+
+}  // namespace ferry::reactor

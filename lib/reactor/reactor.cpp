@@ -1,0 +1,223 @@
+#include "ferry/reactor/reactor.h"
+
+#include <rte_cycles.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ferry::reactor {
+namespace {
+
+constexpr uint64_t doorbell_tag = UINT64_MAX;
+
+// TSC -> ns as one 64x64->128 multiply and a shift (no division per call):
+// mult = 2^32 * 1e9 / hz, computed once.
+struct tsc_clock {
+    uint64_t mult = 0;
+    tsc_clock() noexcept {
+        const uint64_t hz = rte_get_tsc_hz();
+        if (hz != 0) mult = static_cast<uint64_t>((static_cast<unsigned __int128>(1'000'000'000u) << 32) / hz);
+    }
+};
+
+void drain(int fd) noexcept {
+    uint64_t v;
+    // Non-blocking eventfd: one read resets the counter; EAGAIN when empty.
+    while (read(fd, &v, sizeof v) == static_cast<ssize_t>(sizeof v)) {
+    }
+}
+
+}  // namespace
+
+const char *name(wakeup_mode m) noexcept {
+    switch (m) {
+        case wakeup_mode::conditional: return "conditional";
+        case wakeup_mode::always: return "always";
+        case wakeup_mode::poll: return "poll";
+    }
+    return "?";
+}
+
+bool parse_wakeup_mode(const char *s, wakeup_mode &out) noexcept {
+    for (wakeup_mode m : {wakeup_mode::conditional, wakeup_mode::always, wakeup_mode::poll})
+        if (s != nullptr && std::strcmp(s, name(m)) == 0) {
+            out = m;
+            return true;
+        }
+    return false;
+}
+
+bool ring(const doorbell &d) noexcept {
+    const uint64_t one = 1;
+    return write(d.fd, &one, sizeof one) == static_cast<ssize_t>(sizeof one);
+}
+
+uint64_t reactor::now_ns() noexcept {
+    // Constructed on first use: after rte_eal_init, which calibrates the TSC.
+    static const tsc_clock clock;
+    if (clock.mult != 0)
+        return static_cast<uint64_t>(
+            (static_cast<unsigned __int128>(rte_get_tsc_cycles()) * clock.mult) >> 32);
+    timespec ts;  // no EAL (unit tests): the vDSO clock
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+reactor::reactor(settings &s, reactor_counters &c, uint64_t now) noexcept
+    : settings_(s), c_(c), wheel_(now), last_busy_(now) {
+    epfd_ = epoll_create1(EPOLL_CLOEXEC);
+    bell_.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epfd_ >= 0 && bell_.fd >= 0) {
+        // Level-triggered: a ring that lands between the re-check and
+        // epoll_wait leaves the eventfd readable, so epoll_wait returns at once.
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u64 = doorbell_tag;
+        if (epoll_ctl(epfd_, EPOLL_CTL_ADD, bell_.fd, &ev) != 0) {
+            close(bell_.fd);
+            bell_.fd = -1;
+        }
+    }
+}
+
+reactor::~reactor() {
+    if (bell_.fd >= 0) close(bell_.fd);
+    if (epfd_ >= 0) close(epfd_);
+}
+
+bool reactor::add_poller(const poller &p) noexcept {
+    if (npollers_ == max_pollers || p.poll == nullptr) return false;
+    if (p.wake_fd >= 0) {
+        // Edge-triggered like DPDK's own rx interrupt registration: the
+        // re-check after the fence covers anything that arrived before.
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLET;
+        ev.data.u64 = npollers_;
+        if (epoll_ctl(epfd_, EPOLL_CTL_ADD, p.wake_fd, &ev) != 0) return false;
+    } else if (p.wake_fd == -1) {
+        can_sleep_ = false;
+    }
+    pollers_[npollers_++] = p;
+    return true;
+}
+
+bool reactor::add_flusher(const flusher &f) noexcept {
+    if (nflushers_ == max_flushers || f.flush == nullptr) return false;
+    flushers_[nflushers_++] = f;
+    return true;
+}
+
+uint32_t reactor::run_once(uint64_t now) noexcept {
+    c_.polls.inc();
+    uint32_t work = 0;
+    for (unsigned i = 0; i < npollers_; ++i) work += pollers_[i].poll(pollers_[i].ctx, now);
+    if (wheel_.next_deadline() <= now) {
+        const size_t fired = wheel_.advance(now);
+        c_.timers_fired.inc(fired);
+        work += static_cast<uint32_t>(fired);
+    }
+    for (unsigned i = 0; i < nflushers_; ++i) flushers_[i].flush(flushers_[i].ctx, now);
+    if (work != 0) {
+        c_.busy_polls.inc();
+        last_busy_ = now;
+    }
+    return work;
+}
+
+void reactor::run(const std::atomic<bool> &stop) noexcept {
+    last_busy_ = now_ns();
+    while (!stop.load(std::memory_order_relaxed)) {
+        const uint64_t now = now_ns();
+        if (run_once(now) != 0) continue;
+        if (now - last_busy_ < settings_.idle_threshold_ns.load(std::memory_order_relaxed)) continue;
+        try_sleep(now, stop);
+    }
+}
+
+uint64_t reactor::nearest_deadline() const noexcept {
+    uint64_t d = wheel_.next_deadline();
+    for (unsigned i = 0; i < npollers_; ++i)
+        if (pollers_[i].deadline != nullptr) {
+            const uint64_t pd = pollers_[i].deadline(pollers_[i].ctx);
+            if (pd < d) d = pd;
+        }
+    return d;
+}
+
+bool reactor::anything_pending(uint64_t now, const std::atomic<bool> &stop) const noexcept {
+    if (stop.load(std::memory_order_relaxed)) return true;
+    if (settings_.mode.load(std::memory_order_relaxed) == wakeup_mode::poll) return true;
+    for (unsigned i = 0; i < npollers_; ++i)
+        if (pollers_[i].pending != nullptr && pollers_[i].pending(pollers_[i].ctx)) return true;
+    return nearest_deadline() <= now;
+}
+
+bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
+    if (!can_sleep_ || !ok() || settings_.mode.load(std::memory_order_relaxed) == wakeup_mode::poll)
+        return false;
+    c_.sleep_attempts.inc();
+    if (doorbell_owed_) {
+        drain(bell_.fd);
+        doorbell_owed_ = false;
+    }
+    // Interrupts are armed before the flag and the re-check: a packet that
+    // arrived before arming is seen by the re-check, one after it fires the fd.
+    for (unsigned i = 0; i < npollers_; ++i)
+        if (pollers_[i].arm != nullptr) pollers_[i].arm(pollers_[i].ctx);
+
+    // S1, F1 of doorbell.h: announce, then look at everything once more.
+    bell_.sleeping.store(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool slept = false;
+    if (anything_pending(now, stop)) {
+        // If a producer already took the flag (exchange -> 0) it rings us;
+        // drain that before the next sleep instead of waking needlessly.
+        if (bell_.sleeping.exchange(0, std::memory_order_acq_rel) == 0) doorbell_owed_ = true;
+        c_.sleep_aborts.inc();
+    } else {
+        const uint64_t deadline = nearest_deadline();
+        asleep_since_.store(now, std::memory_order_relaxed);
+        epoll_event evs[max_pollers + 1];
+        int n;
+        if (deadline == timer_wheel::no_deadline) {
+            n = epoll_wait(epfd_, evs, max_pollers + 1, -1);
+        } else {
+            const uint64_t ns = deadline > now ? deadline - now : 0;
+            // Tickless: sleep exactly until the nearest deadline (ns precision).
+            timespec ts{static_cast<time_t>(ns / 1'000'000'000u),
+                        static_cast<long>(ns % 1'000'000'000u)};
+            n = epoll_pwait2(epfd_, evs, max_pollers + 1, &ts, nullptr);
+            if (n < 0 && errno == ENOSYS)  // kernels before 5.11: ms resolution, rounded up
+                n = epoll_wait(epfd_, evs, max_pollers + 1, static_cast<int>((ns + 999'999) / 1'000'000));
+        }
+        const uint64_t woke = now_ns();
+        asleep_since_.store(0, std::memory_order_relaxed);
+        c_.sleeps.inc();
+        c_.sleep_ns.inc(woke - now);
+        bool by_bell = false, by_rx = false;
+        for (int i = 0; i < n; ++i) {
+            if (evs[i].data.u64 == doorbell_tag)
+                by_bell = true;
+            else
+                by_rx = true;
+        }
+        if (by_bell) c_.wakeups_doorbell.inc();
+        if (by_rx) c_.wakeups_rx.inc();
+        if (n == 0) c_.wakeups_timer.inc();
+        if (n < 0) c_.wakeups_other.inc();
+        if (bell_.sleeping.exchange(0, std::memory_order_acq_rel) == 0 && !by_bell)
+            doorbell_owed_ = true;  // taken, but the write has not landed yet
+        if (by_bell) drain(bell_.fd);
+        last_busy_ = woke;
+        slept = true;
+    }
+    for (unsigned i = 0; i < npollers_; ++i)
+        if (pollers_[i].disarm != nullptr) pollers_[i].disarm(pollers_[i].ctx);
+    return slept;
+}
+
+}  // namespace ferry::reactor

@@ -1,0 +1,109 @@
+"""The reactor on a real port: an idle ferry sleeps (conditional mode) instead
+of burning its cores, wakes on rx interrupts to answer ping, and the wakeup
+mode and idle threshold switch at run time through telemetry."""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from testbed import FERRY_ADDR, Ferry, Netns, check, require_root  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """utime + stime of every thread of pid, from /proc (seconds)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def totals(f):
+    lc = f.telemetry("/ferry/lcores")
+    keys = ("sleeps", "sleep_ns", "polls", "wakeups_rx", "rx_packets")
+    t = {k: sum(v[k] for v in lc.values()) for k in keys}
+    # sleep_ns counts finished sleeps; add the ones in progress.
+    t["sleep_ns"] += sum(v["current_sleep_ns"] for v in lc.values())
+    return t, lc
+
+
+def main():
+    require_root()
+    with Netns() as ns, Ferry(ns, lcores="0-1") as f:
+        pid = f.proc.pid
+        time.sleep(1.0)  # settle: both lcores should now be asleep
+
+        _, lc = totals(f)
+        for name, v in lc.items():
+            check(v["mode"] == "conditional" and v["can_sleep"] == 1,
+                  f"{name}: conditional mode, can sleep (rx interrupts on net_tap)")
+        t0, lc0 = totals(f)
+        c0, w0 = cpu_seconds(pid), time.monotonic()
+        time.sleep(2.0)
+        t1, lc1 = totals(f)
+        c1, w1 = cpu_seconds(pid), time.monotonic()
+        cpu_pct = 100.0 * (c1 - c0) / (w1 - w0)
+        asleep_frac = (t1["sleep_ns"] - t0["sleep_ns"]) / (2 * (w1 - w0) * 1e9)
+        print(f"idle: ferry used {cpu_pct:.1f}% CPU over {w1 - w0:.1f} s with 2 workers; "
+              f"lcores asleep {100 * asleep_frac:.1f}% of the time")
+        # Generous bounds: an idle sleeping ferry sits near 0%; a polling one at 200%.
+        check(cpu_pct < 20.0, f"idle ferry in conditional mode uses little CPU ({cpu_pct:.1f}%)")
+        check(asleep_frac > 0.8, f"idle lcores spend most of the time asleep ({asleep_frac:.2f})")
+        check(all(v["state"] == "asleep" for v in lc1.values()), "both lcores report asleep")
+
+        r = ns.run(["ping", "-c", "20", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
+        check("20 packets transmitted, 20 received" in r.stdout, "ping answered by sleeping ferry")
+        t2, _ = totals(f)
+        check(t2["wakeups_rx"] - t1["wakeups_rx"] >= 1,
+              f"rx interrupts woke the lcores ({t2['wakeups_rx'] - t1['wakeups_rx']} wakeups)")
+
+        # Runtime switch to poll: no more sleeps, CPU goes up.
+        check(f.telemetry("/ferry/wakeup_mode,poll")["wakeup_mode"] == "poll", "mode set to poll")
+        time.sleep(0.3)
+        p0, _ = totals(f)
+        c0, w0 = cpu_seconds(pid), time.monotonic()
+        time.sleep(1.5)
+        p1, lc = totals(f)
+        c1, w1 = cpu_seconds(pid), time.monotonic()
+        poll_pct = 100.0 * (c1 - c0) / (w1 - w0)
+        print(f"poll mode: ferry used {poll_pct:.1f}% CPU")
+        check(p1["sleeps"] == p0["sleeps"], "poll mode: no sleeps")
+        check(p1["polls"] - p0["polls"] > 10 * (t1["polls"] - t0["polls"]) + 1000,
+              f"poll mode: lcores spin ({p1['polls'] - p0['polls']} polls vs "
+              f"{t1['polls'] - t0['polls']} while idle in conditional mode)")
+        check(all(v["mode"] == "poll" and v["state"] == "running" for v in lc.values()),
+              "lcores report poll mode, running")
+        r = ns.run(["ping", "-c", "5", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
+        check("5 packets transmitted, 5 received" in r.stdout, "ping answered in poll mode")
+
+        # And back: sleeping resumes.
+        check(f.telemetry("/ferry/wakeup_mode,conditional")["wakeup_mode"] == "conditional",
+              "mode set back to conditional")
+        time.sleep(0.5)
+        b0, _ = totals(f)
+        time.sleep(0.5)
+        b1, lc = totals(f)
+        check(all(v["state"] == "asleep" for v in lc.values()), "lcores asleep again")
+
+        check(f.telemetry("/ferry/wakeup_mode,always")["wakeup_mode"] == "always", "mode always")
+        check(f.telemetry("/ferry/wakeup_mode,bogus") is None, "an unknown mode is refused")
+        check(f.telemetry("/ferry/wakeup_mode")["wakeup_mode"] == "always", "refusal changed nothing")
+
+        check(f.telemetry("/ferry/idle_threshold_us,500")["idle_threshold_us"] == 500,
+              "idle threshold set to 500 us")
+        check(f.telemetry("/ferry/idle_threshold_us,0") is None, "idle threshold 0 refused")
+        check(f.telemetry("/ferry/idle_threshold_us,x") is None, "idle threshold 'x' refused")
+        cfg = f.telemetry("/ferry/config")
+        check(cfg["idle_threshold_us"] == 500 and cfg["wakeup_mode"] == "always",
+              "/ferry/config shows the live settings")
+
+        # A sleeping ferry still stops promptly on SIGTERM.
+        t = time.monotonic()
+        code = f.stop()
+        check(code == 0, f"SIGTERM while asleep: exit 0 after {time.monotonic() - t:.2f} s")
+    print("test_reactor: all checks passed")
+
+
+if __name__ == "__main__":
+    main()

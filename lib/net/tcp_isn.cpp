@@ -1,0 +1,18 @@
+#include "ferry/net/tcp_isn.h"
+
+#include <array>
+
+#include "ferry/net/byte_order.h"
+
+namespace ferry::net {
+
+uint32_t tcp_isn_generator::offset(const tcp_tuple &t) const noexcept {
+    std::array<uint8_t, 12> in{};
+    wire::store_be32(in.data(), t.local_addr.value());
+    wire::store_be16(in.data() + 4, t.local_port);
+    wire::store_be32(in.data() + 6, t.remote_addr.value());
+    wire::store_be16(in.data() + 10, t.remote_port);
+    return static_cast<uint32_t>(siphash24(key_, in));
+}
+
+}  // namespace ferry::net

@@ -14,6 +14,8 @@
 #include "ferry/net/counters.h"
 #include "ferry/net/port.h"
 #include "ferry/net/stack.h"
+#include "ferry/net/tcp_layer.h"
+#include "tcp_app.h"
 #include "ferry/reactor/reactor.h"
 
 namespace ferry::app {
@@ -39,6 +41,7 @@ struct queue_io {
     static constexpr uint16_t burst = 32;
     uint16_t port_id = 0, queue = 0;
     net::stack *stack = nullptr;
+    tcp_test_app *app = nullptr;  // null without [tcp_test] services
     io_counters *io = nullptr;
     uint32_t tx_stuck = 0;  // consecutive flushes the NIC refused part of the batch
     uint16_t stash_n = 0, stash_pos = 0;
@@ -54,6 +57,9 @@ struct worker {
     io_counters io;
     std::vector<net::net_counters *> net_counters;    // one per port, same order as ports
     std::vector<std::unique_ptr<net::stack>> stacks;  // one per port
+    std::vector<std::unique_ptr<net::tcp_counters>> tcp_counters;  // one per port
+    std::vector<std::unique_ptr<net::tcp_layer>> tcp_layers;       // one per port
+    std::vector<std::unique_ptr<tcp_test_app>> tcp_apps;           // one per port, or none
     std::vector<std::unique_ptr<queue_io>> queues;    // one per port
     std::unique_ptr<reactor::reactor> loop;
 };

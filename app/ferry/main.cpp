@@ -6,6 +6,8 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 
+#include <sys/random.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -73,6 +75,56 @@ void install_stop_handlers(const sigset_t *set) {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
     pthread_sigmask(SIG_UNBLOCK, set, nullptr);
+}
+
+// A 128-bit key from the kernel's random source (RFC 6528 §3, RFC 4987 §3.6).
+net::siphash_key random_key() {
+    uint8_t b[16] = {};
+    size_t got = 0;
+    while (got < sizeof b) {
+        const ssize_t n = getrandom(b + got, sizeof b - got, 0);
+        if (n <= 0)
+            break;  // only EINTR-like failures; the key is then partly zero
+        got += static_cast<size_t>(n);
+    }
+    return net::siphash_key::from_bytes(std::span<const uint8_t, 16>(b, 16));
+}
+
+// The TCP layer of one (lcore, port), and the [tcp_test] services on it.
+void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net::stack &st,
+             net::net_counters &nc) {
+    net::tcp_layer_config tc;
+    tc.max_connections = cfg.tcp.max_connections;
+    tc.syn_backlog = cfg.tcp.syn_backlog;
+    tc.syn_cookies = cfg.tcp.syn_cookies;
+    // Software checksums unless asked for and enabled on the port.
+    tc.tx_cksum_offload =
+        cfg.tcp.tx_checksum_offload && (p.tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_CKSUM) != 0;
+    if (cfg.tcp.tx_checksum_offload && !tc.tx_cksum_offload)
+        APP_LOG(WARNING,
+                "port %s: tcp.tx_checksum_offload set but the port has no tcp_cksum tx "
+                "offload: checksums in software",
+                p.cfg.name.c_str());
+    tc.tx_chains = (p.tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+    // RFC 9293 §3.7.1: MSS = MTU - 20 (IPv4) - 20 (TCP).
+    tc.conn.mss = static_cast<uint16_t>(p.cfg.mtu - 40);
+    tc.conn.time_wait_ns = uint64_t(cfg.tcp.time_wait_ms) * 1'000'000u;
+    tc.isn_key = random_key();
+    // One cookie key pair for the process: a cookie ACK may come back on
+    // another lcore's queue than the SYN did.
+    static const net::siphash_key cookie_k0 = random_key(), cookie_k1 = random_key();
+    tc.cookie_key0 = cookie_k0;
+    tc.cookie_key1 = cookie_k1;
+    tc.shared_port = p.queues > 1;
+    tc.flow_key = random_key();
+    tc.conn.ts_offset = static_cast<uint32_t>(random_key().k0);
+    auto &ctr = w.tcp_counters.emplace_back(std::make_unique<net::tcp_counters>());
+    auto &layer =
+        w.tcp_layers.emplace_back(std::make_unique<net::tcp_layer>(tc, st, p.pool, nc, *ctr));
+    st.attach_tcp(layer.get());
+    const auto &tt = cfg.tcp_test;
+    if (tt.echo_port != 0 || tt.discard_port != 0 || tt.source_port != 0)
+        w.tcp_apps.push_back(std::make_unique<tcp_test_app>(tt, *layer, p.pool));
 }
 
 std::string ipv4_text(uint32_t a) {
@@ -257,6 +309,7 @@ int run(int argc, char **argv) {
                 auto &blk = app.net_counter_blocks.emplace_back(std::make_unique<net::net_counters>());
                 w->net_counters.push_back(blk.get());
                 w->stacks.push_back(std::make_unique<net::stack>(ic, p.pool, *blk));
+                add_tcp(*w, l.cfg, p, *w->stacks.back(), *blk);
             }
             if (std::string err = setup_worker(app, *w); !err.empty()) {
                 std::fprintf(stderr, "ferry: %s\n", err.c_str());
@@ -290,6 +343,14 @@ int run(int argc, char **argv) {
     rc = 0;
 
 out:
+    // Connections and the test services hold mbufs of the ports' pools: free
+    // them before the pools go (app is static, destroyed only after this).
+    for (auto &w : app.workers) {
+        w->tcp_apps.clear();
+        for (auto &st : w->stacks)
+            st->attach_tcp(nullptr);
+        w->tcp_layers.clear();
+    }
     for (auto &p : app.ports) net::port_close(p);
     rte_eal_cleanup();
     return rc;

@@ -102,6 +102,25 @@ int cmd_net(const char *, const char *, rte_tel_data *d) {
     return 0;
 }
 
+// Per lcore and port the tcp_counters block, and their sum under "sum".
+int cmd_tcp(const char *, const char *, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    net::tcp_counters sum{};
+    for (const auto &w : the_app->workers)
+        for (size_t i = 0; i < w->tcp_counters.size(); ++i) {
+            const net::tcp_counters &c = *w->tcp_counters[i];
+            for (const auto &f : net::tcp_counter_fields)
+                (sum.*(f.member)).inc((c.*(f.member)).get());
+            const std::string key =
+                "lcore" + std::to_string(w->lcore) + "/" + the_app->ports[i].cfg.name;
+            if (!telemetry::add_counter_dict(d, key.c_str(), c, net::tcp_counter_fields))
+                return -ENOMEM;
+        }
+    if (!telemetry::add_counter_dict(d, "sum", sum, net::tcp_counter_fields))
+        return -ENOMEM;
+    return 0;
+}
+
 int cmd_lcores(const char *, const char *, rte_tel_data *d) {
     rte_tel_data_start_dict(d);
     const auto mode = the_app->settings.mode.load(std::memory_order_relaxed);
@@ -188,9 +207,13 @@ constexpr command commands[] = {
     {"/ferry/ports", cmd_ports,
      "Per port: device, mac, address, queues, capabilities (cap_*), ethdev stats, stack "
      "counters."},
-    {"/ferry/net", cmd_net, "Per lcore and port: Ethernet/ARP/IPv4/ICMP counters, drops by reason."},
+    {"/ferry/net", cmd_net,
+     "Per lcore and port: Ethernet/ARP/IPv4/ICMP counters, drops by reason."},
+    {"/ferry/tcp", cmd_tcp,
+     "Per lcore and port, and summed: TCP connection counters (states, retransmits, resets)."},
     {"/ferry/lcores", cmd_lcores,
-     "Per worker lcore: queue, mode, state, sleeps, wakeups by cause, doorbells, loop and I/O counters."},
+     "Per worker lcore: queue, mode, state, sleeps, wakeups by cause, doorbells, loop and I/O "
+     "counters."},
     {"/ferry/wakeup_mode", cmd_wakeup_mode,
      "Read, or set with ,<conditional|always|poll>: when workers sleep and peers ring."},
     {"/ferry/idle_threshold_us", cmd_idle_threshold,

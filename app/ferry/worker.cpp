@@ -35,6 +35,8 @@ uint32_t queue_poll(void *ctx, uint64_t now) {
         q.stack->poll_timers(now);
         ++work;
     }
+    if (q.app != nullptr)
+        work += q.app->run(now);
     return work;
 }
 
@@ -93,6 +95,7 @@ std::string setup_worker(app_state &app, worker &w) {
         q->port_id = p.id;
         q->queue = w.index;
         q->stack = w.stacks[i].get();
+        q->app = i < w.tcp_apps.size() ? w.tcp_apps[i].get() : nullptr;
         q->io = &w.io;
         reactor::poller pl;
         pl.poll = queue_poll;

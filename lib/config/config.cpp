@@ -108,6 +108,10 @@ public:
              [this](const toml::node &n, const std::string &k) { return read_ferry(n, k); }},
             {"port", false,
              [this](const toml::node &n, const std::string &k) { return read_ports(n, k); }},
+            {"tcp", false,
+             [this](const toml::node &n, const std::string &k) { return read_tcp(n, k); }},
+            {"tcp_test", false,
+             [this](const toml::node &n, const std::string &k) { return read_tcp_test(n, k); }},
         };
         if (auto e = r_.walk(root, "", fields))
             return unexpected{*e};
@@ -140,6 +144,52 @@ private:
              }},
             {"idle_threshold_us", false, r_.integer_into(cfg_.idle_threshold_us, 1, 1000000)},
             {"neighbor_timeout_s", false, r_.integer_into(cfg_.neighbor_timeout_s, 1, 86400)},
+        };
+        return r_.walk(**t, key, fields);
+    }
+
+    std::optional<error> read_tcp(const toml::node &n, const std::string &key) {
+        auto t = r_.table(n, key);
+        if (!t)
+            return t.error();
+        tcp_config &c = cfg_.tcp;
+        const reader::field fields[] = {
+            {"max_connections", false, r_.integer_into(c.max_connections, 1, 1 << 20)},
+            {"syn_backlog", false, r_.integer_into(c.syn_backlog, 1, 65535)},
+            {"syn_cookies", false, r_.boolean_into(c.syn_cookies)},
+            {"time_wait_ms", false, r_.integer_into(c.time_wait_ms, 0, 240000)},
+            {"tx_checksum_offload", false, r_.boolean_into(c.tx_checksum_offload)},
+        };
+        return r_.walk(**t, key, fields);
+    }
+
+    std::optional<error> read_tcp_test(const toml::node &n, const std::string &key) {
+        auto t = r_.table(n, key);
+        if (!t)
+            return t.error();
+        tcp_test_config &c = cfg_.tcp_test;
+        // Each port must differ from those read before it (document order).
+        auto port_into = [this, &c](uint16_t &out) -> reader::handler {
+            return [this, &c, &out](const toml::node &v,
+                                    const std::string &k) -> std::optional<error> {
+                auto p = r_.integer(v, k, 0, 65535);
+                if (!p)
+                    return p.error();
+                const auto port = static_cast<uint16_t>(*p);
+                for (const uint16_t *other : {&c.echo_port, &c.discard_port, &c.source_port})
+                    if (other != &out && port != 0 && *other == port)
+                        return r_.at(v, k,
+                                     "port " + std::to_string(port) +
+                                         " is already used by another tcp_test service");
+                out = port;
+                return std::nullopt;
+            };
+        };
+        const reader::field fields[] = {
+            {"echo_port", false, port_into(c.echo_port)},
+            {"discard_port", false, port_into(c.discard_port)},
+            {"source_port", false, port_into(c.source_port)},
+            {"source_bytes", false, r_.integer_into(c.source_bytes, 0, int64_t{1} << 48)},
         };
         return r_.walk(**t, key, fields);
     }

@@ -9,6 +9,7 @@
 #include "ferry/net/byte_order.h"
 #include "ferry/net/checksum.h"
 #include "ferry/net/icmp.h"
+#include "ferry/net/tcp_layer.h"
 
 namespace ferry::net {
 
@@ -353,9 +354,13 @@ void stack::input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
     }
 }
 
-void stack::input_tcp(rte_mbuf *m, const ipv4_repr &, uint32_t, uint64_t) noexcept {
+void stack::input_tcp(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now_ns) noexcept {
     // The TCP layer (RFC 9293 §3.10.7 "SEGMENT ARRIVES") takes over here.
-    drop(m, ctr_.tcp_drop_unimplemented);
+    if (tcp_ == nullptr) {
+        drop(m, ctr_.tcp_drop_unimplemented);
+        return;
+    }
+    tcp_->input(m, ip, l4_off, now_ns);
 }
 
 void stack::input_icmp(rte_mbuf *m, const ethernet_repr &eth, const ipv4_repr &ip,
@@ -546,10 +551,14 @@ void stack::poll_timers(uint64_t now_ns) noexcept {
                 break;
         }
     });
+    if (tcp_ != nullptr) {
+        tcp_->poll_timers(now_ns);
+    }
 }
 
 uint64_t stack::next_deadline() const noexcept {
-    return neigh_.next_deadline();
+    const uint64_t n = neigh_.next_deadline();
+    return tcp_ != nullptr ? std::min(n, tcp_->next_deadline()) : n;
 }
 
 void stack::announce(uint64_t) noexcept {

@@ -112,6 +112,19 @@ const bad_case bad_cases[] = {
     {"huge_integer_does_not_wrap", with_port("[ferry]\nworkers = 4294967297\n"),
      "t.toml:2:11: key 'ferry.workers': must be in 0..128, got 4294967297"},
 
+    // [tcp] and [tcp_test].
+    {"tcp_max_connections_zero", with_port("[tcp]\nmax_connections = 0\n"),
+     "t.toml:2:19: key 'tcp.max_connections': must be in 1..1048576, got 0"},
+    {"tcp_unknown_key", with_port("[tcp]\nsyn_backlg = 5\n"),
+     "t.toml:2:1: key 'tcp.syn_backlg': unknown key (did you mean 'syn_backlog'?)"},
+    {"tcp_cookies_not_bool", with_port("[tcp]\nsyn_cookies = 1\n"),
+     "t.toml:2:15: key 'tcp.syn_cookies': expected a boolean, got an integer"},
+    {"tcp_test_port_too_big", with_port("[tcp_test]\necho_port = 65536\n"),
+     "t.toml:2:13: key 'tcp_test.echo_port': must be in 0..65535, got 65536"},
+    {"tcp_test_port_twice", with_port("[tcp_test]\necho_port = 7\ndiscard_port = 7\n"),
+     "t.toml:3:16: key 'tcp_test.discard_port': port 7 is already used by another tcp_test "
+     "service"},
+
     // Ports: presence.
     {"no_ports", "[ferry]\nworkers = 1\n",
      "t.toml: key 'port': at least one [[port]] table is required"},
@@ -376,6 +389,29 @@ TEST(config_parse, disjoint_subnets_and_distinct_ifaces_are_accepted) {
                    "t.toml");
     ASSERT_TRUE(r.ok()) << r.error().to_string();
     EXPECT_EQ(r->ports.size(), 2u);
+}
+
+TEST(config_parse, tcp_sections) {
+    auto r = parse(with_port("[tcp]\nmax_connections = 64\nsyn_backlog = 4\nsyn_cookies = false\n"
+                             "time_wait_ms = 1000\ntx_checksum_offload = true\n"
+                             "[tcp_test]\necho_port = 7\ndiscard_port = 9\nsource_port = 19\n"
+                             "source_bytes = 4096\n"),
+                   "t.toml");
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(r->tcp.max_connections, 64u);
+    EXPECT_EQ(r->tcp.syn_backlog, 4u);
+    EXPECT_FALSE(r->tcp.syn_cookies);
+    EXPECT_EQ(r->tcp.time_wait_ms, 1000u);
+    EXPECT_TRUE(r->tcp.tx_checksum_offload);
+    EXPECT_EQ(r->tcp_test.echo_port, 7);
+    EXPECT_EQ(r->tcp_test.discard_port, 9);
+    EXPECT_EQ(r->tcp_test.source_port, 19);
+    EXPECT_EQ(r->tcp_test.source_bytes, 4096u);
+    auto d = parse(port_tap0, "t.toml");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->tcp.max_connections, 1024u);
+    EXPECT_TRUE(d->tcp.syn_cookies);
+    EXPECT_EQ(d->tcp_test.echo_port, 0);
 }
 
 TEST(config_parse, embedded_default_parses) {

@@ -13,6 +13,21 @@
 //   idle_threshold_us = 200         # 1..1000000: no work this long -> try to sleep
 //   neighbor_timeout_s = 60         # 1..86400: ARP entry lifetime
 //
+//   [tcp]                           # optional: the TCP layer of every (lcore, port)
+//   max_connections = 1024          # 1..1048576 connection slots per lcore and port
+//   syn_backlog = 128               # 1..65535 connections in SYN-RECEIVED per listener
+//   syn_cookies = true              # RFC 4987 SYN cookies when the backlog is full
+//   time_wait_ms = 60000            # 0..240000, 2*MSL (RFC 9293 3.10.8)
+//   tx_checksum_offload = false     # let the port compute TCP checksums (needs the
+//                                   #   profile's tcp_cksum tx offload)
+//
+//   [tcp_test]                      # optional: test services inside ferry, 0 = off
+//   echo_port = 7                   # 0..65535: sends back what it receives (RFC 862)
+//   discard_port = 9                # reads and drops (RFC 863)
+//   source_port = 19                # sends a deterministic stream (byte k = k mod 251)
+//   source_bytes = 0                # 0..2^48: the source closes after this many, 0 = never
+//                                   #   (the three ports must differ)
+//
 //   [[port]]                        # at least one
 //   name = "tap0"                   # required, unique, 1..32 of [a-z0-9_]
 //   profile = "net_tap"             # required, drivers-config/<profile>.toml
@@ -113,12 +128,27 @@ struct port_config {
     source_pos where;                   // the port's table
 };
 
+struct tcp_config {
+    uint32_t max_connections = 1024;
+    uint32_t syn_backlog = 128;
+    bool syn_cookies = true;
+    uint32_t time_wait_ms = 60000;
+    bool tx_checksum_offload = false;
+};
+
+struct tcp_test_config {
+    uint16_t echo_port = 0, discard_port = 0, source_port = 0;  // 0 = off
+    uint64_t source_bytes = 0;                                  // 0 = unlimited
+};
+
 struct ferry_config {
     std::string source;    // file path, or "<embedded default>"
     uint32_t workers = 0;  // 0 = one worker per EAL lcore
     wakeup_mode wakeup = wakeup_mode::conditional;
     uint32_t idle_threshold_us = 200;
     uint32_t neighbor_timeout_s = 60;
+    tcp_config tcp;
+    tcp_test_config tcp_test;
     std::vector<port_config> ports;
 };
 

@@ -51,6 +51,24 @@
     X(ipv4_drop_no_route,         "IPv4 datagrams to send with no on-link or gateway next hop")  \
     X(ipv4_tx,                    "IPv4 datagrams queued for transmission")                      \
     X(tcp_drop_unimplemented,     "TCP segments dropped: no TCP layer attached yet")             \
+    X(tcp_rx,                     "TCP segments received (handed to the TCP layer)")             \
+    X(tcp_drop_malformed,         "TCP segments truncated or with a data offset < 5")            \
+    X(tcp_drop_bad_options,       "TCP segments with a malformed option list (RFC 9293 3.1 MUST-7)") \
+    X(tcp_drop_bad_checksum,      "TCP segments with a bad checksum (NIC or software check)")    \
+    X(tcp_cksum_hw_verified,      "TCP checksums the NIC verified (rx offload flags)")           \
+    X(tcp_drop_rst_no_flow,       "RST segments for no connection (ignored, RFC 9293 3.10.7.1)") \
+    X(tcp_rst_sent_no_flow,       "RSTs sent for segments matching no connection or listener")   \
+    X(tcp_drop_not_owner,         "segments to a listener's port matching no flow here, dropped: the port is shared and another lcore may own the flow (no cross-core hand-off yet)") \
+    X(tcp_drop_listen_other,      "segments to a listener without SYN or ACK, or with RST (ignored)") \
+    X(tcp_tx,                     "TCP segments built and handed to IPv4 output")                \
+    X(tcp_tx_copied,              "TCP segments whose payload was copied (port without chains)") \
+    X(syn_cookies_sent,           "SYN-ACKs carrying a SYN cookie (RFC 4987 3.6)")               \
+    X(syn_cookies_validated,      "connections rebuilt from a valid SYN cookie ACK")             \
+    X(syn_cookie_rejected,        "ACKs to a listener with no valid cookie (RST sent)")          \
+    X(listen_backlog_full,        "SYNs that found their listener's SYN backlog full")           \
+    X(flow_table_full,            "SYNs or cookie ACKs that found no free connection slot")      \
+    X(conn_opened,                "connections created (passive open or SYN cookie)")            \
+    X(conn_closed,                "connections freed (CLOSED, reported to the application)")     \
     X(icmp_rx,                    "ICMP messages received")                                      \
     X(icmp_drop_truncated,        "ICMP messages shorter than 8 bytes")                          \
     X(icmp_drop_bad_checksum,     "ICMP messages with a bad checksum")                           \

@@ -35,6 +35,8 @@ struct rte_mempool;
 
 namespace ferry::net {
 
+class tcp_layer;
+
 struct iface_config {
     mac_addr mac;
     ipv4_addr addr;
@@ -93,6 +95,12 @@ public:
     // The caller transmitted the first n of tx_pending() (the NIC owns them now).
     void tx_consumed(uint16_t n) noexcept;
 
+    // Attaches the TCP layer (tcp_layer.h) that takes every TCP segment from
+    // here on; null detaches (segments are then dropped, tcp_drop_unimplemented).
+    // Its timers join poll_timers()/next_deadline(). Must outlive the stack's use.
+    void attach_tcp(tcp_layer *t) noexcept { tcp_ = t; }
+    [[nodiscard]] tcp_layer *tcp() noexcept { return tcp_; }
+
     // Gratuitous ARP for cfg.addr (RFC 5227 §3 announcement), sent at port start.
     void announce(uint64_t now_ns) noexcept;
 
@@ -108,7 +116,7 @@ private:
                     uint32_t ip_header_len) noexcept;
     // THE TCP HOOK. Called for every datagram that passed the IPv4 checks with
     // protocol 6; `l4_off` is the TCP header's offset in the frame. Owns `m`.
-    // The TCP layer replaces this body; until then segments are dropped.
+    // Hands the segment to the attached tcp_layer, or drops it.
     void input_tcp(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now_ns) noexcept;
 
     // RFC 1122 §3.2.1.3: addresses that must not appear as a source.
@@ -129,6 +137,7 @@ private:
     rte_mempool *pool_;
     net_counters &ctr_;
     neighbor_table neigh_;
+    tcp_layer *tcp_ = nullptr;
     std::optional<ipv4_addr> subnet_bcast_;
     // Pending frames are txq_[tx_head_, tx_head_ + tx_len_): a contiguous span
     // for rte_eth_tx_burst; compacted to the front when the tail hits the end.

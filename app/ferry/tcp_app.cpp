@@ -1,0 +1,217 @@
+#include "tcp_app.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace ferry::app {
+namespace {
+
+constexpr uint32_t pattern_period = 251;
+
+// Bytes k mod 251 for k in [0, 251 + 2048): a copy from offset (pos mod 251)
+// gives any stretch of up to 2048 bytes of the stream.
+struct pattern_table {
+    std::array<uint8_t, pattern_period + 4096> b{};
+    constexpr pattern_table() {
+        for (uint32_t i = 0; i < b.size(); ++i)
+            b[i] = static_cast<uint8_t>(i % pattern_period);
+    }
+};
+constexpr pattern_table pattern{};
+
+// Turns the piece [off, off + len) of a received chain into a chain of
+// exactly those bytes (frees the segments before and after it).
+rte_mbuf *piece_chain(const net::tcp_rx_piece &p) noexcept {
+    rte_mbuf *m = p.m;
+    uint32_t off = p.off;
+    while (m != nullptr && off >= m->data_len) {
+        rte_mbuf *next = m->next;
+        if (next == nullptr)
+            break;
+        next->nb_segs = static_cast<uint16_t>(m->nb_segs - 1);
+        next->pkt_len = m->pkt_len - m->data_len;
+        off -= m->data_len;
+        m->next = nullptr;
+        m->nb_segs = 1;
+        rte_pktmbuf_free_seg(m);
+        m = next;
+    }
+    if (m == nullptr || rte_pktmbuf_adj(m, static_cast<uint16_t>(off)) == nullptr) {
+        rte_pktmbuf_free(m);
+        return nullptr;
+    }
+    // Keep exactly len bytes: cut the chain after the segment holding the last one.
+    uint32_t left = p.len;
+    uint16_t nsegs = 1;
+    rte_mbuf *seg = m;
+    while (seg->data_len < left && seg->next != nullptr) {
+        left -= seg->data_len;
+        seg = seg->next;
+        ++nsegs;
+    }
+    seg->data_len = static_cast<uint16_t>(std::min<uint32_t>(left, seg->data_len));
+    if (seg->next != nullptr) {
+        rte_pktmbuf_free(seg->next);
+        seg->next = nullptr;
+    }
+    m->nb_segs = nsegs;
+    m->pkt_len = p.len;
+    return m;
+}
+
+}  // namespace
+
+tcp_test_app::tcp_test_app(const config::tcp_test_config &cfg, net::tcp_layer &layer,
+                           rte_mempool *pool)
+    : cfg_(cfg), layer_(layer), pool_(pool) {
+    states_ = std::make_unique<conn_state[]>(layer.capacity());
+    for (uint16_t port : {cfg.echo_port, cfg.discard_port, cfg.source_port})
+        if (port != 0)
+            (void)layer_.listen(port);
+}
+
+tcp_test_app::~tcp_test_app() {
+    for (uint32_t i = 0; i < layer_.capacity(); ++i)
+        reset(states_[i]);
+}
+
+void tcp_test_app::reset(conn_state &s) noexcept {
+    for (uint16_t i = 0; i < s.npend; ++i)
+        rte_pktmbuf_free(s.pend[i]);
+    s.npend = 0;
+    s.k = kind::none;
+    s.fin_seen = s.closing = false;
+    s.generated = 0;
+}
+
+uint32_t tcp_test_app::run(uint64_t now) noexcept {
+    net::tcp_notice notes[32];
+    uint32_t handled = 0;
+    // Bounded: handling may raise new events, which the next iteration takes.
+    for (int round = 0; round < 4; ++round) {
+        const std::size_t n = layer_.poll_events(notes);
+        for (std::size_t i = 0; i < n; ++i)
+            handle(notes[i], now);
+        handled += static_cast<uint32_t>(n);
+        if (n < std::size(notes))
+            break;
+    }
+    return handled;
+}
+
+void tcp_test_app::handle(const net::tcp_notice &n, uint64_t now) noexcept {
+    conn_state &s = states_[n.h.index];
+    if (s.gen != n.h.gen || s.k == kind::none) {
+        reset(s);
+        s.gen = n.h.gen;
+        s.k = n.local_port == cfg_.echo_port      ? kind::echo
+              : n.local_port == cfg_.discard_port ? kind::discard
+                                                  : kind::source;
+    }
+    if (n.events & net::tcp_event::closed) {
+        reset(s);  // the handle is stale from here on
+        return;
+    }
+    if (n.events & net::tcp_event::peer_fin)
+        s.fin_seen = true;
+    switch (s.k) {
+        case kind::echo:
+            pump_echo(n.h, s, now);
+            break;
+        case kind::discard:
+            drain_discard(n.h, now);
+            if (s.fin_seen && !s.closing) {
+                s.closing = true;
+                layer_.close(n.h, now);
+            }
+            break;
+        case kind::source:
+            drain_discard(n.h, now);
+            if (s.fin_seen) {
+                if (!s.closing) {
+                    s.closing = true;
+                    layer_.close(n.h, now);
+                }
+                break;
+            }
+            pump_source(n.h, s, now);
+            break;
+        case kind::none:
+            break;
+    }
+}
+
+bool tcp_test_app::flush_pending(net::tcp_handle h, conn_state &s, uint64_t now) noexcept {
+    uint16_t done = 0;
+    while (done < s.npend && layer_.send(h, s.pend[done], now) != 0)
+        ++done;
+    if (done != 0) {
+        std::memmove(s.pend, s.pend + done, (s.npend - done) * sizeof(rte_mbuf *));
+        s.npend = static_cast<uint16_t>(s.npend - done);
+    }
+    return s.npend == 0;
+}
+
+void tcp_test_app::pump_echo(net::tcp_handle h, conn_state &s, uint64_t now) noexcept {
+    net::tcp_rx_piece pieces[max_pending];
+    while (flush_pending(h, s, now)) {
+        const std::size_t n = layer_.recv(h, std::span(pieces, max_pending), now);
+        if (n == 0)
+            break;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (pieces[i].len == 0) {
+                rte_pktmbuf_free(pieces[i].m);
+                continue;
+            }
+            if (rte_mbuf *c = piece_chain(pieces[i]))
+                s.pend[s.npend++] = c;
+        }
+    }
+    net::tcp_conn *c = layer_.get(h);
+    if (c != nullptr && s.fin_seen && !s.closing && s.npend == 0 && c->recv_queued() == 0) {
+        s.closing = true;
+        layer_.close(h, now);
+    }
+}
+
+void tcp_test_app::drain_discard(net::tcp_handle h, uint64_t now) noexcept {
+    net::tcp_rx_piece pieces[32];
+    for (;;) {
+        const std::size_t n = layer_.recv(h, pieces, now);
+        for (std::size_t i = 0; i < n; ++i)
+            rte_pktmbuf_free(pieces[i].m);
+        if (n < std::size(pieces))
+            return;
+    }
+}
+
+void tcp_test_app::pump_source(net::tcp_handle h, conn_state &s, uint64_t now) noexcept {
+    const uint64_t limit = cfg_.source_bytes;
+    // send() refuses once the send queue holds snd_buf bytes: that bounds the loop.
+    while (!s.closing) {
+        if (s.npend == 0) {
+            if (limit != 0 && s.generated >= limit)
+                break;
+            rte_mbuf *m = rte_pktmbuf_alloc(pool_);
+            if (m == nullptr)
+                return;  // retried on the next writable event
+            uint32_t len = std::min<uint32_t>(rte_pktmbuf_tailroom(m), 2048);
+            if (limit != 0)
+                len = static_cast<uint32_t>(std::min<uint64_t>(len, limit - s.generated));
+            auto *d =
+                reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, static_cast<uint16_t>(len)));
+            std::memcpy(d, pattern.b.data() + s.generated % pattern_period, len);
+            s.generated += len;
+            s.pend[s.npend++] = m;
+        }
+        if (!flush_pending(h, s, now))
+            return;
+    }
+    if (limit != 0 && s.generated >= limit && s.npend == 0 && !s.closing) {
+        s.closing = true;
+        layer_.close(h, now);
+    }
+}
+
+}  // namespace ferry::app

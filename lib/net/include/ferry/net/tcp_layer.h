@@ -1,0 +1,193 @@
+// The TCP layer of one (lcore, port) stack: flow table, listeners, the
+// connection pool, segment demultiplexing, frames out of tcp_conn's emit.
+//
+// Read first: RFC 9293 §3.10.7.1 (segments for no connection: the RST rules
+// of state CLOSED), §3.10.7.2 (LISTEN), §3.1 (checksum and pseudo-header);
+// RFC 4987 §3.6 (SYN cookies, here tcp_syncookies); RFC 6528 (ISNs).
+//
+// Memory: every connection lives in a slot of a pool allocated at start-up
+// (max_connections slots); the flow table (open addressing, linear probing,
+// backward-shift deletion, SipHash-keyed so a peer cannot aim collisions) and
+// the timer heap are arrays of fixed size too. Nothing is allocated per
+// connection or per packet (mbufs come from the port's pool).
+//
+// Handles: (slot index, generation). A slot's generation changes each time it
+// is freed, so a handle kept past the connection's end is detected (get()
+// returns null) instead of reaching the slot's next tenant.
+//
+// Life of a slot: taken by an accepted SYN (or a validated SYN cookie ACK),
+// freed when the connection reaches CLOSED and poll_events() has reported the
+// `closed` event (so the application sees every connection end exactly once).
+// TIME-WAIT keeps its slot until tcp_conn's 2*MSL timer closes it.
+//
+// Timers: an indexed binary min-heap of the connections' next_deadline(),
+// updated after every call into a connection; stack::next_deadline() and
+// stack::poll_timers() include it. No clock is read here (time comes in).
+//
+// Frames: a header mbuf (Ethernet + IPv4 + TCP, built in place) from the
+// pool; the payload is attached zero-copy (an indirect mbuf per send-queue
+// segment, rte_pktmbuf_attach) when the port transmits chains, else copied
+// into the header mbuf. Checksum in software by default; with tx_cksum_offload
+// the TCP checksum field gets the pseudo-header sum and RTE_MBUF_F_TX_TCP_CKSUM.
+//
+// Not done: active opens (connect) from the application; handing segments to
+// the owning lcore when several lcores share a port (lib/xcore): with
+// shared_port such segments are only counted (tcp_drop_not_owner).
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "ferry/net/counters.h"
+#include "ferry/net/ipv4.h"
+#include "ferry/net/tcp.h"
+#include "ferry/net/tcp_conn.h"
+#include "ferry/net/tcp_isn.h"
+#include "ferry/net/tcp_syncookie.h"
+#include "ferry/net/tcp_tuple.h"
+
+namespace ferry::net {
+
+class stack;
+
+struct tcp_layer_config {
+    uint32_t max_connections = 1024;  // pool slots (the flow table has twice as many buckets)
+    uint32_t max_listeners = 16;
+    uint32_t syn_backlog = 128;     // per listener: connections in SYN-RECEIVED
+    bool syn_cookies = true;        // RFC 4987 §3.6 when the backlog (or the pool) is full
+    bool tx_cksum_offload = false;  // the port computes the TCP checksum
+    bool tx_chains = true;          // the port transmits multi-segment frames (zero-copy)
+    // Other lcores share the port: a segment without SYN that matches no flow
+    // here may belong to another lcore's connection (net_tap automq, see
+    // TESTBED.md). Until cross-core hand-off exists it is dropped and counted
+    // (tcp_drop_not_owner) rather than answered with a RST that would kill
+    // the owner's connection.
+    bool shared_port = false;
+    tcp_conn_config conn;   // for every connection (mss follows the MTU)
+    siphash_key isn_key{};  // RFC 6528 secret
+    siphash_key cookie_key0{}, cookie_key1{};
+    siphash_key flow_key{};  // flow table hash
+};
+
+struct tcp_handle {
+    uint32_t index = UINT32_MAX;
+    uint32_t gen = 0;
+    [[nodiscard]] bool valid() const noexcept { return index != UINT32_MAX; }
+    friend constexpr bool operator==(const tcp_handle &, const tcp_handle &) noexcept = default;
+};
+
+// One connection with news for the application (tcp_event bits).
+struct tcp_notice {
+    tcp_handle h;
+    uint8_t events = 0;
+    uint16_t local_port = 0;  // which listener accepted it
+};
+
+class tcp_layer {
+public:
+    // `st` and the counters must outlive the layer. Allocates the pool (the
+    // only allocation). `pool` supplies the header mbufs and indirect mbufs.
+    tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, net_counters &nc,
+              tcp_counters &tc);
+    ~tcp_layer();
+    tcp_layer(const tcp_layer &) = delete;
+    tcp_layer &operator=(const tcp_layer &) = delete;
+
+    enum class listen_result : uint8_t { ok, already, full };
+    // Opens port (LISTEN) for passive opens.
+    [[nodiscard]] listen_result listen(uint16_t port) noexcept;
+
+    // Called by the stack for every IPv4 datagram with protocol 6 that passed
+    // the IPv4 checks; owns `m`.
+    void input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now) noexcept;
+
+    void poll_timers(uint64_t now) noexcept;
+    [[nodiscard]] uint64_t next_deadline() const noexcept;
+
+    // Moves up to out.size() connections with pending events to the caller
+    // (taking their events). A connection reported `closed` is freed: its
+    // handle is stale from then on. Returns how many were filled.
+    [[nodiscard]] std::size_t poll_events(std::span<tcp_notice> out) noexcept;
+
+    // The connection behind h, or null when h is stale.
+    [[nodiscard]] tcp_conn *get(tcp_handle h) noexcept;
+    // Application calls: tcp_conn's, then timer and event bookkeeping. A stale
+    // handle does nothing (send/recv return 0).
+    [[nodiscard]] uint32_t send(tcp_handle h, rte_mbuf *chain, uint64_t now) noexcept;
+    [[nodiscard]] std::size_t recv(tcp_handle h, std::span<tcp_rx_piece> out,
+                                   uint64_t now) noexcept;
+    void close(tcp_handle h, uint64_t now) noexcept;
+    void abort(tcp_handle h, uint64_t now) noexcept;
+
+    [[nodiscard]] uint32_t active() const noexcept { return in_use_; }
+    [[nodiscard]] uint32_t capacity() const noexcept { return cfg_.max_connections; }
+    [[nodiscard]] const tcp_layer_config &config() const noexcept { return cfg_; }
+
+private:
+    struct slot;
+    struct listener {
+        uint16_t port = 0;
+        uint32_t syn_rcvd = 0;  // connections of this listener in SYN-RECEIVED
+    };
+
+    static void emit_cb(void *ctx, const tcp_repr &hdr, const tcp_payload &payload);
+    // Builds and sends one segment on `t` (local -> remote).
+    void send_segment(const tcp_tuple &t, const tcp_repr &hdr, const tcp_payload &payload) noexcept;
+    // RFC 9293 §3.10.7.1 for a segment that matches nothing.
+    void reply_rst(const tcp_tuple &t, const tcp_repr &seg) noexcept;
+    void input_listen(listener &l, const tcp_tuple &t, const tcp_repr &seg, rte_mbuf *m,
+                      uint32_t payload_off) noexcept;
+    void send_cookie_syn_ack(const tcp_tuple &t, const tcp_repr &syn) noexcept;
+    // Rebuilds the connection a valid cookie ACK completes. True if it took `m`.
+    bool accept_cookie(listener &l, const tcp_tuple &t, const tcp_repr &ack, rte_mbuf *m,
+                       uint32_t payload_off) noexcept;
+    [[nodiscard]] listener *find_listener(uint16_t port) noexcept;
+    [[nodiscard]] bool checksum_ok(const rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off,
+                                   uint32_t len) const noexcept;
+
+    // Slots and the flow table.
+    [[nodiscard]] uint32_t alloc_slot() noexcept;  // UINT32_MAX when none
+    void free_slot(uint32_t idx) noexcept;
+    [[nodiscard]] uint64_t hash(const tcp_tuple &t) const noexcept;
+    [[nodiscard]] uint32_t lookup(const tcp_tuple &t) const noexcept;  // slot or UINT32_MAX
+    [[nodiscard]] bool insert_flow(const tcp_tuple &t, uint32_t idx) noexcept;
+    void erase_flow(const tcp_tuple &t) noexcept;
+    // After any call into a connection: timers, backlog, ready list.
+    void after(uint32_t idx) noexcept;
+    // Heap.
+    void heap_set(uint32_t idx, uint64_t deadline) noexcept;
+    void heap_remove(uint32_t idx) noexcept;
+    void heap_up(uint32_t pos) noexcept;
+    void heap_down(uint32_t pos) noexcept;
+    void heap_swap(uint32_t a, uint32_t b) noexcept;
+
+    tcp_layer_config cfg_;
+    stack &st_;
+    rte_mempool *pool_;
+    net_counters &nc_;
+    tcp_counters &tc_;
+    tcp_isn_generator isn_;
+    tcp_syncookies cookies_;
+    uint64_t now_ = 0;   // the time of the call in progress (emit has none)
+    bool mute_ = false;  // swallow emits (rebuilding a cookie connection)
+
+    std::unique_ptr<slot[]> slots_;
+    std::unique_ptr<uint32_t[]> free_;  // stack of free slot indices
+    uint32_t nfree_ = 0;
+    uint32_t in_use_ = 0;
+    std::unique_ptr<uint32_t[]> table_;  // slot index + 1, 0 = empty
+    uint32_t table_mask_ = 0;
+    std::unique_ptr<uint32_t[]> heap_;  // slot indices, min deadline first
+    uint32_t heap_len_ = 0;
+    std::unique_ptr<uint32_t[]> ready_;  // ring of slot indices with events
+    uint32_t ready_head_ = 0, ready_len_ = 0;
+    std::unique_ptr<listener[]> listeners_;
+    uint32_t nlisteners_ = 0;
+};
+
+}  // namespace ferry::net

@@ -1,0 +1,323 @@
+// The TCP layer on a real stack and real mbufs: segments in as frames, exact
+// segments and counters out. RFC 9293 §3.10.7.1 (no connection), §3.10.7.2
+// (LISTEN), RFC 4987 §3.6 (SYN cookies), the flow table, handles, timers.
+#include "ferry/net/tcp_layer.h"
+
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "ferry/net/stack.h"
+#include "stack_test_env.h"
+#include "test_util.h"
+
+namespace ferry::net {
+namespace {
+
+using namespace test;
+
+const ipv4_addr our_ip = ipv4_addr::from_octets(10, 0, 0, 1);
+const ipv4_addr peer_ip = ipv4_addr::from_octets(10, 0, 0, 2);
+constexpr uint64_t ms = 1'000'000;
+
+struct seg_out {
+    tcp_repr h;
+    bytes data;
+};
+
+class TcpLayerTest : public testing::Test {
+protected:
+    void SetUp() override { start(tcp_layer_config{}); }
+
+    void start(tcp_layer_config cfg) {
+        ASSERT_NE(g_pool, nullptr);
+        layer_.reset();
+        st_.reset();
+        if (!avail0_)
+            avail0_ = rte_mempool_avail_count(g_pool);
+        iface_config ic;
+        ic.mac = mac_addr({0x02, 0, 0, 0, 0, 0x01});
+        ic.addr = our_ip;
+        st_.emplace(ic, g_pool, nc_);
+        cfg.max_connections = 4;
+        cfg.conn.timestamps = false;
+        cfg.isn_key = siphash_key{1, 2};
+        cfg.cookie_key0 = siphash_key{3, 4};
+        cfg.cookie_key1 = siphash_key{5, 6};
+        layer_.emplace(cfg, *st_, g_pool, nc_, tc_);
+        st_->attach_tcp(&*layer_);
+        // The peer's ARP request teaches the stack its MAC (no ARP for our replies).
+        arp_spec a;
+        input_frame(concat({eth_header(bcast_mac, peer_mac, 0x0806), build_arp(a)}), 0);
+        take();
+    }
+
+    void TearDown() override {
+        layer_.reset();
+        st_.reset();
+        if (avail0_) {
+            EXPECT_EQ(rte_mempool_avail_count(g_pool), *avail0_) << "mbuf leak";
+        }
+    }
+
+    void input_frame(const bytes &f, uint64_t now) {
+        rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
+        ASSERT_NE(m, nullptr);
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
+        rte_mbuf *b[] = {m};
+        st_->input_burst(b, now);
+    }
+
+    // A segment from the peer: header `h` (payload_len from data), checksum
+    // right unless `corrupt`.
+    void send(tcp_repr h, const bytes &data = {}, uint64_t now = 0, bool corrupt = false) {
+        h.payload_len = static_cast<uint32_t>(data.size());
+        bytes seg(h.header_len() + data.size());
+        std::copy(data.begin(), data.end(), seg.begin() + static_cast<long>(h.header_len()));
+        tcp_segment s{std::span<uint8_t>(seg)};
+        h.emit(s, peer_ip, our_ip);
+        if (corrupt)
+            seg[seg.size() - 1] ^= 0x40;
+        ipv4_spec ip;
+        ip.protocol = 6;
+        ip.payload = seg;
+        input_frame(concat({eth_header(our_mac, peer_mac, 0x0800), build_ipv4(ip)}), now);
+    }
+
+    // Every TCP segment queued for tx, parsed (checksum verified), freed.
+    std::vector<seg_out> take() {
+        std::vector<seg_out> out;
+        for (rte_mbuf *m : st_->tx_pending()) {
+            bytes f;
+            for (const rte_mbuf *s = m; s != nullptr; s = s->next) {
+                const auto *p = rte_pktmbuf_mtod(s, const uint8_t *);
+                f.insert(f.end(), p, p + s->data_len);
+            }
+            rte_pktmbuf_free(m);
+            if (f.size() < 34 || f[23] != 6)
+                continue;  // not TCP (ARP)
+            tcp_segment s(std::span<uint8_t>(f).subspan(34));
+            EXPECT_TRUE(s.verify_checksum(our_ip, peer_ip)) << "bad checksum";
+            seg_out o;
+            EXPECT_EQ(tcp_repr::parse(s, o.h), tcp_error::none);
+            o.data.assign(s.payload().begin(), s.payload().end());
+            out.push_back(o);
+        }
+        st_->tx_consumed(static_cast<uint16_t>(st_->tx_pending().size()));
+        return out;
+    }
+
+    static tcp_repr seg(uint16_t sport, uint16_t dport, uint32_t seq, uint8_t flags,
+                        uint32_t ack = 0) {
+        tcp_repr h;
+        h.src_port = sport;
+        h.dst_port = dport;
+        h.seq = seq_num(seq);
+        h.ack = seq_num(ack);
+        h.flags = flags;
+        h.window = 65535;
+        return h;
+    }
+
+    std::vector<tcp_notice> events() {
+        tcp_notice n[16];
+        const std::size_t k = layer_->poll_events(n);
+        return {n, n + k};
+    }
+
+    // Handshake to `port` from peer port `sport`; returns our ISS.
+    uint32_t handshake(uint16_t sport, uint16_t port, uint32_t peer_iss) {
+        tcp_repr syn = seg(sport, port, peer_iss, tcp_flag::syn);
+        syn.options.mss = 1460;
+        send(syn);
+        auto out = take();
+        EXPECT_EQ(out.size(), 1u);
+        if (out.empty())
+            return 0;
+        EXPECT_EQ(out[0].h.flags, tcp_flag::syn | tcp_flag::ack);
+        EXPECT_EQ(out[0].h.ack, seq_num(peer_iss + 1));
+        const uint32_t iss = out[0].h.seq.value();
+        send(seg(sport, port, peer_iss + 1, tcp_flag::ack, iss + 1));
+        return iss;
+    }
+
+    net_counters nc_;
+    tcp_counters tc_;
+    std::optional<stack> st_;
+    std::optional<tcp_layer> layer_;
+    std::optional<unsigned> avail0_;
+};
+
+TEST_F(TcpLayerTest, closed_port_syn_gets_rst_ack) {
+    // RFC 9293 §3.10.7.1: ACK off -> <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>.
+    send(seg(40000, 80, 1000, tcp_flag::syn));
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.flags, tcp_flag::rst | tcp_flag::ack);
+    EXPECT_EQ(out[0].h.seq, seq_num(0));
+    EXPECT_EQ(out[0].h.ack, seq_num(1001));
+    EXPECT_EQ(out[0].h.src_port, 80);
+    EXPECT_EQ(out[0].h.dst_port, 40000);
+    EXPECT_EQ(nc_.tcp_rst_sent_no_flow.get(), 1u);
+}
+
+TEST_F(TcpLayerTest, closed_port_ack_gets_rst_at_seg_ack_and_rst_gets_nothing) {
+    // "If the ACK bit is on, <SEQ=SEG.ACK><CTL=RST>"; data counts in SEG.LEN.
+    send(seg(40000, 80, 1000, tcp_flag::ack, 777), from_string("hello"));
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.flags, tcp_flag::rst);
+    EXPECT_EQ(out[0].h.seq, seq_num(777));
+    // "An incoming segment containing a RST is discarded."
+    send(seg(40000, 80, 1000, tcp_flag::rst));
+    EXPECT_TRUE(take().empty());
+    EXPECT_EQ(nc_.tcp_drop_rst_no_flow.get(), 1u);
+}
+
+TEST_F(TcpLayerTest, bad_checksum_is_dropped_and_counted) {
+    send(seg(40000, 80, 1000, tcp_flag::syn), from_string("xyz"), 0, true);
+    EXPECT_TRUE(take().empty());
+    EXPECT_EQ(nc_.tcp_drop_bad_checksum.get(), 1u);
+    EXPECT_EQ(nc_.tcp_rx.get(), 1u);
+}
+
+TEST_F(TcpLayerTest, passive_open_data_close_and_stale_handle) {
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    EXPECT_EQ(layer_->listen(7), tcp_layer::listen_result::already);
+    const uint32_t iss = handshake(5000, 7, 100);
+    auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].events & tcp_event::connected);
+    EXPECT_EQ(ev[0].local_port, 7);
+    const tcp_handle h = ev[0].h;
+    ASSERT_NE(layer_->get(h), nullptr);
+    EXPECT_EQ(layer_->get(h)->state(), tcp_state::established);
+
+    // Data in, read it, send it back (zero-copy: the received chain).
+    send(seg(5000, 7, 101, tcp_flag::ack | tcp_flag::psh, iss + 1), from_string("ping"));
+    ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].events & tcp_event::readable);
+    tcp_rx_piece p[4];
+    ASSERT_EQ(layer_->recv(h, p, 0), 1u);
+    EXPECT_EQ(p[0].len, 4u);
+    rte_mbuf *m = p[0].m;
+    ASSERT_NE(rte_pktmbuf_adj(m, static_cast<uint16_t>(p[0].off)), nullptr);
+    rte_pktmbuf_trim(m, static_cast<uint16_t>(rte_pktmbuf_pkt_len(m) - 4));
+    ASSERT_EQ(layer_->send(h, m, 0), 4u);
+    auto out = take();
+    ASSERT_FALSE(out.empty());
+    EXPECT_EQ(out.back().data, from_string("ping"));
+    EXPECT_EQ(out.back().h.seq, seq_num(iss + 1));
+
+    // Peer FIN, our close: LAST-ACK, then the final ACK frees the slot.
+    send(seg(5000, 7, 105, tcp_flag::ack | tcp_flag::fin, iss + 5));
+    ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].events & tcp_event::peer_fin);
+    layer_->close(h, 0);
+    out = take();
+    ASSERT_FALSE(out.empty());
+    EXPECT_TRUE(out.back().h.has(tcp_flag::fin));
+    send(seg(5000, 7, 106, tcp_flag::ack, iss + 6));
+    ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].events & tcp_event::closed);
+    EXPECT_EQ(layer_->get(h), nullptr) << "a handle outlives its connection";
+    EXPECT_EQ(layer_->active(), 0u);
+    EXPECT_EQ(nc_.conn_opened.get(), 1u);
+    EXPECT_EQ(nc_.conn_closed.get(), 1u);
+
+    // The same 4-tuple now has no flow: an ACK gets a RST.
+    send(seg(5000, 7, 106, tcp_flag::ack, iss + 6));
+    out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.flags, tcp_flag::rst);
+}
+
+TEST_F(TcpLayerTest, syn_ack_retransmitted_by_stack_timers) {
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    send(seg(5000, 7, 100, tcp_flag::syn));
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    const uint64_t d = st_->next_deadline();
+    ASSERT_NE(d, UINT64_MAX);
+    st_->poll_timers(d - 1);
+    EXPECT_TRUE(take().empty());
+    st_->poll_timers(d);
+    auto again = take();
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].h.flags, tcp_flag::syn | tcp_flag::ack);
+    EXPECT_EQ(again[0].h.seq, out[0].h.seq);
+}
+
+TEST_F(TcpLayerTest, full_backlog_answers_with_syn_cookies) {
+    tcp_layer_config c;
+    c.syn_backlog = 1;
+    start(c);
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    send(seg(5000, 7, 100, tcp_flag::syn));
+    ASSERT_EQ(take().size(), 1u);
+    EXPECT_EQ(layer_->active(), 1u);
+
+    tcp_repr syn = seg(5001, 7, 9000, tcp_flag::syn);
+    syn.options.mss = 1460;
+    send(syn, {}, 10 * ms);
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.flags, tcp_flag::syn | tcp_flag::ack);
+    EXPECT_EQ(layer_->active(), 1u) << "a cookie SYN-ACK takes no slot";
+    EXPECT_EQ(nc_.listen_backlog_full.get(), 1u);
+    EXPECT_EQ(nc_.syn_cookies_sent.get(), 1u);
+
+    // A forged ACK: RST, counted.
+    send(seg(5001, 7, 9001, tcp_flag::ack, out[0].h.seq.value() + 2), {}, 20 * ms);
+    auto rst = take();
+    ASSERT_EQ(rst.size(), 1u);
+    EXPECT_EQ(rst[0].h.flags, tcp_flag::rst);
+    EXPECT_EQ(nc_.syn_cookie_rejected.get(), 1u);
+
+    // The right ACK (with data) rebuilds the connection: ESTABLISHED, data queued.
+    send(seg(5001, 7, 9001, tcp_flag::ack, out[0].h.seq.value() + 1), from_string("hi"), 20 * ms);
+    EXPECT_EQ(nc_.syn_cookies_validated.get(), 1u);
+    EXPECT_EQ(layer_->active(), 2u);
+    auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].events & tcp_event::connected);
+    tcp_conn *conn = layer_->get(ev[0].h);
+    ASSERT_NE(conn, nullptr);
+    EXPECT_EQ(conn->state(), tcp_state::established);
+    EXPECT_EQ(conn->recv_queued(), 2u);
+    EXPECT_EQ(conn->snd_mss(), 1460);
+}
+
+TEST_F(TcpLayerTest, pool_exhaustion_is_counted) {
+    tcp_layer_config c;
+    c.syn_cookies = false;
+    start(c);  // 4 slots
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    for (uint16_t i = 0; i < 5; ++i)
+        send(seg(static_cast<uint16_t>(6000 + i), 7, 1, tcp_flag::syn));
+    EXPECT_EQ(take().size(), 4u);
+    EXPECT_EQ(layer_->active(), 4u);
+    EXPECT_EQ(nc_.flow_table_full.get(), 1u);
+}
+
+TEST_F(TcpLayerTest, shared_port_does_not_reset_another_lcores_flow) {
+    tcp_layer_config c;
+    c.shared_port = true;
+    start(c);
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    send(seg(5000, 7, 100, tcp_flag::ack, 12345), from_string("data"));
+    EXPECT_TRUE(take().empty());
+    EXPECT_EQ(nc_.tcp_drop_not_owner.get(), 1u);
+    EXPECT_EQ(nc_.tcp_rst_sent_no_flow.get(), 0u);
+}
+
+}  // namespace
+}  // namespace ferry::net

@@ -1,0 +1,115 @@
+// The producer side of a worker's cross-core rings (DESIGN.md, "The reactor
+// iteration", flush step, and "The doorbell protocol", producer side).
+//
+// Callbacks on the worker's lcore send() messages into a fixed-size local
+// queue per peer: no ring access, no shared cache line touched, so a message
+// costs a 24-byte copy. Once per reactor iteration flush() moves each peer's
+// queue into that peer's ring with ONE rte_ring_sp_enqueue_burst_elem and then
+// checks that peer's doorbell ONCE (reactor::notify: one seq_cst fence, and a
+// syscall only if the peer sleeps and no other producer already woke it).
+// Batching is what keeps both the ring's shared indices and the fence off the
+// per-message path.
+//
+// Backpressure (DESIGN.md "Cross-core work": nothing is dropped): a full ring
+// leaves the rest of the batch in the local queue, in order, for the next
+// flush (counted as ring_full); a full local queue makes send() return false,
+// and the caller must stop reading from its source and retry after a flush
+// (room() says how much fits).
+//
+// Single-threaded: every member is called on the owning worker's lcore only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "ferry/reactor/doorbell.h"
+#include "ferry/reactor/reactor.h"
+#include "ferry/xcore/mesh.h"
+#include "ferry/xcore/message.h"
+
+namespace ferry::xcore {
+
+class outbox {
+public:
+    // `peer_bells[w]` is worker w's doorbell, non-null for every peer this
+    // outbox sends to (entry `self` is not used; the array is read at
+    // construction only).
+    // `queue_size` is the local queue per peer in messages; 0 means the
+    // mesh's ring size. Counters are the owning lcore's: msgs_out,
+    // enqueue_bursts, ring_full, doorbells_rung, doorbells_suppressed,
+    // doorbell_errors. The wakeup mode is read from `s` at every flush, so a
+    // runtime switch takes effect at the next one. Allocates its queues here
+    // (on the calling thread: construct on the owning lcore for NUMA-local
+    // first touch), never afterwards.
+    outbox(mesh &m, unsigned self, reactor::reactor_counters &c,
+           reactor::doorbell *const *peer_bells, const reactor::settings &s,
+           unsigned queue_size = 0);
+    // Releases (frees the mbuf chains of) messages still queued locally.
+    ~outbox();
+    outbox(const outbox &) = delete;
+    outbox &operator=(const outbox &) = delete;
+
+    // Queues `m` for `peer` (peer != self, peer < workers). Returns true: the
+    // message (and its mbuf chain) now belongs to the outbox and reaches the
+    // peer's ring at a flush. false: the local queue to `peer` is full; the
+    // message was not taken (the caller still owns it) and the caller must
+    // pause its source until room(peer) > 0.
+    [[nodiscard]] bool send(unsigned peer, const message &m) noexcept {
+        lane &l = lanes_[peer];
+        if (l.count == queue_size_)
+            return false;
+        l.q[l.count++] = m;
+        if (!l.listed) {
+            l.listed = true;
+            dirty_[ndirty_++] = static_cast<uint16_t>(peer);
+        }
+        return true;
+    }
+
+    // Messages send(peer, ...) would accept now.
+    [[nodiscard]] unsigned room(unsigned peer) const noexcept {
+        return queue_size_ - lanes_[peer].count;
+    }
+    // Messages queued for `peer`, not yet in its ring.
+    [[nodiscard]] unsigned queued(unsigned peer) const noexcept { return lanes_[peer].count; }
+
+    // For every peer with queued messages: one enqueue burst (enqueue_bursts,
+    // msgs_out; what the ring did not take stays queued in order and counts
+    // ring_full), then, after all bursts, one notify() per peer whose ring
+    // received something (doorbells_rung / _suppressed / doorbell_errors).
+    // A burst the ring refused entirely needs no doorbell: the ring is full,
+    // so the peer has work and was notified when that work was enqueued.
+    void flush(uint64_t now) noexcept;
+
+    // Registration with the owning lcore's reactor (after the tx flushers).
+    [[nodiscard]] reactor::flusher as_flusher() noexcept;
+
+    [[nodiscard]] unsigned self() const noexcept { return self_; }
+    [[nodiscard]] unsigned queue_size() const noexcept { return queue_size_; }
+
+private:
+    // Per peer; written by the owner only, so no false-sharing concern, but
+    // one line each keeps a flush over few peers to few lines.
+    struct alignas(64) lane {
+        message *q = nullptr;  // queue_size_ entries, [0, count) queued, oldest first
+        uint32_t count = 0;
+        bool listed = false;  // in dirty_
+        rte_ring *ring = nullptr;
+        reactor::doorbell *bell = nullptr;
+    };
+
+    const unsigned self_;
+    const unsigned workers_;
+    const unsigned queue_size_;
+    reactor::reactor_counters &c_;
+    const reactor::settings &settings_;
+    std::unique_ptr<lane[]> lanes_;
+    std::unique_ptr<message[]> storage_;
+    // Peers with queued messages (each once), so a flush costs O(busy peers),
+    // not O(workers); notify_ is scratch space for one flush.
+    std::unique_ptr<uint16_t[]> dirty_;
+    std::unique_ptr<uint16_t[]> notify_;
+    unsigned ndirty_ = 0;
+};
+
+}  // namespace ferry::xcore

@@ -52,13 +52,15 @@ if ! build build --buildtype=debugoptimized; then
 fi
 run_suite build unit
 run_suite build model
+run_suite build fuzz-smoke
 run_suite build integration --num-processes 1
 
-# ASan+UBSan: unit and integration (the model suite does not depend on the build).
+# ASan+UBSan: unit, fuzz-smoke and integration (the model suite does not depend on the build).
 if ! build build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dperf=false; then
   echo "BUILD FAILED: build-asan"; exit 1
 fi
 run_suite build-asan unit
+run_suite build-asan fuzz-smoke
 run_suite build-asan integration --num-processes 1
 
 echo "tests/run.sh finished in $(( $(date +%s) - start )) s"

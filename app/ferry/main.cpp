@@ -127,13 +127,6 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
         w.tcp_apps.push_back(std::make_unique<tcp_test_app>(tt, *layer, p.pool));
 }
 
-std::string ipv4_text(uint32_t a) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
-                  a & 255);
-    return buf;
-}
-
 struct loaded {
     config::ferry_config cfg;
     std::vector<config::driver_profile> profiles;  // one per port
@@ -186,10 +179,10 @@ void print_effective(const loaded &l, const std::string &drivers_dir) {
         const auto &pr = l.profiles[i];
         std::printf("port %s: profile %s (%s, %s, rx interrupts %s), address %s/%u", p.name.c_str(),
                     pr.name.c_str(), pr.driver.c_str(), pr.bus_kind == config::bus::vdev ? "vdev" : "pci",
-                    pr.rx_interrupts ? "yes" : "no", ipv4_text(p.address).c_str(), p.prefix_len);
+                    pr.rx_interrupts ? "yes" : "no", config::format_ipv4(p.address).c_str(), p.prefix_len);
         if (!p.iface.empty()) std::printf(", iface %s", p.iface.c_str());
         if (!p.pci.empty()) std::printf(", pci %s", p.pci.c_str());
-        if (p.gateway) std::printf(", gateway %s", ipv4_text(*p.gateway).c_str());
+        if (p.gateway) std::printf(", gateway %s", config::format_ipv4(*p.gateway).c_str());
         std::printf(", mtu %u, mbufs %u\n", p.mtu, p.mbufs);
     }
 }

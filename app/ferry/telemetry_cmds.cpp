@@ -19,13 +19,6 @@ extern int ferry_logtype_app;
 namespace ferry::app {
 namespace {
 
-std::string ipv4_text(uint32_t a) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
-                  a & 255);
-    return buf;
-}
-
 int cmd_version(const char *, const char *, rte_tel_data *d) {
     rte_tel_data_start_dict(d);
     rte_tel_data_add_dict_string(d, "version", FERRY_VERSION);
@@ -49,7 +42,7 @@ int cmd_ports(const char *, const char *, rte_tel_data *d) {
         rte_tel_data_add_dict_string(c, "iface", p.cfg.iface.c_str());
         rte_tel_data_add_dict_string(c, "mac", mac);
         const std::string addr =
-            ipv4_text(p.cfg.address) + "/" + std::to_string(unsigned(p.cfg.prefix_len));
+            config::format_ipv4(p.cfg.address) + "/" + std::to_string(unsigned(p.cfg.prefix_len));
         rte_tel_data_add_dict_string(c, "address", addr.c_str());
         rte_tel_data_add_dict_int(c, "mtu", p.cfg.mtu);
         rte_tel_data_add_dict_int(c, "queues", p.queues);

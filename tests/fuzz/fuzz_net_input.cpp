@@ -9,8 +9,6 @@
 //
 // Built two ways: with clang's -fsanitize=fuzzer for real fuzzing, and with
 // smoke_main.cpp for the fuzz-smoke suite (a bounded deterministic mutation run).
-#include <rte_eal.h>
-#include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <unistd.h>
 
@@ -26,6 +24,7 @@
 #include "ferry/net/ipv4.h"
 #include "ferry/net/stack.h"
 #include "fuzz_target.h"
+#include "test_eal.h"
 
 namespace {
 
@@ -39,14 +38,7 @@ struct harness {
 };
 
 harness *make_harness() {
-    static std::string prefix = "ferry-fuzz-" + std::to_string(getpid());
-    const char *args[] = {"fuzz",           "-l",                  "0",           "--no-huge",
-                          "-m",             "64",                  "--no-pci",    "--no-shconf",
-                          "--no-telemetry", "--log-level=*:error", "--file-prefix", prefix.c_str()};
-    if (rte_eal_init(static_cast<int>(std::size(args)), const_cast<char **>(args)) < 0) {
-        std::fprintf(stderr, "fuzz: rte_eal_init failed\n");
-        std::abort();
-    }
+    if (!ferry::test::eal_start("fuzz", "ferry-fuzz", 64)) std::abort();
     auto *h = new harness;
     h->pool =
         rte_pktmbuf_pool_create("fuzz", 2047, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
@@ -56,12 +48,8 @@ harness *make_harness() {
     cfg.addr = *ipv4_addr::parse("10.0.0.1");
     cfg.prefix_len = 24;
     h->st = new stack(cfg, h->pool, h->counters);
-    // Leave no /var/run/dpdk/<prefix> behind (it is empty with --no-shconf).
-    static std::string run_dir = rte_eal_get_runtime_dir();
-    std::atexit([] {
-        rte_eal_cleanup();
-        rmdir(run_dir.c_str());
-    });
+    // Leave no /var/run/dpdk/<prefix> behind.
+    std::atexit([] { ferry::test::eal_stop(); });
     return h;
 }
 

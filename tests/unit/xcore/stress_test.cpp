@@ -37,6 +37,7 @@
 #include <gtest/gtest.h>
 
 #include "env.h"
+#include "test_eal.h"
 #include "ferry/reactor/reactor.h"
 #include "ferry/xcore/inbox.h"
 #include "ferry/xcore/mesh.h"
@@ -422,7 +423,7 @@ TEST_P(Stress, ExactlyOnceInOrderNoLostWakeup) {
     // not asleep, at the moments that matter.
     int cpus[2] = {-1, -1};
     for (int i = 0, n = 0; i < CPU_SETSIZE && n < 2; ++i)
-        if (CPU_ISSET(i, &test::g_cpus))
+        if (CPU_ISSET(i, &ferry::test::original_cpus()))
             cpus[n++] = i;
     if (cpus[1] < 0)
         cpus[0] = -1;

@@ -127,6 +127,42 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
         w.tcp_apps.push_back(std::make_unique<tcp_test_app>(tt, *layer, p.pool));
 }
 
+// Start-up warnings that do not stop ferry but cost it: memory on the wrong NUMA node
+// (every descriptor and packet crosses the interconnect) and lcores that were asked to
+// sleep but cannot (no rx interrupts on a port they serve: they poll at 100% CPU).
+void warn_about_ports(const std::vector<net::port> &ports, config::wakeup_mode mode,
+                      uint32_t nworkers) {
+    for (const net::port &p : ports) {
+        // SOCKET_ID_ANY (-1) for vdevs and on machines without NUMA: nothing to compare.
+        const int port_socket = rte_eth_dev_socket_id(p.id);
+        if (port_socket >= 0) {
+            unsigned lcore_id;
+            uint32_t index = 0;
+            std::string far;
+            RTE_LCORE_FOREACH(lcore_id) {
+                if (index++ == nworkers) break;
+                if (rte_lcore_to_socket_id(lcore_id) != unsigned(port_socket))
+                    far += (far.empty() ? "" : ",") + std::to_string(lcore_id);
+            }
+            if (!far.empty())
+                APP_LOG(WARNING,
+                        "port %s (%s) is on NUMA node %d but lcores %s are not: their "
+                        "packets cross the interconnect; pick -l CPUs of node %d "
+                        "(lscpu -e, /sys/bus/pci/devices/%s/numa_node)",
+                        p.cfg.name.c_str(), p.dev_name.c_str(), port_socket, far.c_str(),
+                        port_socket, p.cfg.pci.empty() ? "<pci>" : p.cfg.pci.c_str());
+        }
+        if (mode != config::wakeup_mode::poll && !p.caps.rx_interrupts)
+            APP_LOG(WARNING,
+                    "port %s: wakeup_mode = %s but the port has no rx interrupts (profile "
+                    "%s%s): the workers serving it cannot sleep and will poll "
+                    "(can_sleep=0 in /ferry/lcores)",
+                    p.cfg.name.c_str(), std::string(to_string(mode)).c_str(),
+                    p.profile.name.c_str(),
+                    p.profile.rx_interrupts ? ", probe failed" : ", rx_interrupts = false");
+    }
+}
+
 struct loaded {
     config::ferry_config cfg;
     std::vector<config::driver_profile> profiles;  // one per port
@@ -263,8 +299,12 @@ int run(int argc, char **argv) {
     const uint32_t nworkers = l.cfg.workers ? l.cfg.workers : lcores;
     int rc = 1;
     if (nworkers > lcores) {
-        std::fprintf(stderr, "ferry: %s: workers = %u but EAL gave %u lcores (-l)\n",
-                     l.cfg.source.c_str(), nworkers, lcores);
+        // Each worker owns one lcore and one queue pair per port: two workers cannot
+        // share an lcore, so this is fatal, not a warning.
+        std::fprintf(stderr,
+                     "ferry: %s: workers = %u but EAL gave %u lcores (-l): each worker needs "
+                     "an lcore of its own; list at least %u CPUs in -l or lower workers\n",
+                     l.cfg.source.c_str(), nworkers, lcores, nworkers);
         goto out;
     }
     if (!check_ports(l, nworkers)) goto out;
@@ -279,6 +319,7 @@ int run(int argc, char **argv) {
         }
         app.ports.push_back(std::move(p.value()));
     }
+    warn_about_ports(app.ports, l.cfg.wakeup, nworkers);
 
     {
         // One worker per lcore, in EAL order (the main lcore first): worker i

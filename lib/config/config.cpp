@@ -383,6 +383,10 @@ std::string_view to_string(bus b) {
     return b == bus::pci ? "pci" : "vdev";
 }
 
+std::string_view to_string(binding b) {
+    return b == binding::vfio_pci ? "vfio-pci" : "none";
+}
+
 std::string error::to_string() const {
     std::string out = where.file;
     if (where.line != 0) {

@@ -23,6 +23,17 @@ constexpr std::string_view tx_offload_names[] = {
     "tcp_tso",     "udp_tso",    "multi_segs", "mbuf_fast_free",
 };
 constexpr std::string_view bus_names[] = {"vdev", "pci"};
+constexpr std::string_view binding_names[] = {"vfio-pci", "none"};
+
+// A Linux driver name as sysfs shows it (/sys/bus/pci/drivers/<name>): virtio-pci,
+// mlx5_core. deploy/ferry-setup pastes it into a path, so no '/' or '.'.
+bool is_kernel_driver_name(std::string_view s) {
+    if (s.empty() || s.size() > 32)
+        return false;
+    return std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    });
+}
 constexpr std::string_view placeholders[] = {"{iface}", "{queues}", "{index}"};
 
 constexpr int64_t max_queues_limit = 1024;  // RTE_MAX_QUEUES_PER_PORT
@@ -95,6 +106,7 @@ private:
         if (!t)
             return t.error();
         const toml::node *devargs_node = nullptr;
+        const toml::node *binding_node = nullptr, *kernel_driver_node = nullptr;
         const reader::field fields[] = {
             {"name", true,
              [this](const toml::node &v, const std::string &k) -> std::optional<error> {
@@ -140,6 +152,37 @@ private:
                  p_.driver = std::move(*s);
                  return std::nullopt;
              }},
+            {"binding", false,
+             [this, &binding_node](const toml::node &v,
+                                   const std::string &k) -> std::optional<error> {
+                 auto s = r_.string(v, k);
+                 if (!s)
+                     return s.error();
+                 if (*s == "vfio-pci")
+                     p_.bind = binding::vfio_pci;
+                 else if (*s == "none")
+                     p_.bind = binding::none;
+                 else
+                     return r_.at(v, k,
+                                  "unknown binding '" + *s + "' (expected " +
+                                      detail::join_alternatives(binding_names) + ")");
+                 binding_node = &v;
+                 return std::nullopt;
+             }},
+            {"kernel_driver", false,
+             [this, &kernel_driver_node](const toml::node &v,
+                                         const std::string &k) -> std::optional<error> {
+                 auto s = r_.string(v, k);
+                 if (!s)
+                     return s.error();
+                 if (!is_kernel_driver_name(*s))
+                     return r_.at(v, k,
+                                  "must be a kernel driver name, 1..32 characters of "
+                                  "[a-z0-9_-], got '" + *s + "'");
+                 p_.kernel_driver = std::move(*s);
+                 kernel_driver_node = &v;
+                 return std::nullopt;
+             }},
             {"devargs", true,
              [this, &devargs_node](const toml::node &v,
                                    const std::string &k) -> std::optional<error> {
@@ -165,6 +208,26 @@ private:
         };
         if (auto e = r_.walk(**t, key, fields))
             return e;
+        // Binding is about a PCI function: a vdev has nothing to bind and no kernel driver
+        // to leave. An unset binding of a pci profile means vfio-pci, the common case.
+        if (p_.bus_kind == bus::vdev) {
+            if (binding_node != nullptr && p_.bind != binding::none)
+                return r_.at(*binding_node, detail::join_key(key, "binding"),
+                             "a vdev profile has no device to bind (expected none or no "
+                             "binding)");
+            if (kernel_driver_node != nullptr)
+                return r_.at(*kernel_driver_node, detail::join_key(key, "kernel_driver"),
+                             "a vdev profile has no kernel driver");
+        } else {
+            if (binding_node == nullptr)
+                p_.bind = binding::vfio_pci;
+            // ferry-setup checks that a bifurcated device is on the driver the PMD needs
+            // (mlx5_core): without a name it could not.
+            if (p_.bind == binding::none && p_.kernel_driver.empty())
+                return r_.at(**t, detail::join_key(key, "kernel_driver"),
+                             "binding = \"none\" needs 'kernel_driver', the kernel driver "
+                             "the device stays on");
+        }
         // A PCI device has no kernel interface while DPDK drives it.
         if (p_.bus_kind == bus::pci && p_.devargs.find("{iface}") != std::string::npos)
             return r_.at(*devargs_node, detail::join_key(key, "devargs"),

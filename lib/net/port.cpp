@@ -170,7 +170,7 @@ result<port, std::string> port_open(const config::port_config &cfg,
                           " is too small: " + std::to_string(queues) + " queues x (" +
                           std::to_string(p.rx_desc) + " rx + " + std::to_string(p.tx_desc) +
                           " tx descriptors) + per-worker cache and bursts need at least " +
-                          std::to_string(needed)};
+                          std::to_string(needed) + "; raise mbufs in its [[port]]"};
     }
     const int socket = rte_eth_dev_socket_id(p.id);
     const std::string pool_name = "ferry_" + cfg.name;

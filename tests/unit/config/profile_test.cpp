@@ -72,6 +72,58 @@ TEST(shipped_profiles, net_memif) {
     EXPECT_NE(r->caveats.find("unverified"), std::string::npos);
 }
 
+// The vfio-pci NIC profiles: what ferry-setup binds and what each offers. Values are the
+// ones the profile files document; the test pins them so a change is a conscious one.
+struct pci_expect {
+    const char *name;
+    binding bind;
+    const char *kernel_driver;
+    uint16_t max_queues;
+};
+
+TEST(shipped_profiles, pci_nic_profiles) {
+    const pci_expect expect[] = {
+        {"net_virtio", binding::vfio_pci, "virtio-pci", 128},
+        {"net_ixgbe", binding::vfio_pci, "ixgbe", 16},
+        {"net_i40e", binding::vfio_pci, "i40e", 64},
+        {"net_ice", binding::vfio_pci, "ice", 256},
+        {"net_mlx5", binding::none, "mlx5_core", 512},
+    };
+    for (const pci_expect &e : expect) {
+        SCOPED_TRACE(e.name);
+        auto r = load_profile(drivers_dir, e.name);
+        ASSERT_TRUE(r.ok()) << r.error().to_string();
+        EXPECT_EQ(r->bus_kind, bus::pci);
+        EXPECT_EQ(r->driver, e.name);
+        EXPECT_EQ(r->bind, e.bind);
+        EXPECT_EQ(r->kernel_driver, e.kernel_driver);
+        EXPECT_EQ(r->max_queues, e.max_queues);
+        EXPECT_TRUE(r->rx_interrupts);  // all five wake a sleeping lcore (see caveats)
+        EXPECT_TRUE(r->rss);
+        EXPECT_EQ(r->devargs, "");
+        // The symmetric-key idea is written down in every RSS profile.
+        EXPECT_NE(r->caveats.find("0x6d5a"), std::string::npos);
+        // A pci port of this profile is accepted with a pci address and as many queues as
+        // the profile allows, and becomes "-a <pci>".
+        port_config port;
+        port.name = "p0";
+        port.profile = e.name;
+        port.pci = "0000:03:00.0";
+        port.mbufs = 16777216;
+        EXPECT_FALSE(check_port(port, *r, e.max_queues).has_value());
+        EXPECT_EQ(eal_device(*r, port, 1), "0000:03:00.0");
+    }
+}
+
+TEST(shipped_profiles, vdev_profiles_bind_nothing) {
+    for (const char *name : {"net_tap", "net_af_packet", "net_memif"}) {
+        auto r = load_profile(drivers_dir, name);
+        ASSERT_TRUE(r.ok()) << r.error().to_string();
+        EXPECT_EQ(r->bind, binding::none) << name;
+        EXPECT_EQ(r->kernel_driver, "") << name;
+    }
+}
+
 TEST(shipped_profiles, embedded_default_port_fits_net_tap) {
     auto cfg = parse(embedded_default(), embedded_default_name);
     ASSERT_TRUE(cfg.ok()) << cfg.error().to_string();
@@ -89,8 +141,8 @@ TEST(load_profile, unknown_name_lists_the_available_profiles) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().to_string(),
               drivers_dir +
-                  ": unknown profile 'net_tab' (available: net_af_packet, net_memif, "
-                  "net_tap)");
+                  ": unknown profile 'net_tab' (available: net_af_packet, net_i40e, net_ice, "
+                  "net_ixgbe, net_memif, net_mlx5, net_tap, net_virtio)");
 }
 
 TEST(load_profile, name_must_not_be_a_path) {
@@ -209,6 +261,42 @@ TEST(parse_profile, pci_profile_and_optional_caveats) {
     EXPECT_EQ(r->caveats, "");
 }
 
+// A valid pci profile (bus pci, no {iface}) with `extra` lines appended at line 14 on.
+std::string pci_profile_with(std::string_view extra) {
+    std::string text(base_profile);
+    text = text.replace(text.find("bus = \"vdev\""), 12, "bus = \"pci\"");
+    text = text.replace(text.find("iface={iface}"), 13, "");
+    return text + std::string(extra) + (extra.empty() ? "" : "\n");
+}
+
+TEST(parse_profile, binding_defaults) {
+    auto vdev = parse_profile(base_profile, "p.toml");
+    ASSERT_TRUE(vdev.ok()) << vdev.error().to_string();
+    EXPECT_EQ(vdev->bind, binding::none);
+    auto pci = parse_profile(pci_profile_with(""), "p.toml");
+    ASSERT_TRUE(pci.ok()) << pci.error().to_string();
+    EXPECT_EQ(pci->bind, binding::vfio_pci);  // the common case needs no key
+    EXPECT_EQ(pci->kernel_driver, "");
+}
+
+TEST(parse_profile, binding_and_kernel_driver) {
+    auto vfio = parse_profile(
+        pci_profile_with("binding = \"vfio-pci\"\nkernel_driver = \"virtio-pci\""), "p.toml");
+    ASSERT_TRUE(vfio.ok()) << vfio.error().to_string();
+    EXPECT_EQ(vfio->bind, binding::vfio_pci);
+    EXPECT_EQ(vfio->kernel_driver, "virtio-pci");
+    auto none = parse_profile(
+        pci_profile_with("binding = \"none\"\nkernel_driver = \"mlx5_core\""), "p.toml");
+    ASSERT_TRUE(none.ok()) << none.error().to_string();
+    EXPECT_EQ(none->bind, binding::none);
+    EXPECT_EQ(none->kernel_driver, "mlx5_core");
+    auto vdev_none = parse_profile(profile_with("", "binding = \"none\""), "p.toml");
+    ASSERT_TRUE(vdev_none.ok()) << vdev_none.error().to_string();
+    EXPECT_EQ(vdev_none->bind, binding::none);
+    EXPECT_EQ(to_string(binding::vfio_pci), "vfio-pci");
+    EXPECT_EQ(to_string(binding::none), "none");
+}
+
 TEST(parse_profile, name_is_free_when_source_is_not_a_toml_file) {
     auto r = parse_profile(base_profile, "<test>");
     ASSERT_TRUE(r.ok()) << r.error().to_string();
@@ -322,6 +410,29 @@ const bad_profile_case bad_profiles[] = {
      "p.toml:12:30: key 'profile.tx_offloads[1]': duplicate offload 'multi_segs'"},
     {"caveats_array", profile_with("caveats", "caveats = [\"a\"]"),
      "p.toml:13:11: key 'profile.caveats': expected a string, got an array"},
+    {"binding_unknown", pci_profile_with("binding = \"uio\""),
+     "p.toml:14:11: key 'profile.binding': unknown binding 'uio' (expected vfio-pci or none)"},
+    {"binding_wrong_case", pci_profile_with("binding = \"VFIO-PCI\""),
+     "p.toml:14:11: key 'profile.binding': unknown binding 'VFIO-PCI' (expected vfio-pci or "
+     "none)"},
+    {"binding_not_string", pci_profile_with("binding = true"),
+     "p.toml:14:11: key 'profile.binding': expected a string, got a boolean"},
+    {"vdev_bound_to_vfio", profile_with("", "binding = \"vfio-pci\""),
+     "p.toml:14:11: key 'profile.binding': a vdev profile has no device to bind (expected "
+     "none or no binding)"},
+    {"vdev_with_kernel_driver", profile_with("", "kernel_driver = \"tun\""),
+     "p.toml:14:17: key 'profile.kernel_driver': a vdev profile has no kernel driver"},
+    {"binding_none_needs_kernel_driver", pci_profile_with("binding = \"none\""),
+     "p.toml:1:1: key 'profile.kernel_driver': binding = \"none\" needs 'kernel_driver', the "
+     "kernel driver the device stays on"},
+    {"kernel_driver_with_slash", pci_profile_with("kernel_driver = \"../ixgbe\""),
+     "p.toml:14:17: key 'profile.kernel_driver': must be a kernel driver name, 1..32 "
+     "characters of [a-z0-9_-], got '../ixgbe'"},
+    {"kernel_driver_empty", pci_profile_with("kernel_driver = \"\""),
+     "p.toml:14:17: key 'profile.kernel_driver': must be a kernel driver name, 1..32 "
+     "characters of [a-z0-9_-], got ''"},
+    {"kernel_driver_typo", pci_profile_with("kernel_drivers = \"ixgbe\""),
+     "p.toml:14:1: key 'profile.kernel_drivers': unknown key (did you mean 'kernel_driver'?)"},
 };
 
 INSTANTIATE_TEST_SUITE_P(config, bad_profile, testing::ValuesIn(bad_profiles),

@@ -49,6 +49,11 @@
 //   [profile]
 //   name = "net_tap"                # must match the file name
 //   bus = "vdev"                    # vdev | pci
+//   binding = "vfio-pci"            # pci only: vfio-pci (default for pci) | none (bifurcated
+//                                   #   PMDs such as mlx5 drive the device next to its
+//                                   #   kernel driver); vdev profiles may only say none
+//   kernel_driver = "ixgbe"         # pci only, [a-z0-9_-]{1,32}: the kernel driver the
+//                                   #   device leaves (vfio-pci) or stays on (none, required)
 //   driver = "net_tap"              # DPDK driver name, net_[a-z0-9_]+
 //   devargs = "iface={iface}"       # placeholders {iface} {queues} {index}, no whitespace
 //   max_queues = 4                  # 1..1024
@@ -99,9 +104,16 @@ struct error {
 enum class bus : uint8_t { vdev, pci };
 std::string_view to_string(bus b);
 
+// What deploy/ferry-setup does with a pci device before ferry starts: bind it to vfio-pci,
+// or leave it on its kernel driver (bifurcated PMDs: mlx5 works through rdma-core).
+enum class binding : uint8_t { none, vfio_pci };
+std::string_view to_string(binding b);  // "none" | "vfio-pci"
+
 struct driver_profile {
     std::string name, file;  // profile name, file it came from
     bus bus_kind = bus::vdev;
+    binding bind = binding::none;  // pci profiles default to vfio_pci
+    std::string kernel_driver;     // pci only; required with binding::none
     std::string driver;   // DPDK driver name, e.g. "net_tap"
     std::string devargs;  // template; {iface} {queues} {index} are replaced by expand_devargs
     uint16_t max_queues = 1, rx_desc = 0, tx_desc = 0;

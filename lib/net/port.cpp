@@ -21,7 +21,9 @@ struct offload_name {
     uint64_t rx, tx;
 };
 
-// The profile vocabulary (drivers-config/README.md) mapped to ethdev bits.
+// The profile vocabulary (drivers-config/README.md, config::known_rx_offloads /
+// known_tx_offloads) mapped to ethdev bits: every name lib/config accepts is here,
+// so an offload a profile asks for is requested, never silently ignored.
 constexpr offload_name offload_table[] = {
     {"ipv4_cksum", RTE_ETH_RX_OFFLOAD_IPV4_CKSUM, RTE_ETH_TX_OFFLOAD_IPV4_CKSUM},
     {"tcp_cksum", RTE_ETH_RX_OFFLOAD_TCP_CKSUM, RTE_ETH_TX_OFFLOAD_TCP_CKSUM},
@@ -30,14 +32,18 @@ constexpr offload_name offload_table[] = {
     {"scatter", RTE_ETH_RX_OFFLOAD_SCATTER, 0},
     {"multi_segs", 0, RTE_ETH_TX_OFFLOAD_MULTI_SEGS},
     {"rss_hash", RTE_ETH_RX_OFFLOAD_RSS_HASH, 0},
+    {"vlan_strip", RTE_ETH_RX_OFFLOAD_VLAN_STRIP, 0},
+    {"tcp_lro", RTE_ETH_RX_OFFLOAD_TCP_LRO, 0},
+    {"timestamp", RTE_ETH_RX_OFFLOAD_TIMESTAMP, 0},
+    {"vlan_insert", 0, RTE_ETH_TX_OFFLOAD_VLAN_INSERT},
+    {"udp_tso", 0, RTE_ETH_TX_OFFLOAD_UDP_TSO},
+    {"mbuf_fast_free", 0, RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE},
 };
 
 uint64_t offload_bits(const std::vector<std::string> &names, bool rx) {
     uint64_t bits = 0;
     for (const auto &n : names)
-        for (const auto &o : offload_table)
-            if (n == o.name)
-                bits |= rx ? o.rx : o.tx;
+        bits |= offload_flag(n, rx);
     return bits;
 }
 
@@ -47,6 +53,13 @@ std::string fail(const port &p, const char *call, int rc) {
 }
 
 }  // namespace
+
+uint64_t offload_flag(std::string_view name, bool rx) noexcept {
+    for (const auto &o : offload_table)
+        if (name == o.name)
+            return rx ? o.rx : o.tx;
+    return 0;
+}
 
 std::string offload_names(uint64_t rx_offloads, uint64_t tx_offloads) {
     std::string out;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "ferry/base/result.h"
 #include "ferry/config/config.h"
@@ -57,6 +58,10 @@ struct port {
 
 // Stops and closes the device and frees its pool. Safe on a partly opened port.
 void port_close(port &p) noexcept;
+
+// The ethdev offload bit for a profile offload name (rx or tx side), 0 if the
+// name is unknown or belongs to the other direction.
+[[nodiscard]] uint64_t offload_flag(std::string_view name, bool rx) noexcept;
 
 // Names of the offload bits, for logs and telemetry.
 [[nodiscard]] std::string offload_names(uint64_t rx_offloads, uint64_t tx_offloads);

@@ -17,7 +17,6 @@
 //                        (the doorbell path: write + wakeup + reschedule)
 #include <benchmark/benchmark.h>
 #include <pthread.h>
-#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_pause.h>
 #include <rte_ring.h>
@@ -33,6 +32,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "test_eal.h"
 
 namespace {
 
@@ -223,30 +224,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     // The EAL only for rte_ring's memory; no hugepages, no devices.
-    const std::string prefix = "ferry-pingpong-" + std::to_string(getpid());
-    const std::string lcore = std::to_string(g_cpu[0]);
-    std::vector<const char *> eal = {argv[0],
-                                     "-l",
-                                     lcore.c_str(),
-                                     "--no-huge",
-                                     "-m",
-                                     "64",
-                                     "--no-pci",
-                                     "--no-shconf",
-                                     "--no-telemetry",
-                                     "--log-level=*:error",
-                                     "--file-prefix",
-                                     prefix.c_str()};
-    if (rte_eal_init(static_cast<int>(eal.size()), const_cast<char **>(eal.data())) < 0) {
-        std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
-        return 1;
-    }
-    const std::string run_dir = rte_eal_get_runtime_dir();
+    if (!ferry::test::eal_start(argv[0], "ferry-pingpong", 64, g_cpu[0])) return 1;
     std::printf("pingpong: CPUs %d <-> %d; Time = ns per round trip\n", g_cpu[0], g_cpu[1]);
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
-    rte_eal_cleanup();
-    rmdir(run_dir.c_str());
+    ferry::test::eal_stop();
     return 0;
 }

@@ -30,7 +30,6 @@
 //
 // Numbers from a shared VM are noisy; compare modes within one run.
 #include <pthread.h>
-#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_memory.h>
@@ -57,6 +56,7 @@
 #include "ferry/xcore/mesh.h"
 #include "ferry/xcore/message.h"
 #include "ferry/xcore/outbox.h"
+#include "test_eal.h"
 
 namespace {
 
@@ -427,25 +427,7 @@ int main(int argc, char **argv) {
 
     // EAL for the rings and the TSC clock: no hugepages, no devices. The main
     // lcore is the producer's CPU; the worker threads pin themselves.
-    const std::string lcore = std::to_string(o.cpus[0]);
-    const std::string prefix = "ferry-xcore-bench-" + std::to_string(getpid());
-    std::vector<const char *> args = {argv[0],
-                                      "-l",
-                                      lcore.c_str(),
-                                      "--no-huge",
-                                      "-m",
-                                      "64",
-                                      "--no-pci",
-                                      "--no-shconf",
-                                      "--no-telemetry",
-                                      "--log-level=*:error",
-                                      "--file-prefix",
-                                      prefix.c_str()};
-    if (rte_eal_init(static_cast<int>(args.size()), const_cast<char **>(args.data())) < 0) {
-        std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
-        return 1;
-    }
-    const std::string run_dir = rte_eal_get_runtime_dir();
+    if (!ferry::test::eal_start(argv[0], "ferry-xcore-bench", 64, o.cpus[0])) return 1;
     int rc = 0;
     {
         auto m = ferry::xcore::mesh::create(2, o.ring, SOCKET_ID_ANY, "xbench");
@@ -458,7 +440,6 @@ int main(int argc, char **argv) {
                     run_one(*m.value(), o, mode, rate);
         }
     }
-    rte_eal_cleanup();
-    rmdir(run_dir.c_str());
+    ferry::test::eal_stop();
     return rc;
 }

@@ -17,11 +17,12 @@ std::string g_run_dir;
 
 const cpu_set_t &original_cpus() { return g_cpus; }
 
-bool eal_start(const char *argv0, const char *tag, unsigned mem_mb) {
+bool eal_start(const char *argv0, const char *tag, unsigned mem_mb, int cpu) {
     CPU_ZERO(&g_cpus);
-    int cpu = 0;
-    if (sched_getaffinity(0, sizeof g_cpus, &g_cpus) == 0) {
-        for (int i = 0; i < CPU_SETSIZE; ++i)
+    const bool have_set = sched_getaffinity(0, sizeof g_cpus, &g_cpus) == 0;
+    if (cpu < 0) {
+        cpu = 0;
+        for (int i = 0; have_set && i < CPU_SETSIZE; ++i)
             if (CPU_ISSET(i, &g_cpus)) {
                 cpu = i;
                 break;

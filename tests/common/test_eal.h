@@ -1,4 +1,4 @@
-// A minimal EAL for test binaries that need mbufs, rings or the TSC: one lcore
+// A minimal EAL for test and benchmark binaries that need mbufs, rings or the TSC: one lcore
 // on the first CPU this process may run on, no hugepages, no PCI, no shared
 // config files, no telemetry, errors only in the log, and a unique
 // --file-prefix (<tag>-<pid>) so test binaries can run side by side.
@@ -13,7 +13,8 @@
 namespace ferry::test {
 
 // Returns false (after printing DPDK's reason) if rte_eal_init failed.
-bool eal_start(const char *argv0, const char *tag, unsigned mem_mb);
+// `cpu` is the main lcore's CPU; -1 = the first CPU this process may run on.
+bool eal_start(const char *argv0, const char *tag, unsigned mem_mb, int cpu = -1);
 
 // rte_eal_cleanup() and removal of the run directory. Safe if eal_start failed.
 void eal_stop();

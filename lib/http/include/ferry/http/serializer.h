@@ -1,0 +1,106 @@
+// Writing heads to forward (and small error responses), into caller-provided
+// buffers, without allocating.
+//
+// Read first: RFC 9110 §7.6.1 (Connection and hop-by-hop fields), §7.6.3
+// (Via), §7.2 (Host); RFC 9112 §3.2.1-§3.2.2 (the target sent to an origin,
+// and the Host of an absolute-form request), §9.3 (persistence). The
+// X-Forwarded-For / X-Forwarded-Proto fields are the de-facto convention
+// (RFC 7239 §7.5 describes them).
+//
+// ferry forwards message bodies byte for byte (the body_framer only delimits
+// them), so the fields that describe the body's framing are always forwarded:
+// Transfer-Encoding, Content-Length and Trailer, even though RFC 9110 counts
+// Transfer-Encoding among the hop-by-hop fields, and even when a Connection
+// field names them (dropping a framing field named in Connection would change
+// how the next hop delimits the body: a smuggling vector). Host is never
+// dropped either.
+//
+// Every function returns the number of bytes written, or 0 when the output
+// does not fit in `out` (nothing is written past out.size(); what was written
+// inside it is then unspecified).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "ferry/http/parser.h"
+
+namespace ferry::http {
+
+// What the proxy adds when it forwards a head.
+struct forward_info {
+    // The downstream client's address as text ("192.0.2.7"), appended to
+    // X-Forwarded-For; "" adds nothing (existing values are still forwarded).
+    std::string_view client_addr;
+    // Connection: keep-alive (true) or close (false) towards the next hop.
+    bool keep_alive = true;
+    // Our pseudonym in Via (RFC 9110 §7.6.3 received-by).
+    std::string_view via_name = "ferry";
+    // X-Forwarded-Proto value (requests). A client-sent X-Forwarded-Proto is
+    // dropped: ferry is the edge that knows the protocol.
+    std::string_view proto = "http";
+    // Host value to send when the request has none (an HTTP/1.0 request
+    // without Host, forwarded as HTTP/1.1, which requires one: RFC 9112 §3.2).
+    std::string_view default_host;
+    // Minor version of the forwarded request-line: 1 by default. 0 makes the
+    // origin answer without chunked coding (RFC 9112 §6.1 MUST NOT send TE to
+    // an HTTP/1.0 request), for an HTTP/1.0 client whose response must not be
+    // chunked.
+    uint8_t request_version_minor = 1;
+};
+
+// True if ferry drops the field `name` when forwarding a message with these
+// fields: Connection, Keep-Alive, Proxy-Connection, TE, Upgrade (RFC 9110
+// §7.6.1), and any field named as an option in a Connection field of
+// `fields` (case-insensitive) — except Transfer-Encoding, Content-Length,
+// Trailer and Host, which are always kept (see the top of this file).
+[[nodiscard]] bool is_hop_by_hop(std::string_view name, std::span<const header> fields) noexcept;
+// The same for a parsed message (faster: it skips the Connection scan when no
+// Connection field named anything but close / keep-alive / upgrade).
+[[nodiscard]] bool is_hop_by_hop(std::string_view name, const request &r) noexcept;
+[[nodiscard]] bool is_hop_by_hop(std::string_view name, const response &r) noexcept;
+
+// Writes the head to send upstream for request `r`:
+//   <method> SP <target> SP HTTP/1.<fi.request_version_minor> CRLF
+//   every field that is not hop-by-hop, in the order received, except
+//     X-Forwarded-For (merged below) and X-Forwarded-Proto (replaced);
+//     Host as received, but for an absolute-form target Host is the target's
+//     authority (RFC 9112 §3.2.2), and absent Host is fi.default_host
+//   Via: 1.<r.version_minor> <fi.via_name>      (after any received Via lines)
+//   X-Forwarded-For: <received values, in order, ", "-joined>, <fi.client_addr>
+//   X-Forwarded-Proto: <fi.proto>
+//   Connection: keep-alive | close              (fi.keep_alive)
+//   CRLF
+// <target> is the target as received for origin-, authority- and
+// asterisk-form, and origin-form for absolute-form ("/" when the URI has no
+// path, RFC 9112 §3.2.1). Returns bytes written, or 0 if `out` is too small.
+[[nodiscard]] std::size_t serialize_request_head(const request &r, const forward_info &fi,
+                                                 std::span<char> out) noexcept;
+
+// Writes the head to send downstream for response `r`:
+//   HTTP/1.1 SP <status> SP <reason as received> CRLF
+//   every field that is not hop-by-hop, in order
+//   Via: 1.<r.version_minor> <fi.via_name>
+//   Connection: keep-alive | close              (fi.keep_alive; omitted for 1xx)
+//   CRLF
+// The proxy must pass keep_alive = false when the body runs until close
+// (r.body == until_close). Returns bytes written, or 0 if `out` is too small.
+[[nodiscard]] std::size_t serialize_response_head(const response &r, const forward_info &fi,
+                                                  std::span<char> out) noexcept;
+
+// Writes a complete response that ferry generates itself:
+//   HTTP/1.1 <status> <reason> CRLF
+//   Content-Type: text/plain CRLF
+//   Content-Length: <n> CRLF
+//   Connection: close | keep-alive CRLF
+//   CRLF
+//   <status> <reason> LF
+// with the reason phrase of status.h (the body is "<status>\n" for a code
+// without one). `status` must be 400..599; otherwise returns 0. Returns
+// bytes written, or 0 if `out` is too small.
+[[nodiscard]] std::size_t serialize_error(uint16_t status, bool close,
+                                          std::span<char> out) noexcept;
+
+}  // namespace ferry::http

@@ -1,0 +1,237 @@
+// Forwarded heads and generated error responses (see ferry/http/serializer.h).
+#include "ferry/http/serializer.h"
+
+#include <cstring>
+
+#include "chars.h"
+#include "ferry/http/status.h"
+
+namespace ferry::http {
+
+using namespace detail;
+
+namespace {
+
+// Appends to a fixed span; after the first write that does not fit, every
+// further write is ignored and ok() is false. Never writes past the end.
+class writer {
+public:
+    explicit writer(std::span<char> out) noexcept : p_(out.data()), end_(out.data() + out.size()) {}
+
+    void put(std::string_view s) noexcept {
+        if (!ok_ || static_cast<std::size_t>(end_ - p_) < s.size()) {
+            ok_ = false;
+            return;
+        }
+        if (!s.empty())
+            std::memcpy(p_, s.data(), s.size());
+        p_ += s.size();
+    }
+    void put(char c) noexcept { put(std::string_view(&c, 1)); }
+    void put_uint(uint64_t v) noexcept {
+        char tmp[20];
+        std::size_t n = 0;
+        do {
+            tmp[sizeof tmp - 1 - n++] = static_cast<char>('0' + v % 10);
+            v /= 10;
+        } while (v != 0);
+        put(std::string_view(tmp + sizeof tmp - n, n));
+    }
+    void field(std::string_view name, std::string_view value) noexcept {
+        put(name);
+        put(": ");
+        put(value);
+        put("\r\n");
+    }
+    [[nodiscard]] std::size_t finish(const char *begin) const noexcept {
+        return ok_ ? static_cast<std::size_t>(p_ - begin) : 0;
+    }
+
+private:
+    char *p_;
+    char *end_;
+    bool ok_ = true;
+};
+
+// RFC 9110 §7.6.1: the fields a proxy never forwards, whatever Connection says.
+bool always_hop_by_hop(std::string_view n) noexcept {
+    switch (n.size()) {
+        case 2:
+            return iequals(n, "te");
+        case 7:
+            return iequals(n, "upgrade");
+        case 10:
+            return iequals(n, "connection") || iequals(n, "keep-alive");
+        case 16:
+            return iequals(n, "proxy-connection");
+        default:
+            return false;
+    }
+}
+
+// Framing and routing fields that are forwarded even when Connection names them.
+bool never_dropped(std::string_view n) noexcept {
+    return iequals(n, "transfer-encoding") || iequals(n, "content-length") ||
+           iequals(n, "trailer") || iequals(n, "host");
+}
+
+bool named_in_connection(std::string_view name, std::span<const header> fields) noexcept {
+    for (const header &h : fields) {
+        if (!iequals(h.name, "connection"))
+            continue;
+        bool found = false;
+        for_each_list_element(h.value, [&](std::string_view o) {
+            found = o.size() == name.size() && !o.empty();
+            for (std::size_t i = 0; found && i < o.size(); ++i)
+                found = ascii_lower(o[i]) == ascii_lower(name[i]);
+            return !found;
+        });
+        if (found)
+            return true;
+    }
+    return false;
+}
+
+bool drop(std::string_view name, std::span<const header> fields, uint8_t conn) noexcept {
+    if (always_hop_by_hop(name))
+        return true;
+    if ((conn & connection_option::other) == 0)
+        return false;
+    return !never_dropped(name) && named_in_connection(name, fields);
+}
+
+void put_version_via(writer &w, uint8_t received_minor, std::string_view via_name) noexcept {
+    // RFC 9110 §7.6.3: received-protocol is the version of the message as
+    // received (the protocol name may be omitted for HTTP).
+    w.put("Via: 1.");
+    w.put(static_cast<char>('0' + (received_minor > 9 ? 9 : received_minor)));
+    w.put(' ');
+    w.put(via_name);
+    w.put("\r\n");
+}
+
+}  // namespace
+
+bool is_hop_by_hop(std::string_view name, std::span<const header> fields) noexcept {
+    return drop(name, fields, connection_option::other);
+}
+
+bool is_hop_by_hop(std::string_view name, const request &r) noexcept {
+    return drop(name, r.headers, r.connection);
+}
+
+bool is_hop_by_hop(std::string_view name, const response &r) noexcept {
+    return drop(name, r.headers, r.connection);
+}
+
+std::size_t serialize_request_head(const request &r, const forward_info &fi,
+                                   std::span<char> out) noexcept {
+    writer w(out);
+    w.put(r.method_text);
+    w.put(' ');
+    if (r.form == target_form::absolute) {
+        // RFC 9112 §3.2.1: an origin gets the path and query only, "/" for an
+        // empty path.
+        if (r.origin_form.empty() || r.origin_form[0] != '/')
+            w.put('/');
+        w.put(r.origin_form);
+    } else {
+        w.put(r.target);
+    }
+    w.put(fi.request_version_minor == 0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n");
+
+    bool host_written = false;
+    bool have_xff = false;
+    for (const header &h : r.headers) {
+        if (is_hop_by_hop(h.name, r))
+            continue;
+        if (iequals(h.name, "host")) {
+            // RFC 9112 §3.2.2: a proxy forwarding an absolute-form request
+            // MUST generate Host from the target, not forward the received one.
+            if (!host_written)
+                w.field(h.name, r.form == target_form::absolute ? r.authority : h.value);
+            host_written = true;
+            continue;
+        }
+        if (iequals(h.name, "x-forwarded-for")) {
+            have_xff = have_xff || !h.value.empty();
+            continue;
+        }
+        if (iequals(h.name, "x-forwarded-proto"))
+            continue;
+        w.field(h.name, h.value);
+    }
+    if (!host_written)
+        w.field("Host", r.form == target_form::absolute ? r.authority : fi.default_host);
+    put_version_via(w, r.version_minor, fi.via_name);
+    if (have_xff || !fi.client_addr.empty()) {
+        // One line: the received values in order, then the client. (Several
+        // received lines are one list, RFC 9110 §5.3.)
+        w.put("X-Forwarded-For: ");
+        bool first = true;
+        for (const header &h : r.headers) {
+            if (h.value.empty() || !iequals(h.name, "x-forwarded-for") || is_hop_by_hop(h.name, r))
+                continue;
+            if (!first)
+                w.put(", ");
+            w.put(h.value);
+            first = false;
+        }
+        if (!fi.client_addr.empty()) {
+            if (!first)
+                w.put(", ");
+            w.put(fi.client_addr);
+        }
+        w.put("\r\n");
+    }
+    w.field("X-Forwarded-Proto", fi.proto);
+    w.field("Connection", fi.keep_alive ? "keep-alive" : "close");
+    w.put("\r\n");
+    return w.finish(out.data());
+}
+
+std::size_t serialize_response_head(const response &r, const forward_info &fi,
+                                    std::span<char> out) noexcept {
+    writer w(out);
+    if (r.status < 100 || r.status > 999)
+        return 0;
+    w.put("HTTP/1.1 ");
+    w.put_uint(r.status);
+    w.put(' ');
+    w.put(r.reason);
+    w.put("\r\n");
+    for (const header &h : r.headers)
+        if (!is_hop_by_hop(h.name, r))
+            w.field(h.name, h.value);
+    put_version_via(w, r.version_minor, fi.via_name);
+    // An interim response is not the end of the exchange: no Connection.
+    if (r.status >= 200)
+        w.field("Connection", fi.keep_alive ? "keep-alive" : "close");
+    w.put("\r\n");
+    return w.finish(out.data());
+}
+
+std::size_t serialize_error(uint16_t status, bool close, std::span<char> out) noexcept {
+    if (status < 400 || status > 599)
+        return 0;
+    const std::string_view reason = reason_phrase(status);
+    // Body: "<code> <reason>\n" (or "<code>\n").
+    const std::size_t body_len = 3 + (reason.empty() ? 0 : 1 + reason.size()) + 1;
+    writer w(out);
+    w.put("HTTP/1.1 ");
+    w.put_uint(status);
+    w.put(' ');
+    w.put(reason);
+    w.put("\r\nContent-Type: text/plain\r\nContent-Length: ");
+    w.put_uint(body_len);
+    w.put(close ? "\r\nConnection: close\r\n\r\n" : "\r\nConnection: keep-alive\r\n\r\n");
+    w.put_uint(status);
+    if (!reason.empty()) {
+        w.put(' ');
+        w.put(reason);
+    }
+    w.put('\n');
+    return w.finish(out.data());
+}
+
+}  // namespace ferry::http

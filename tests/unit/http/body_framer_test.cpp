@@ -1,0 +1,179 @@
+// body_framer: Content-Length, chunked (with trailers) and until-close bodies
+// fed whole, byte by byte and at every split (RFC 9112 §6.3, §7.1).
+#include <string>
+
+#include "test_support.h"
+
+namespace ferry::http::test {
+namespace {
+
+TEST(body_framer, content_length_exact) {
+    EXPECT_EQ(frame_every_way(body_kind::content_length, 5, "hello"), "done at=5 payload=5");
+}
+
+TEST(body_framer, content_length_stops_at_the_end) {
+    EXPECT_EQ(frame_every_way(body_kind::content_length, 5, "helloGET / HTTP/1.1\r\n\r\n"),
+              "done at=5 payload=5");
+}
+
+TEST(body_framer, content_length_short) {
+    EXPECT_EQ(frame_every_way(body_kind::content_length, 10, "hello"), "more at=5 payload=5");
+    body_framer f;
+    f.reset(body_kind::content_length, 10, {});
+    (void)f.feed("hello");
+    EXPECT_EQ(f.remaining(), 5u);
+    EXPECT_EQ(f.current_state(), body_framer::state::data);
+}
+
+TEST(body_framer, content_length_zero_and_none_are_done_at_once) {
+    for (const body_kind k : {body_kind::none, body_kind::content_length}) {
+        body_framer f;
+        f.reset(k, 0, {});
+        EXPECT_TRUE(f.done());
+        const auto r = f.feed("GET / HTTP/1.1\r\n");
+        EXPECT_TRUE(r.done);
+        EXPECT_FALSE(r.error);
+        EXPECT_EQ(r.consumed, 0u);
+        EXPECT_EQ(frame_every_way(k, 0, "next"), "done at=0 payload=0");
+    }
+}
+
+TEST(body_framer, content_length_large_value_counts_down) {
+    body_framer f;
+    f.reset(body_kind::content_length, 9223372036854775807ull, {});
+    const std::string chunk(4096, 'x');
+    for (int i = 0; i < 10; ++i) {
+        const auto r = f.feed(chunk);
+        EXPECT_EQ(r.consumed, 4096u);
+        EXPECT_FALSE(r.done);
+    }
+    EXPECT_EQ(f.payload_bytes(), 40960u);
+    EXPECT_EQ(f.remaining(), 9223372036854775807ull - 40960);
+}
+
+TEST(body_framer, until_close_takes_everything_and_never_ends) {
+    EXPECT_EQ(frame_every_way(body_kind::until_close, 0, "anything\r\n0\r\n\r\n"),
+              "more at=15 payload=15");
+    body_framer f;
+    f.reset(body_kind::until_close, 0, {});
+    EXPECT_FALSE(f.feed("").done);
+    EXPECT_FALSE(f.done());
+}
+
+// A chunked body with extensions and trailers, fed every way.
+TEST(body_framer, chunked_with_trailers_every_split) {
+    const std::string body =
+        "4;name=value\r\nWiki\r\n"
+        "5\r\npedia\r\n"
+        "E;q=\"a \\\" b\"\r\n in\r\n\r\nchunks.\r\n"
+        "0\r\n"
+        "Expires: Wed, 21 Oct 2015 07:28:00 GMT\r\n"
+        "X-Checksum: abc\r\n"
+        "\r\n";
+    const std::string want = "done at=" + std::to_string(body.size()) + " payload=23";
+    EXPECT_EQ(frame_every_way(body_kind::chunked, 0, body), want);
+    // And followed by a pipelined request.
+    EXPECT_EQ(frame_every_way(body_kind::chunked, 0, body + "GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
+              want);
+}
+
+TEST(body_framer, chunked_byte_by_byte_states) {
+    const std::string body = "3;x=\"y\"\r\nabc\r\n0\r\nT: v\r\n\r\n";
+    const body_framer::state want[] = {
+        body_framer::state::size,            // 3
+        body_framer::state::ext_name_ws,     // ;
+        body_framer::state::ext_name,        // x
+        body_framer::state::ext_value_ws,    // =
+        body_framer::state::ext_quoted,      // "
+        body_framer::state::ext_quoted,      // y
+        body_framer::state::ext_quoted_end,  // "
+        body_framer::state::size_lf,         // CR
+        body_framer::state::data,            // LF
+        body_framer::state::data,            // a
+        body_framer::state::data,            // b
+        body_framer::state::data_cr,         // c
+        body_framer::state::data_lf,         // CR
+        body_framer::state::size,            // LF
+        body_framer::state::size,            // 0
+        body_framer::state::size_lf,         // CR
+        body_framer::state::trailer_start,   // LF
+        body_framer::state::trailer_name,    // T
+        body_framer::state::trailer_value,   // :
+        body_framer::state::trailer_value,   // SP
+        body_framer::state::trailer_value,   // v
+        body_framer::state::trailer_lf,      // CR
+        body_framer::state::trailer_start,   // LF
+        body_framer::state::final_lf,        // CR
+        body_framer::state::done,            // LF
+    };
+    ASSERT_EQ(sizeof want / sizeof want[0], body.size());
+    body_framer f;
+    f.reset(body_kind::chunked, 0, {});
+    for (std::size_t i = 0; i < body.size(); ++i) {
+        const auto r = f.feed(body.substr(i, 1));
+        EXPECT_EQ(r.consumed, 1u) << i;
+        EXPECT_EQ(name(f.current_state()), name(want[i])) << "after byte " << i;
+    }
+    EXPECT_EQ(f.payload_bytes(), 3u);
+    EXPECT_EQ(f.wire_bytes(), body.size());
+}
+
+TEST(body_framer, error_is_sticky) {
+    body_framer f;
+    f.reset(body_kind::chunked, 0, {});
+    auto r = f.feed("zz");
+    EXPECT_TRUE(r.error);
+    EXPECT_FALSE(r.done);
+    EXPECT_EQ(r.err, parse_error::bad_chunk_size);
+    EXPECT_EQ(r.consumed, 0u);
+    EXPECT_TRUE(f.failed());
+    r = f.feed("5\r\nhello\r\n0\r\n\r\n");
+    EXPECT_TRUE(r.error);
+    EXPECT_EQ(r.err, parse_error::bad_chunk_size);
+    EXPECT_EQ(r.consumed, 0u);
+    EXPECT_EQ(name(f.current_state()), "failed");
+}
+
+TEST(body_framer, reset_reuses_the_framer) {
+    body_framer f;
+    f.reset(body_kind::chunked, 0, {});
+    (void)f.feed("zz");
+    ASSERT_TRUE(f.failed());
+    f.reset(body_kind::chunked, 0, {});
+    const auto r = f.feed("1\r\nx\r\n0\r\n\r\n");
+    EXPECT_TRUE(r.done);
+    EXPECT_EQ(f.kind(), body_kind::chunked);
+    EXPECT_EQ(f.payload_bytes(), 1u);
+}
+
+// Large chunk-data is skipped in bulk across slices; the payload count is
+// what a body size limit sees.
+TEST(body_framer, chunked_large_chunks_across_slices) {
+    std::string body;
+    for (int i = 0; i < 4; ++i)
+        body += "1000\r\n" + std::string(4096, 'a' + i) + "\r\n";
+    body += "0\r\n\r\n";
+    body_framer f;
+    f.reset(body_kind::chunked, 0, {});
+    std::size_t off = 0;
+    body_framer::feed_result r{};
+    while (off < body.size() && !r.done) {
+        const std::size_t n =
+            std::min<std::size_t>(1500, body.size() - off);  // one MTU-ish segment
+        r = f.feed(std::string_view(body).substr(off, n));
+        ASSERT_FALSE(r.error);
+        off += r.consumed;
+    }
+    EXPECT_TRUE(r.done);
+    EXPECT_EQ(off, body.size());
+    EXPECT_EQ(f.payload_bytes(), 4u * 4096);
+}
+
+TEST(body_framer, state_names) {
+    EXPECT_EQ(name(body_framer::state::ext_quoted_pair), "ext_quoted_pair");
+    EXPECT_EQ(name(body_framer::state::final_lf), "final_lf");
+    EXPECT_EQ(name(static_cast<body_framer::state>(200)), "unknown");
+}
+
+}  // namespace
+}  // namespace ferry::http::test

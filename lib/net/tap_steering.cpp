@@ -1,0 +1,274 @@
+// The tap steering eBPF program, assembled here, and its installation on a
+// net_tap device (steering.h says what it computes and why).
+//
+// Read first: Documentation/bpf/standardization/instruction-set.rst (eBPF
+// encoding; "Legacy BPF Packet access instructions" for LD_ABS/LD_IND),
+// drivers/net/tun.c (tun_ebpf_select_queue, TUNSETSTEERINGEBPF), and
+// net/core/filter.c bpf_gen_ld_abs (what the verifier turns LD_ABS into).
+//
+// The program is written by hand as struct bpf_insn so that ferry needs no
+// BPF compiler and no libbpf. It runs in tun_select_queue on every frame the
+// kernel transmits on the tap, with skb->data at the Ethernet header, and
+// reads the frame only with BPF_LD_ABS / BPF_LD_IND: these load 1, 2 or 4
+// bytes at an offset from skb->data in network byte order into r0 as a host
+// order number, and when the offset is past the end of the frame they end the
+// program with return value 0 — so a truncated frame goes to queue 0 without
+// a length check of ours. They need the skb in r6 and clobber r1..r5.
+#include "ferry/net/steering.h"
+
+#include <dirent.h>
+#include <linux/bpf.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace ferry::net {
+namespace {
+
+// ---- A minimal eBPF assembler: one constexpr function per instruction form.
+
+constexpr uint8_t r0 = BPF_REG_0, r1 = BPF_REG_1, r6 = BPF_REG_6, r7 = BPF_REG_7, r8 = BPF_REG_8,
+                  r9 = BPF_REG_9;
+
+constexpr bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) noexcept {
+    bpf_insn i{};
+    i.code = code;
+    i.dst_reg = dst & 0x0f;
+    i.src_reg = src & 0x0f;
+    i.off = off;
+    i.imm = imm;
+    return i;
+}
+// dst = src, all 64 bits.
+constexpr bpf_insn mov64_reg(uint8_t dst, uint8_t src) noexcept {
+    return insn(BPF_ALU64 | BPF_MOV | BPF_X, dst, src, 0, 0);
+}
+// dst = imm (sign-extended to 64 bits).
+constexpr bpf_insn mov64_imm(uint8_t dst, int32_t imm) noexcept {
+    return insn(BPF_ALU64 | BPF_MOV | BPF_K, dst, 0, 0, imm);
+}
+// 32-bit ALU: the low halves, result zero-extended, as uint32_t arithmetic in
+// C++ (multiplication modulo 2^32, logical right shift).
+constexpr bpf_insn alu32_reg(uint8_t op, uint8_t dst, uint8_t src) noexcept {
+    return insn(BPF_ALU | op | BPF_X, dst, src, 0, 0);
+}
+constexpr bpf_insn alu32_imm(uint8_t op, uint8_t dst, uint32_t imm) noexcept {
+    return insn(BPF_ALU | op | BPF_K, dst, 0, 0, static_cast<int32_t>(imm));
+}
+// r0 = frame[off .. off + size) (BPF_B, BPF_H, BPF_W), big-endian.
+constexpr bpf_insn ld_abs(uint8_t size, int32_t off) noexcept {
+    return insn(BPF_LD | size | BPF_ABS, 0, 0, 0, off);
+}
+// r0 = frame[src + off .. + size), big-endian.
+constexpr bpf_insn ld_ind(uint8_t size, uint8_t src, int32_t off) noexcept {
+    return insn(BPF_LD | size | BPF_IND, 0, src, 0, off);
+}
+// if (dst <op> imm) skip `off` instructions; unsigned comparisons, 64 bits.
+constexpr bpf_insn jmp_imm(uint8_t op, uint8_t dst, int32_t imm, int16_t off) noexcept {
+    return insn(BPF_JMP | op | BPF_K, dst, 0, off, imm);
+}
+constexpr bpf_insn exit_insn() noexcept {
+    return insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+}
+
+struct program {
+    static constexpr std::size_t capacity = 64;
+    std::array<bpf_insn, capacity> insns{};
+    std::size_t len = 0;
+};
+
+// Ethernet II header length: the IPv4 header starts here (no VLAN tag).
+constexpr int32_t l3 = 14;
+
+// frame_steer_hash (steering.cpp) as eBPF; the C++ it mirrors is quoted on
+// the right. Register use: r0 load results and scratch, r6 the skb, r7 the IP
+// header length, r8 the hash state, r9 the port word.
+constexpr program build_steering_program() noexcept {
+    program p;
+    std::array<std::size_t, 16> to_zero{};  // jumps to the "return 0" tail
+    std::size_t n_zero = 0;
+    const auto emit = [&p](bpf_insn i) { p.insns[p.len++] = i; };
+    // Return 0 (queue 0) when `reg <op> imm`.
+    const auto zero_if = [&](uint8_t op, uint8_t reg, int32_t imm) {
+        to_zero[n_zero++] = p.len;
+        emit(jmp_imm(op, reg, imm, 0));
+    };
+    // x ^= x >> shift, on r8 with r0 as scratch.
+    const auto xor_shift = [&](uint32_t shift) {
+        emit(mov64_reg(r0, r8));
+        emit(alu32_imm(BPF_RSH, r0, shift));
+        emit(alu32_reg(BPF_XOR, r8, r0));
+    };
+
+    // An assembler listing reads best with its comments in one column.
+    // clang-format off
+    emit(mov64_reg(r6, r1));                    // LD_ABS/LD_IND find the skb in r6
+    emit(ld_abs(BPF_H, 12));                    // EtherType
+    zero_if(BPF_JNE, r0, 0x0800);               //   not IPv4
+    emit(ld_abs(BPF_B, l3));                    // version << 4 | IHL
+    emit(mov64_reg(r7, r0));
+    emit(alu32_imm(BPF_AND, r7, 0x0f));         // r7 = IHL
+    emit(alu32_imm(BPF_RSH, r0, 4));            // r0 = version
+    zero_if(BPF_JNE, r0, 4);                    //   version != 4
+    zero_if(BPF_JLT, r7, 5);                    //   IHL < 5
+    emit(alu32_imm(BPF_LSH, r7, 2));            // r7 = 4 * IHL
+    emit(ld_abs(BPF_H, l3 + 6));                // flags | fragment offset
+    emit(alu32_imm(BPF_AND, r0, 0x3fff));
+    zero_if(BPF_JNE, r0, 0);                    //   MF or an offset: a fragment
+    emit(ld_abs(BPF_B, l3 + 9));                // protocol
+    emit(jmp_imm(BPF_JEQ, r0, 6, 1));           //   TCP: skip the UDP test
+    zero_if(BPF_JNE, r0, 17);                   //   neither TCP nor UDP
+    emit(ld_abs(BPF_W, l3 + 12));               // source address
+    emit(mov64_reg(r8, r0));
+    emit(ld_abs(BPF_W, l3 + 16));               // destination address
+    emit(alu32_reg(BPF_XOR, r8, r0));           // x = ip_a ^ ip_b
+    emit(ld_ind(BPF_W, r7, l3));                // source port << 16 | destination port
+    emit(mov64_reg(r9, r0));
+    emit(alu32_imm(BPF_RSH, r9, 16));
+    emit(alu32_imm(BPF_AND, r0, 0xffff));
+    emit(alu32_reg(BPF_XOR, r9, r0));           // port_a ^ port_b
+    emit(alu32_imm(BPF_MUL, r9, 0x9e3779b1u));
+    emit(alu32_reg(BPF_XOR, r8, r9));           // x ^= (port_a ^ port_b) * 0x9e3779b1
+    xor_shift(16);                              // x ^= x >> 16
+    emit(alu32_imm(BPF_MUL, r8, 0x85ebca6bu));  // x *= 0x85ebca6b
+    xor_shift(13);                              // x ^= x >> 13
+    emit(alu32_imm(BPF_MUL, r8, 0xc2b2ae35u));  // x *= 0xc2b2ae35
+    xor_shift(16);                              // x ^= x >> 16
+    emit(alu32_imm(BPF_AND, r8, 0xffff));
+    emit(mov64_reg(r0, r8));                    // return x & 0xffff
+    emit(exit_insn());
+    // clang-format on
+
+    const std::size_t zero = p.len;
+    emit(mov64_imm(r0, 0));
+    emit(exit_insn());
+    for (std::size_t k = 0; k < n_zero; ++k)
+        p.insns[to_zero[k]].off = static_cast<int16_t>(zero - to_zero[k] - 1);
+    return p;
+}
+
+constexpr program steering_program = build_steering_program();
+static_assert(steering_program.len < program::capacity);
+
+uint64_t ptr_u64(const void *p) noexcept {
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
+}
+
+long sys_bpf(int cmd, bpf_attr *attr) noexcept {
+    return syscall(__NR_bpf, cmd, attr, sizeof(*attr));
+}
+
+// One BPF_PROG_LOAD; a log of level 1 into `log` when it is not empty.
+int prog_load(std::span<char> log) noexcept {
+    static constexpr char license[] = "GPL";  // not required for socket filters
+    bpf_attr attr;
+    std::memset(&attr, 0, sizeof attr);  // a union: {} would clear only its first member
+    attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
+    attr.insns = ptr_u64(steering_program.insns.data());
+    attr.insn_cnt = static_cast<uint32_t>(steering_program.len);
+    attr.license = ptr_u64(license);
+    if (!log.empty()) {
+        attr.log_buf = ptr_u64(log.data());
+        attr.log_size = static_cast<uint32_t>(log.size());
+        attr.log_level = 1;
+    }
+    std::memcpy(attr.prog_name, "ferry_steer", sizeof("ferry_steer"));
+    return static_cast<int>(sys_bpf(BPF_PROG_LOAD, &attr));
+}
+
+std::string errno_text(int err) {
+    return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")";
+}
+
+}  // namespace
+
+result<int, std::string> load_tap_steering_program() {
+    // Load without a log first: a verbose log larger than the buffer would
+    // itself fail the load (ENOSPC). Only on failure load again for the log.
+    const int fd = prog_load({});
+    if (fd >= 0)
+        return fd;
+    const int err = errno;
+    std::string msg = "tap steering: BPF_PROG_LOAD failed: " + errno_text(err);
+    if (err == EPERM)
+        msg += "; loading BPF programs needs CAP_BPF or CAP_SYS_ADMIN";
+    std::string log(64 * 1024, '\0');
+    const int retry = prog_load(log);
+    if (retry >= 0) {
+        // Should not happen; take it rather than fail.
+        return retry;
+    }
+    log.resize(std::strlen(log.c_str()));
+    if (!log.empty())
+        msg += "; verifier log:\n" + log;
+    return unexpected{msg};
+}
+
+result<unsigned, std::string> attach_tap_steering(std::string_view ifname, int prog_fd) {
+    if (ifname.empty() || ifname.size() >= IFNAMSIZ)
+        return unexpected{"tap steering: bad interface name '" + std::string(ifname) + "'"};
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir == nullptr)
+        return unexpected{"tap steering: opendir /proc/self/fd: " + errno_text(errno)};
+
+    // Another thread may close an fd while we scan and the number be reused;
+    // the TUNGETIFF name check then still finds only queues of `ifname`. Call
+    // this at start-up, before the workers run.
+    static constexpr std::string_view tun_path = "/dev/net/tun";
+    unsigned set = 0, detached = 0;
+    std::string error;
+    while (const dirent *e = readdir(dir)) {
+        char *end = nullptr;
+        const long n = std::strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end != '\0' || n < 0 || n == dirfd(dir))
+            continue;
+        const int fd = static_cast<int>(n);
+        const std::string link = std::string("/proc/self/fd/") + e->d_name;
+        char target[64];
+        const ssize_t len = readlink(link.c_str(), target, sizeof target);
+        if (len != static_cast<ssize_t>(tun_path.size()) ||
+            std::string_view(target, static_cast<std::size_t>(len)) != tun_path)
+            continue;
+
+        ifreq ifr{};
+        if (ioctl(fd, TUNGETIFF, &ifr) != 0)
+            continue;  // not bound to a device (EBADFD): nobody's queue
+        if (std::string_view(ifr.ifr_name, strnlen(ifr.ifr_name, IFNAMSIZ)) != ifname)
+            continue;
+        // A detached queue (net_tap's keep-alive fd) is reported with
+        // IFF_DETACH_QUEUE; on kernels where it is refused instead, EBADFD.
+        if ((ifr.ifr_flags & IFF_DETACH_QUEUE) != 0) {
+            ++detached;
+            continue;
+        }
+        int pfd = prog_fd;
+        if (ioctl(fd, TUNSETSTEERINGEBPF, &pfd) != 0) {
+            if (errno == EBADFD) {
+                ++detached;
+                continue;
+            }
+            error = "tap steering: TUNSETSTEERINGEBPF on fd " + std::to_string(fd) + " of " +
+                    std::string(ifname) + ": " + errno_text(errno);
+            break;
+        }
+        ++set;
+    }
+    closedir(dir);
+
+    if (!error.empty())
+        return unexpected{error};
+    if (set == 0)
+        return unexpected{"tap steering: this process holds no attached queue fd of tap '" +
+                          std::string(ifname) + "' (" + std::to_string(detached) +
+                          " detached); call after the queues are set up"};
+    return set;
+}
+
+}  // namespace ferry::net

@@ -1,0 +1,895 @@
+// SACK-based loss recovery (RFC 6675) as a sender: the scoreboard on its own,
+// scripted segment tests (which holes go out, in which order, when recovery
+// ends, what an RTO does, which blocks are refused), and two tcp_conns over a
+// lossy, reordering in-memory link with and without SACK.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <queue>
+#include <random>
+#include <vector>
+
+#include "ferry/net/tcp_conn.h"
+#include "tcp_conn_harness.h"
+
+namespace ferry::net {
+namespace {
+
+using namespace test;
+constexpr uint8_t SYN = tcp_flag::syn;
+constexpr uint8_t ACK = tcp_flag::ack;
+constexpr uint8_t FIN = tcp_flag::fin;
+constexpr uint8_t PSH = tcp_flag::psh;
+constexpr uint32_t L = tcp_harness::local_iss;
+constexpr uint32_t P = tcp_harness::peer_iss;
+
+tcp_options sack(std::initializer_list<std::pair<uint32_t, uint32_t>> blocks) {
+    tcp_options o;
+    for (auto [l, r] : blocks) {
+        o.sack[o.sack_count++] = tcp_sack_block{seq_num(l), seq_num(r)};
+    }
+    return o;
+}
+
+// The first octet of data segment k (1-based) of 1000 octets.
+constexpr uint32_t S(uint32_t k) {
+    return L + 1 + 1000 * (k - 1);
+}
+
+// Passive open with SACK-permitted on both SYNs (and an MSS of `peer_mss`
+// from the peer), then ESTABLISHED.
+void establish_sack(tcp_harness &t, uint16_t peer_mss = 1000, bool peer_sack = true) {
+    t.cfg.sack = true;
+    t.create();
+    tcp_repr syn;
+    syn.src_port = tcp_harness::peer_port;
+    syn.dst_port = tcp_harness::local_port;
+    syn.seq = seq_num(P);
+    syn.flags = SYN;
+    syn.window = 20000;
+    syn.options.mss = peer_mss;
+    syn.options.sack_permitted = peer_sack;
+    ASSERT_TRUE(t.conn->open_passive(syn, t.now));
+    tcp_options want = tcp_harness::mss_opt(1000);
+    want.sack_permitted = peer_sack;
+    t.expect_seg({SYN | ACK, L, P + 1, 10000, {}, want});
+    t.send_seg({ACK, P + 1, L + 1, 20000});
+    ASSERT_EQ(t.conn->state(), tcp_state::established);
+    ASSERT_EQ(t.conn->sack_enabled(), peer_sack);
+    (void)t.conn->take_events();
+}
+
+// Sends `n` octets and checks that segments 1.. of 1000 octets go out.
+void send_and_expect(tcp_harness &t, uint32_t n, uint32_t segments) {
+    ASSERT_EQ(t.app_send(pattern(n)), n);
+    for (uint32_t k = 1; k <= segments; ++k) {
+        const bool last = 1000 * k >= n;
+        t.expect_seg({static_cast<uint8_t>(ACK | (last ? PSH : 0)), S(k), P + 1, 10000,
+                      pattern(1000, static_cast<uint8_t>(1000 * (k - 1)))});
+    }
+    t.expect_nothing();
+}
+
+// Data segment k as the connection retransmits it (no PSH).
+seg rtx(uint32_t k) {
+    return {ACK, S(k), P + 1, 10000, pattern(1000, static_cast<uint8_t>(1000 * (k - 1)))};
+}
+
+// ---- The scoreboard on its own ---------------------------------------------
+
+using sb = tcp_sack_scoreboard;
+
+std::vector<std::pair<uint32_t, uint32_t>> ranges_of(const sb &b) {
+    std::vector<std::pair<uint32_t, uint32_t>> v;
+    for (const sb::range &r : b.ranges()) {
+        v.emplace_back(r.left.value(), r.right.value());
+    }
+    return v;
+}
+
+using rv = std::vector<std::pair<uint32_t, uint32_t>>;
+
+TEST(TcpSackScoreboard, MergesAndCountsWhatIsNew) {
+    sb b;
+    bool of = false;
+    EXPECT_EQ(b.add(seq_num(300), seq_num(400), of), 100u);
+    EXPECT_EQ(b.add(seq_num(100), seq_num(200), of), 100u);
+    EXPECT_EQ(b.add(seq_num(500), seq_num(600), of), 100u);
+    EXPECT_EQ(ranges_of(b), (rv{{100, 200}, {300, 400}, {500, 600}}));
+    EXPECT_EQ(b.add(seq_num(300), seq_num(400), of), 0u);   // nothing new
+    EXPECT_EQ(b.add(seq_num(350), seq_num(450), of), 50u);  // overlaps the end
+    EXPECT_EQ(b.add(seq_num(450), seq_num(500), of), 50u);  // touches both: one range
+    EXPECT_EQ(ranges_of(b), (rv{{100, 200}, {300, 600}}));
+    EXPECT_EQ(b.add(seq_num(50), seq_num(700), of), 650u - 400u);  // covers everything
+    EXPECT_EQ(ranges_of(b), (rv{{50, 700}}));
+    EXPECT_FALSE(of);
+    EXPECT_EQ(b.sacked_bytes(), 650u);
+    EXPECT_TRUE(b.is_sacked(seq_num(50)));
+    EXPECT_FALSE(b.is_sacked(seq_num(700)));
+}
+
+TEST(TcpSackScoreboard, AckToForgetsBelowUna) {
+    sb b;
+    bool of = false;
+    (void)b.add(seq_num(100), seq_num(200), of);
+    (void)b.add(seq_num(300), seq_num(400), of);
+    b.ack_to(seq_num(100));  // the peer's RCV.NXT at a range it held: gone
+    EXPECT_EQ(ranges_of(b), (rv{{300, 400}}));
+    (void)b.add(seq_num(500), seq_num(600), of);
+    b.ack_to(seq_num(350));  // ... or inside one
+    EXPECT_EQ(ranges_of(b), (rv{{500, 600}}));
+    b.ack_to(seq_num(450));
+    EXPECT_EQ(ranges_of(b), (rv{{500, 600}}));
+    b.ack_to(seq_num(1000));
+    EXPECT_TRUE(b.empty());
+}
+
+TEST(TcpSackScoreboard, AcrossTheWrap) {
+    sb b;
+    bool of = false;
+    const seq_num base(0xffffff00u);
+    EXPECT_EQ(b.add(base + 0x180, base + 0x200, of), 0x80u);
+    EXPECT_EQ(b.add(base + 0x80, base + 0x100, of), 0x80u);
+    EXPECT_EQ(b.add(base + 0xc0, base + 0x190, of), 0x80u);  // [0x100, 0x180) was new
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_EQ(b.ranges()[0].left, base + 0x80);
+    EXPECT_EQ(b.ranges()[0].right, base + 0x200);
+    // [base, base+0x80) has 0x180 > 2*100 octets SACKed above: lost, not in
+    // pipe; [base+0x200, base+0x300) is.
+    EXPECT_FALSE(b.is_lost(base + 0x200, 100));
+    EXPECT_TRUE(b.is_lost(base + 0x7f, 100));
+    EXPECT_EQ(b.pipe(base, base + 0x300, base, 100), 0x100u);
+}
+
+TEST(TcpSackScoreboard, OverflowForgetsTheHighest) {
+    sb b;
+    bool of = false;
+    for (uint32_t i = 0; i < sb::capacity; ++i) {
+        EXPECT_EQ(b.add(seq_num(1000 + 20 * i), seq_num(1010 + 20 * i), of), 10u);
+    }
+    EXPECT_FALSE(of);
+    const uint32_t top = 1000 + 20 * (sb::capacity - 1);
+    // A new highest range is the one forgotten.
+    EXPECT_EQ(b.add(seq_num(top + 100), seq_num(top + 110), of), 0u);
+    EXPECT_TRUE(of);
+    EXPECT_EQ(b.highest(), seq_num(top + 10));
+    // A new range lower down pushes the highest out.
+    of = false;
+    EXPECT_EQ(b.add(seq_num(10), seq_num(20), of), 10u);
+    EXPECT_TRUE(of);
+    EXPECT_EQ(b.size(), sb::capacity);
+    EXPECT_EQ(b.ranges()[0].left, seq_num(10));
+    EXPECT_EQ(b.highest(), seq_num(top - 20 + 10));
+    // Merging needs no room.
+    of = false;
+    EXPECT_EQ(b.add(seq_num(1010), seq_num(1020), of), 10u);
+    EXPECT_FALSE(of);
+    EXPECT_EQ(b.size(), sb::capacity - 1);
+}
+
+// IsLost: DupThresh (3) ranges above, or more than 2*SMSS octets above.
+TEST(TcpSackScoreboard, IsLostPipeAndNextHole) {
+    const uint32_t smss = 100;
+    sb b;
+    bool of = false;
+    // una 0, high_data 1000. SACKed: [200,300) [400,450) [600,700).
+    (void)b.add(seq_num(200), seq_num(300), of);
+    (void)b.add(seq_num(400), seq_num(450), of);
+    (void)b.add(seq_num(600), seq_num(700), of);
+    EXPECT_TRUE(b.is_lost(seq_num(0), smss));     // 3 ranges above
+    EXPECT_TRUE(b.is_lost(seq_num(199), smss));   // the same hole
+    EXPECT_FALSE(b.is_lost(seq_num(250), smss));  // SACKed
+    EXPECT_FALSE(b.is_lost(seq_num(300), smss));  // 2 ranges, 150 octets above
+    EXPECT_FALSE(b.is_lost(seq_num(700), smss));  // nothing above
+    // pipe: [0,200) lost; [300,400), [450,600), [700,1000) not: 100 + 150 + 300.
+    EXPECT_EQ(b.pipe(seq_num(0), seq_num(1000), seq_num(0), smss), 550u);
+    // With [0,150) retransmitted: + 150.
+    EXPECT_EQ(b.pipe(seq_num(0), seq_num(1000), seq_num(150), smss), 700u);
+    // With [0,200) and [300,350) (a hole not lost, rule 3) retransmitted:
+    // the lost octets count once, the others twice.
+    EXPECT_EQ(b.pipe(seq_num(0), seq_num(1000), seq_num(350), smss), 550u + 200u + 50u);
+    seq_num s;
+    seq_num e;
+    ASSERT_TRUE(b.next_hole(seq_num(0), seq_num(0), true, smss, smss, s, e));
+    EXPECT_EQ(s, seq_num(0));
+    EXPECT_EQ(e, seq_num(100));  // one SMSS
+    ASSERT_TRUE(b.next_hole(seq_num(0), seq_num(150), true, smss, smss, s, e));
+    EXPECT_EQ(s, seq_num(150));
+    EXPECT_EQ(e, seq_num(200));  // up to the SACKed octet
+    EXPECT_FALSE(b.next_hole(seq_num(0), seq_num(200), true, smss, smss, s, e));
+    ASSERT_TRUE(b.next_hole(seq_num(0), seq_num(200), false, smss, smss, s, e));  // rule 3
+    EXPECT_EQ(s, seq_num(300));
+    EXPECT_EQ(e, seq_num(400));
+    ASSERT_TRUE(b.next_hole(seq_num(0), seq_num(400), false, smss, smss, s, e));
+    EXPECT_EQ(s, seq_num(450));
+    EXPECT_EQ(e, seq_num(550));
+    EXPECT_FALSE(b.next_hole(seq_num(0), seq_num(600), false, smss, smss, s, e));  // 1.b
+    // More than 2*SMSS octets above make a single range enough.
+    sb one;
+    (void)one.add(seq_num(100), seq_num(301), of);
+    EXPECT_TRUE(one.is_lost(seq_num(0), smss));
+    sb exact;
+    (void)exact.add(seq_num(100), seq_num(300), of);
+    EXPECT_FALSE(exact.is_lost(seq_num(0), smss));
+    EXPECT_EQ(b.skip_sacked(seq_num(250)), seq_num(300));
+    EXPECT_EQ(b.skip_sacked(seq_num(300)), seq_num(300));
+    EXPECT_EQ(b.unsacked_run(seq_num(350), 1000), 50u);
+    EXPECT_EQ(b.unsacked_run(seq_num(700), 1000), 1000u);
+}
+
+// ---- The tcp_cc hook -----------------------------------------------------------
+
+TEST(TcpCcSack, RecoveryWithoutInflation) {
+    cc_config c;
+    c.algorithm = cc_algorithm::new_reno;
+    c.smss = 1000;
+    c.initial_window_segments = 10;
+    tcp_cc cc(c, seq_num(0));
+    ASSERT_TRUE(cc.on_sack_recovery(seq_num(1), seq_num(10001), 10000));
+    EXPECT_TRUE(cc.in_sack_recovery());
+    EXPECT_EQ(cc.ssthresh(), 5000u);
+    EXPECT_EQ(cc.cwnd(), 5000u);  // RFC 6675 (4.2): no + 3*SMSS
+    EXPECT_EQ(cc.recover(), seq_num(10000));
+    EXPECT_FALSE(cc.on_sack_recovery(seq_num(1), seq_num(10001), 10000));  // already in it
+    EXPECT_EQ(cc.on_dup_ack(seq_num(1), seq_num(10001), 10000), cc_action::none);
+    EXPECT_EQ(cc.cwnd(), 5000u);  // no inflation
+    // A partial ACK asks for nothing and leaves cwnd.
+    EXPECT_EQ(cc.on_ack(cc_ack{.ack = seq_num(4001), .bytes_acked = 4000, .flight_size = 6000}),
+              cc_action::none);
+    EXPECT_EQ(cc.cwnd(), 5000u);
+    EXPECT_TRUE(cc.in_recovery());
+    // The full ACK ends it: cwnd = min(ssthresh, FlightSize + SMSS).
+    EXPECT_EQ(cc.on_ack(cc_ack{.ack = seq_num(10001), .bytes_acked = 6000, .flight_size = 0}),
+              cc_action::none);
+    EXPECT_FALSE(cc.in_recovery());
+    EXPECT_FALSE(cc.in_sack_recovery());
+    EXPECT_EQ(cc.cwnd(), 2000u);
+    // After an RTO, no episode before SND.UNA passes the RecoveryPoint (§5.1).
+    cc.on_rto(seq_num(20001), 10000, false);
+    EXPECT_FALSE(cc.on_sack_recovery(seq_num(15001), seq_num(25001), 10000));
+    EXPECT_FALSE(cc.on_sack_recovery(seq_num(20000), seq_num(25001), 10000));
+    EXPECT_TRUE(cc.on_sack_recovery(seq_num(20001), seq_num(25001), 5000));
+    cc.on_rto(seq_num(25001), 5000, false);
+    EXPECT_FALSE(cc.in_recovery());
+    EXPECT_FALSE(cc.in_sack_recovery());
+}
+
+// ---- Scripted: which segments go out -----------------------------------------
+
+// 10 segments in flight; 1 and 2 are lost and the peer SACKs 3..10 as they
+// arrive. Exactly the two holes are retransmitted, once each, in order.
+TEST(TcpConnSack, OnlyTheHolesAreRetransmittedOnceInOrder) {
+    tcp_harness t;
+    establish_sack(t);
+    send_and_expect(t, 10000, 10);
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(4)}})});
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(5)}})});
+    t.expect_nothing();  // DupAcks 2, 2000 octets SACKed: not yet lost
+    EXPECT_FALSE(t.conn->cc().in_recovery());
+    EXPECT_EQ(t.conn->sack_dup_acks(), 2u);
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(6)}})});
+    // Recovery: ssthresh = cwnd = FlightSize / 2; segment 1 at once (4.3).
+    t.expect_seg(rtx(1));
+    t.expect_nothing();
+    EXPECT_TRUE(t.conn->cc().in_recovery());
+    EXPECT_EQ(t.conn->cc().ssthresh(), 5000u);
+    EXPECT_EQ(t.conn->cc().cwnd(), 5000u);
+    EXPECT_EQ(t.conn->sack_high_rxt(), seq_num(S(2)));
+    // pipe: 1000 retransmitted + [S(6), S(11)) not lost.
+    EXPECT_EQ(t.conn->sack_pipe(), 6000u);
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(7)}})});
+    t.expect_nothing();  // pipe 5000
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(8)}})});
+    t.expect_seg(rtx(2));  // pipe 4000: cwnd - pipe >= SMSS, NextSeg rule 1
+    for (uint32_t k = 8; k <= 10; ++k) {
+        t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(k + 1)}})});
+        t.expect_nothing();  // no hole left above HighRxt, no new data
+    }
+    EXPECT_EQ(t.conn->sack_pipe(), 2000u);
+    // Partial ACK: segment 1 arrived. Still in recovery, nothing to send.
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(3), S(11)}})});
+    t.expect_nothing();
+    EXPECT_TRUE(t.conn->cc().in_recovery());
+    EXPECT_EQ(t.conn->cc().cwnd(), 5000u);
+    EXPECT_EQ(t.conn->send_queued(), 9000u);  // SACKed data stays until acknowledged
+    // The full ACK ends recovery.
+    t.send_seg({ACK, P + 1, S(11), 20000});
+    t.expect_nothing();
+    EXPECT_FALSE(t.conn->cc().in_recovery());
+    EXPECT_EQ(t.conn->send_queued(), 0u);
+    EXPECT_EQ(t.conn->rtx_deadline(), tcp_conn::never);
+    EXPECT_TRUE(t.conn->sack_scoreboard().empty());
+    EXPECT_EQ(t.ctr.sack_recovery_episodes.get(), 1u);
+    EXPECT_EQ(t.ctr.sack_retransmits.get(), 2u);
+    EXPECT_EQ(t.ctr.retransmits.get(), 2u);
+    EXPECT_EQ(t.ctr.fast_retransmits.get(), 1u);
+    EXPECT_EQ(t.ctr.sack_blocks_received.get(), 9u);
+    EXPECT_EQ(t.ctr.sack_blocks_invalid.get(), 0u);
+    EXPECT_EQ(t.ctr.rto_fired.get(), 0u);
+}
+
+// Segments 2, 5 and 8 lost: each hole goes once, lowest first — 2 and 5 as
+// lost (rule 1), 8 (which never gets 2*SMSS SACKed above it) by rule 3 once
+// nothing else may go.
+TEST(TcpConnSack, MultipleHoles) {
+    tcp_harness t;
+    establish_sack(t);
+    send_and_expect(t, 10000, 10);
+    t.send_seg({ACK, P + 1, S(2), 20000});  // segment 1
+    EXPECT_EQ(t.conn->cc().cwnd(), 11000u);
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(3), S(4)}})});
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(3), S(5)}})});
+    t.expect_nothing();
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(6), S(7)}, {S(3), S(5)}})});
+    t.expect_seg(rtx(2));                   // DupAcks 3
+    EXPECT_EQ(t.conn->cc().cwnd(), 4500u);  // FlightSize 9000 / 2
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(6), S(8)}, {S(3), S(5)}})});
+    t.expect_nothing();
+    // Segment 9: the hole at 5 now has 2 ranges and 3000 octets above it.
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(9), S(10)}, {S(6), S(8)}, {S(3), S(5)}})});
+    t.expect_seg(rtx(5));
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(9), S(11)}, {S(6), S(8)}, {S(3), S(5)}})});
+    EXPECT_FALSE(t.conn->sack_scoreboard().is_lost(seq_num(S(8)), 1000));
+    t.expect_seg(rtx(8));  // rule 3
+    t.expect_nothing();
+    // The retransmissions arrive: partial, partial, full.
+    t.send_seg({ACK, P + 1, S(5), 20000, {}, sack({{S(6), S(8)}, {S(9), S(11)}})});
+    t.expect_nothing();
+    t.send_seg({ACK, P + 1, S(8), 20000, {}, sack({{S(9), S(11)}})});
+    t.expect_nothing();
+    EXPECT_TRUE(t.conn->cc().in_recovery());
+    t.send_seg({ACK, P + 1, S(11), 20000});
+    t.expect_nothing();
+    EXPECT_FALSE(t.conn->cc().in_recovery());
+    EXPECT_EQ(t.ctr.sack_retransmits.get(), 3u);
+    EXPECT_EQ(t.ctr.retransmits.get(), 3u);
+    EXPECT_EQ(t.ctr.sack_recovery_episodes.get(), 1u);
+}
+
+// Holes first, then new data while pipe < cwnd (RFC 6675 (C)); before
+// recovery, DupAcks let new data out as SACKs shrink pipe (step 3). Recovery
+// ends when the ACK covers RecoveryPoint, with new data still in flight.
+TEST(TcpConnSack, HolesThenNewDataAndRecoveryPoint) {
+    tcp_harness t;
+    establish_sack(t);
+    ASSERT_EQ(t.app_send(pattern(15000)), 15000u);
+    for (uint32_t k = 1; k <= 10; ++k) {
+        t.expect_seg(
+            {ACK, S(k), P + 1, 10000, pattern(1000, static_cast<uint8_t>(1000 * (k - 1)))});
+    }
+    t.expect_nothing();
+    const auto newseg = [](uint32_t k) {
+        return seg{static_cast<uint8_t>(ACK | (k == 15 ? PSH : 0)), S(k), P + 1, 10000,
+                   pattern(1000, static_cast<uint8_t>(1000 * (k - 1)))};
+    };
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(4)}})});
+    t.expect_seg(newseg(11));  // step 3: pipe 9000 < cwnd 10000
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(5)}})});
+    t.expect_seg(newseg(12));
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(6)}})});
+    t.expect_seg(rtx(1));  // recovery: RecoveryPoint = S(13) - 1
+    t.expect_nothing();
+    EXPECT_EQ(t.conn->cc().cwnd(), 6000u);  // FlightSize 12000 / 2
+    EXPECT_EQ(t.conn->cc().recover(), seq_num(S(13) - 1));
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(7)}})});
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(8)}})});
+    t.expect_nothing();
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(9)}})});
+    t.expect_seg(rtx(2));  // the hole before new data
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(10)}})});
+    t.expect_seg(newseg(13));  // then new data (rule 2)
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(11)}})});
+    t.expect_seg(newseg(14));
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(12)}})});
+    t.expect_seg(newseg(15));
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(13)}})});
+    t.expect_nothing();  // nothing left to send
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(3), S(13)}})});
+    t.expect_nothing();
+    EXPECT_TRUE(t.conn->cc().in_recovery());
+    // Just below RecoveryPoint: still recovering.
+    t.send_seg({ACK, P + 1, S(13) - 1, 20000});
+    EXPECT_TRUE(t.conn->cc().in_recovery());
+    // Covering it ends recovery, segments 13..15 still in flight:
+    // cwnd = min(ssthresh, FlightSize + SMSS).
+    t.send_seg({ACK, P + 1, S(13), 20000});
+    EXPECT_FALSE(t.conn->cc().in_recovery());
+    EXPECT_EQ(t.conn->cc().cwnd(), 4000u);
+    t.expect_nothing();
+    t.send_seg({ACK, P + 1, S(16), 20000});
+    t.expect_nothing();
+    EXPECT_EQ(t.ctr.sack_retransmits.get(), 2u);
+    EXPECT_EQ(t.ctr.retransmits.get(), 2u);
+}
+
+// The peer SACKs 3..10, then reneges (RFC 2018 §8): its cumulative ACK stops
+// at 3 and its blocks vanish. The SACKed data was never freed, and the RTO
+// resends it from SND.UNA.
+TEST(TcpConnSack, RenegingIsSafe) {
+    tcp_harness t;
+    establish_sack(t);
+    send_and_expect(t, 10000, 10);
+    for (uint32_t k = 3; k <= 10; ++k) {
+        t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(k + 1)}})});
+    }
+    t.expect_seg(rtx(1));
+    t.expect_seg(rtx(2));
+    t.expect_nothing();
+    t.send_seg({ACK, P + 1, S(3), 20000});  // no blocks: reneged
+    t.expect_nothing();
+    EXPECT_EQ(t.conn->send_queued(), 8000u);  // SND.UNA alone frees
+    EXPECT_TRUE(t.conn->cc().in_recovery());
+    // RCV.NXT stopped where the peer claimed to hold data: the range is gone.
+    EXPECT_TRUE(t.conn->sack_scoreboard().empty());
+    t.advance_to(t.conn->rtx_deadline());
+    EXPECT_EQ(t.ctr.rto_fired.get(), 1u);
+    EXPECT_FALSE(t.conn->cc().in_recovery());
+    EXPECT_TRUE(t.conn->sack_scoreboard().empty());
+    t.expect_seg(rtx(3));  // go back to SND.UNA: once-SACKed data is resent
+    t.expect_nothing();
+    t.send_seg({ACK, P + 1, S(4), 20000});
+    t.expect_seg(rtx(4));
+    t.expect_seg(rtx(5));
+    t.expect_nothing();
+}
+
+// RTO in the middle of SACK recovery: recovery ends, the scoreboard is
+// cleared, the sender goes back to SND.UNA; what the peer SACKs after that is
+// skipped by the go-back, and no new recovery starts before SND.MAX is acked.
+TEST(TcpConnSack, RtoDuringRecovery) {
+    tcp_harness t;
+    establish_sack(t);
+    send_and_expect(t, 10000, 10);
+    for (uint32_t k = 3; k <= 10; ++k) {
+        t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(k + 1)}})});
+    }
+    t.expect_seg(rtx(1));
+    t.expect_seg(rtx(2));
+    t.expect_nothing();
+    // Both retransmissions are lost.
+    t.advance_to(t.conn->rtx_deadline());
+    EXPECT_EQ(t.ctr.rto_fired.get(), 1u);
+    EXPECT_FALSE(t.conn->cc().in_recovery());
+    EXPECT_TRUE(t.conn->sack_scoreboard().empty());
+    EXPECT_EQ(t.conn->cc().cwnd(), 1000u);
+    EXPECT_EQ(t.conn->snd().nxt, seq_num(S(2)));
+    t.expect_seg(rtx(1));
+    t.expect_nothing();
+    // Segment 1 arrives; the peer still holds 3..10.
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(3), S(11)}})});
+    t.expect_seg(rtx(2));
+    t.expect_nothing();  // 3..10 are skipped
+    EXPECT_EQ(t.conn->snd().nxt, seq_num(S(11)));
+    EXPECT_FALSE(t.conn->cc().in_recovery());
+    t.send_seg({ACK, P + 1, S(11), 20000});
+    t.expect_nothing();
+    EXPECT_EQ(t.conn->send_queued(), 0u);
+    EXPECT_EQ(t.ctr.retransmits.get(), 4u);
+    EXPECT_EQ(t.ctr.sack_retransmits.get(), 2u);
+    EXPECT_EQ(t.ctr.sack_recovery_episodes.get(), 1u);
+}
+
+// After an RTO, duplicate ACKs for data sent before it start no recovery
+// (RFC 6675 §5.1): the go-back covers it.
+TEST(TcpConnSack, NoRecoveryBeforeTheTimeoutsRecoveryPointIsAcked) {
+    tcp_harness t;
+    establish_sack(t);
+    send_and_expect(t, 10000, 10);
+    t.advance_to(t.conn->rtx_deadline());
+    t.expect_seg(rtx(1));
+    for (uint32_t k = 3; k <= 6; ++k) {
+        t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{S(3), S(k + 1)}})});
+    }
+    t.expect_nothing();
+    EXPECT_FALSE(t.conn->cc().in_recovery());
+    EXPECT_EQ(t.ctr.sack_recovery_episodes.get(), 0u);
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(3), S(7)}})});
+    t.expect_seg(rtx(2));  // the go-back, skipping 3..6
+    t.expect_seg(rtx(7));
+    t.expect_nothing();
+}
+
+// Blocks that are empty, inverted, beyond SND.MAX, at or below SND.UNA (a
+// D-SACK), holding SND.UNA or absurdly far are counted and ignored; the
+// rest are used. (Each ACK changes the window, so that none is an RFC 5681
+// duplicate: only new SACK information counts as a DupAck here.)
+TEST(TcpConnSack, InvalidAndOutOfWindowBlocksAreIgnoredAndCounted) {
+    tcp_harness t;
+    establish_sack(t);
+    send_and_expect(t, 10000, 10);
+    t.send_seg({ACK, P + 1, S(3), 20000});  // segments 1 and 2
+    t.send_seg({ACK,
+                P + 1,
+                S(3),
+                19000,
+                {},
+                sack({{S(2), S(3)},      // D-SACK: below SND.UNA
+                      {S(10), S(12)},    // past SND.MAX
+                      {S(5), S(5)},      // empty
+                      {S(6), S(5)}})});  // inverted
+    t.send_seg({ACK,
+                P + 1,
+                S(3),
+                18000,
+                {},
+                sack({{S(5) + 0x80000000u, S(6) + 0x80000000u},  // half the space away
+                      {S(1), S(4)},                              // straddles SND.UNA
+                      {S(3), S(4)}})});                          // holds SND.UNA
+    EXPECT_EQ(t.ctr.sack_blocks_received.get(), 7u);
+    EXPECT_EQ(t.ctr.sack_blocks_invalid.get(), 7u);
+    EXPECT_TRUE(t.conn->sack_scoreboard().empty());
+    EXPECT_EQ(t.conn->sack_dup_acks(), 0u);
+    // Valid ones are taken, up to SND.MAX itself.
+    t.send_seg({ACK, P + 1, S(3), 18000, {}, sack({{S(10), S(11)}, {S(5), S(6)}})});
+    t.expect_nothing();
+    EXPECT_EQ(t.ctr.sack_blocks_received.get(), 9u);
+    EXPECT_EQ(t.ctr.sack_blocks_invalid.get(), 7u);
+    const auto r = t.conn->sack_scoreboard().ranges();
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0].left, seq_num(S(5)));
+    EXPECT_EQ(r[1].right, seq_num(S(11)));
+    EXPECT_EQ(t.conn->sack_dup_acks(), 1u);
+    EXPECT_EQ(t.ctr.retransmits.get(), 0u);
+}
+
+// Three duplicate ACKs without blocks still start SACK recovery (DupThresh).
+TEST(TcpConnSack, DupAcksWithoutBlocksStartRecovery) {
+    tcp_harness t;
+    establish_sack(t);
+    send_and_expect(t, 5000, 5);
+    t.send_seg({ACK, P + 1, S(2), 20000});
+    t.send_seg({ACK, P + 1, S(2), 20000});
+    t.send_seg({ACK, P + 1, S(2), 20000});
+    t.expect_nothing();
+    t.send_seg({ACK, P + 1, S(2), 20000});
+    t.expect_seg(rtx(2));
+    t.expect_nothing();
+    EXPECT_TRUE(t.conn->cc().in_sack_recovery());
+    EXPECT_EQ(t.conn->cc().cwnd(), 2000u);  // FlightSize 4000 / 2, no inflation
+    EXPECT_EQ(t.ctr.fast_retransmits.get(), 1u);
+    t.send_seg({ACK, P + 1, S(6), 20000});
+    EXPECT_FALSE(t.conn->cc().in_recovery());
+    t.expect_nothing();
+}
+
+// A hole shorter than a segment: the retransmission stops at the SACKed
+// octet (the peer's blocks need not fall on our segment boundaries).
+TEST(TcpConnSack, RetransmissionNeverCoversSackedOctets) {
+    tcp_harness t;
+    establish_sack(t);
+    send_and_expect(t, 10000, 10);
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, sack({{L + 401, S(11)}})});
+    t.expect_seg({ACK, L + 1, P + 1, 10000, pattern(400)});  // IsLost at once
+    t.expect_nothing();
+    EXPECT_EQ(t.ctr.sack_retransmits.get(), 1u);
+}
+
+// Without SACK-permitted from the peer, blocks are not even looked at and
+// the recovery is NewReno's (cwnd = ssthresh + 3*SMSS).
+TEST(TcpConnSack, NotNegotiatedMeansNewReno) {
+    tcp_harness t;
+    establish_sack(t, 1000, /*peer_sack=*/false);
+    send_and_expect(t, 5000, 5);
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(3), S(4)}})});
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(3), S(5)}})});
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(3), S(6)}})});
+    t.expect_nothing();
+    t.send_seg({ACK, P + 1, S(2), 20000, {}, sack({{S(3), S(6)}})});
+    t.expect_seg(rtx(2));
+    t.expect_nothing();
+    EXPECT_TRUE(t.conn->cc().in_recovery());
+    EXPECT_FALSE(t.conn->cc().in_sack_recovery());
+    EXPECT_EQ(t.conn->cc().cwnd(), 2000u + 3000u);
+    EXPECT_EQ(t.ctr.sack_blocks_received.get(), 0u);
+    EXPECT_TRUE(t.conn->sack_scoreboard().empty());
+    // A partial ACK retransmits the next segment, whatever was SACKed.
+    t.send_seg({ACK, P + 1, S(3), 20000, {}, sack({{S(4), S(6)}})});
+    t.expect_seg(rtx(3));
+    t.expect_nothing();
+}
+
+// More separate SACKed ranges than the scoreboard holds: the overflow is
+// counted, and still no retransmission covers an octet the peer SACKed.
+TEST(TcpConnSack, ScoreboardOverflow) {
+    tcp_harness t;
+    t.cfg.cc.initial_window_segments = 90;
+    establish_sack(t, /*peer_mss=*/200);
+    ASSERT_EQ(t.app_send(pattern(18000)), 18000u);
+    // 90 segments of 200; the peer gets every odd one (1-based: 2, 4, ...
+    // are lost) and reports the newest block first, as RFC 2018 §4 says.
+    for (uint32_t k = 0; k < 90; ++k) {
+        ASSERT_TRUE(t.pop().has_value());
+    }
+    t.expect_nothing();
+    const auto first = [](uint32_t k) { return L + 1 + 200 * (k - 1); };
+    std::vector<emitted> sent;
+    for (uint32_t k = 3; k <= 89; k += 2) {
+        t.send_seg({ACK, P + 1, first(2), 20000, {}, sack({{first(k), first(k + 1)}})});
+        while (std::optional<emitted> e = t.pop()) {
+            sent.push_back(std::move(*e));
+        }
+    }
+    EXPECT_GT(t.ctr.sack_scoreboard_overflow.get(), 0u);
+    EXPECT_EQ(t.conn->sack_scoreboard().size(), tcp_sack_scoreboard::capacity);
+    ASSERT_FALSE(sent.empty());
+    for (const emitted &e : sent) {
+        // Every retransmission is one whole even (lost) segment.
+        const uint32_t off = e.hdr.seq.value() - (L + 1);
+        EXPECT_EQ(off % 200, 0u);
+        EXPECT_EQ((off / 200 + 1) % 2, 0u) << "segment " << off / 200 + 1 << " was SACKed";
+        EXPECT_EQ(e.data.size(), 200u);
+    }
+    // Only holes below the highest remembered range are resent, once each.
+    for (std::size_t i = 1; i < sent.size(); ++i) {
+        EXPECT_GT(sent[i].hdr.seq.value(), sent[i - 1].hdr.seq.value());
+    }
+    EXPECT_EQ(sent.size(), t.ctr.sack_retransmits.get());
+}
+
+// ---- Two connections over a lossy, reordering link ------------------------
+
+// The data byte at stream offset i.
+uint8_t stream_byte(uint64_t i) {
+    uint64_t x = i * 0x9e3779b97f4a7c15ull;
+    x ^= x >> 29;
+    return static_cast<uint8_t>(x);
+}
+
+struct link_result {
+    uint64_t received = 0;
+    uint64_t payload_sent = 0;  // data octets the sender emitted, first sends included
+    uint64_t retransmits = 0;
+    uint64_t rto = 0;
+    uint64_t sack_retransmits = 0;
+    uint64_t sack_episodes = 0;
+    uint64_t sacked_resent = 0;  // octets emitted while SACKed on the sender's scoreboard
+    double seconds = 0;
+    bool closed_normally = false;
+};
+
+// One direction: ep[0] sends `total` bytes to ep[1], which only reads, then
+// both close. Each segment is lost with probability `loss` and delayed by
+// delay + uniform(0, jitter) (which reorders those sent close together).
+class lossy_link {
+public:
+    lossy_link(bool use_sack, uint64_t seed, uint64_t total, double loss, uint64_t delay,
+               uint64_t jitter, cc_algorithm cc = cc_algorithm::cubic)
+        : rng_(seed), total_(total), loss_(loss), delay_(delay), jitter_(jitter) {
+        cfg_.mss = 1460;
+        cfg_.rcv_buf = 256 * 1024;
+        cfg_.snd_buf = 256 * 1024;
+        cfg_.sack = use_sack;
+        cfg_.cc.algorithm = cc;
+        cfg_.cc.initial_window_segments = 10;
+        cfg_.max_retransmits = 30;
+    }
+
+    link_result run() {
+        const tcp_tuple ta{ipv4_addr::from_octets(10, 0, 0, 1), ipv4_addr::from_octets(10, 0, 0, 2),
+                           40000, 80};
+        const tcp_tuple tb{ta.remote_addr, ta.local_addr, 80, 40000};
+        ep_[0] =
+            std::make_unique<tcp_conn>(cfg_, ta, seq_num(0xfff00000u), &on_emit, &ctx_[0], ctr_);
+        ep_[1] =
+            std::make_unique<tcp_conn>(cfg_, tb, seq_num(0x12345678u), &on_emit, &ctx_[1], ctr_);
+        EXPECT_TRUE(ep_[0]->open_active(0));
+        for (uint64_t steps = 0; steps < 5'000'000; ++steps) {
+            app();
+            if (testing::Test::HasFatalFailure()) {
+                break;
+            }
+            if (ep_[0]->state() == tcp_state::closed && ep_[1]->state() == tcp_state::closed) {
+                break;
+            }
+            const uint64_t d = std::min(ep_[0]->next_deadline(), ep_[1]->next_deadline());
+            const uint64_t w = wire_.empty() ? tcp_conn::never : wire_.top().at;
+            const uint64_t t = std::min(d, w);
+            if (t == tcp_conn::never || t > 3600 * sec) {
+                ADD_FAILURE() << "stalled at " << res_.received << " of " << total_;
+                break;
+            }
+            now_ = std::max(now_, t);
+            if (w == t) {
+                packet p = wire_.top();
+                wire_.pop();
+                deliver(p);
+            } else {
+                for (auto &e : ep_) {
+                    if (e->next_deadline() <= now_) {
+                        e->on_timer(now_);
+                    }
+                }
+            }
+        }
+        res_.retransmits = ctr_.retransmits.get();
+        res_.rto = ctr_.rto_fired.get();
+        res_.sack_retransmits = ctr_.sack_retransmits.get();
+        res_.sack_episodes = ctr_.sack_recovery_episodes.get();
+        res_.seconds = static_cast<double>(now_) / 1e9;
+        res_.closed_normally = ep_[0]->close_reason() == tcp_close_reason::normal &&
+                               ep_[1]->close_reason() == tcp_close_reason::normal;
+        ep_[0].reset();
+        ep_[1].reset();
+        while (!wire_.empty()) {
+            wire_.pop();
+        }
+        return res_;
+    }
+
+private:
+    struct packet {
+        uint64_t at;
+        uint64_t order;
+        int to;
+        tcp_repr hdr;
+        bytes data;
+        bool operator<(const packet &o) const {  // std::priority_queue: the earliest on top
+            return at != o.at ? at > o.at : order > o.order;
+        }
+    };
+    struct emit_ctx {
+        lossy_link *l;
+        int from;
+    };
+
+    static void on_emit(void *p, const tcp_repr &h, const tcp_payload &pl) {
+        auto *c = static_cast<emit_ctx *>(p);
+        lossy_link &l = *c->l;
+        packet pk{0, 0, 1 - c->from, h, {}};
+        for (const tcp_payload_ref &r : pl.refs) {
+            const uint8_t *d = rte_pktmbuf_mtod(r.m, const uint8_t *) + r.off;
+            pk.data.insert(pk.data.end(), d, d + r.len);
+        }
+        if (c->from == 0 && pl.len > 0) {
+            l.res_.payload_sent += pl.len;
+            // RFC 6675: no octet the scoreboard holds as SACKed is sent again.
+            const tcp_sack_scoreboard &sb = l.ep_[0]->sack_scoreboard();
+            for (uint32_t i = 0; i < pl.len; ++i) {
+                if (sb.is_sacked(h.seq + static_cast<int32_t>(i))) {
+                    ++l.res_.sacked_resent;
+                }
+            }
+        }
+        if (std::uniform_real_distribution<double>(0, 1)(l.rng_) < l.loss_) {
+            return;
+        }
+        const uint64_t j =
+            l.jitter_ == 0 ? 0 : std::uniform_int_distribution<uint64_t>(0, l.jitter_)(l.rng_);
+        pk.at = l.now_ + l.delay_ + j;
+        pk.order = l.order_++;
+        l.wire_.push(std::move(pk));
+    }
+
+    void deliver(const packet &p) {
+        tcp_conn &dst = *ep_[p.to];
+        if (p.to == 1 && dst.state() == tcp_state::closed &&
+            dst.close_reason() == tcp_close_reason::none) {
+            if (p.hdr.has(tcp_flag::syn) && !p.hdr.has(tcp_flag::ack)) {
+                EXPECT_TRUE(dst.open_passive(p.hdr, now_));
+            }
+            return;
+        }
+        rte_mbuf *m = nullptr;
+        if (!p.data.empty()) {
+            m = make_chain(p.data, 2048);
+            ASSERT_NE(m, nullptr);
+        }
+        dst.input(p.hdr, m, 0, now_);
+    }
+
+    void app() {
+        tcp_conn &rx = *ep_[1];
+        std::array<tcp_rx_piece, 32> pieces;
+        for (std::size_t n; (n = rx.recv(pieces, now_)) != 0;) {
+            for (std::size_t k = 0; k < n; ++k) {
+                const bytes b = chain_bytes(pieces[k].m, pieces[k].off, pieces[k].len);
+                ASSERT_EQ(b.size(), pieces[k].len);
+                for (uint8_t v : b) {
+                    ASSERT_EQ(v, stream_byte(res_.received)) << "offset " << res_.received;
+                    ++res_.received;
+                }
+                rte_pktmbuf_free(pieces[k].m);
+            }
+        }
+        ASSERT_LE(res_.received, total_);
+        if ((rx.events() & tcp_event::peer_fin) != 0 && rx.state() == tcp_state::close_wait) {
+            rx.close(now_);
+        }
+        tcp_conn &tx = *ep_[0];
+        if (tx.state() != tcp_state::established) {
+            return;
+        }
+        while (sent_ < total_ && tx.send_space() > 0) {
+            const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(8000, total_ - sent_));
+            bytes chunk(n);
+            for (uint32_t k = 0; k < n; ++k) {
+                chunk[k] = stream_byte(sent_ + k);
+            }
+            rte_mbuf *m = make_chain(chunk, 2000);
+            ASSERT_NE(m, nullptr);
+            const uint32_t took = tx.send(m, now_);
+            if (took == 0) {
+                rte_pktmbuf_free(m);
+                break;
+            }
+            sent_ += took;
+        }
+        if (sent_ == total_) {
+            tx.close(now_);
+        }
+    }
+
+    std::mt19937_64 rng_;
+    uint64_t total_;
+    double loss_;
+    uint64_t delay_;
+    uint64_t jitter_;
+    tcp_conn_config cfg_;
+    tcp_counters ctr_;
+    std::unique_ptr<tcp_conn> ep_[2];
+    emit_ctx ctx_[2] = {{this, 0}, {this, 1}};
+    std::priority_queue<packet> wire_;
+    uint64_t now_ = 0;
+    uint64_t order_ = 0;
+    uint64_t sent_ = 0;
+    link_result res_;
+};
+
+TEST(TcpConnSackLink, FourMiBWithLossAndReorderingFewerRetransmissionsWithSack) {
+    ASSERT_NE(g_pool, nullptr);
+    const unsigned pool_before = rte_mempool_avail_count(g_pool);
+    constexpr uint64_t total = 4ull * 1024 * 1024;
+    link_result r[2];
+    for (int use_sack = 0; use_sack < 2; ++use_sack) {
+        lossy_link l(use_sack != 0, 42, total, 0.05, 10 * ms, 4 * ms);
+        r[use_sack] = l.run();
+        if (HasFatalFailure()) {
+            return;
+        }
+        const link_result &x = r[use_sack];
+        EXPECT_EQ(x.received, total) << (use_sack ? "sack" : "no sack");
+        EXPECT_TRUE(x.closed_normally) << (use_sack ? "sack" : "no sack");
+        EXPECT_GE(x.payload_sent, total);
+        std::printf(
+            "[ link     ] %-8s: %llu octets retransmitted (%.1f%% of %llu), %llu segments "
+            "(%llu holes by SACK), %llu RTOs, %llu SACK recoveries, %.2f s simulated\n",
+            use_sack ? "SACK" : "NewReno", static_cast<unsigned long long>(x.payload_sent - total),
+            100.0 * static_cast<double>(x.payload_sent - total) / total,
+            static_cast<unsigned long long>(total), static_cast<unsigned long long>(x.retransmits),
+            static_cast<unsigned long long>(x.sack_retransmits),
+            static_cast<unsigned long long>(x.rto),
+            static_cast<unsigned long long>(x.sack_episodes), x.seconds);
+    }
+    EXPECT_EQ(r[0].sack_episodes, 0u);
+    EXPECT_GT(r[1].sack_episodes, 0u);
+    EXPECT_EQ(r[1].sacked_resent, 0u);
+    EXPECT_LT(r[1].payload_sent - total, r[0].payload_sent - total);
+    EXPECT_EQ(rte_mempool_avail_count(g_pool), pool_before);
+}
+
+// More seeds, shorter transfers: every byte arrives, nothing SACKed is ever
+// resent, with both congestion controls.
+TEST(TcpConnSackLink, RandomSeeds) {
+    ASSERT_NE(g_pool, nullptr);
+    const unsigned pool_before = rte_mempool_avail_count(g_pool);
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+        std::mt19937_64 g(seed * 104729);
+        const double loss = std::uniform_real_distribution<double>(0.0, 0.12)(g);
+        const uint64_t delay = std::uniform_int_distribution<uint64_t>(1, 20)(g) * ms;
+        const uint64_t jitter = std::uniform_int_distribution<uint64_t>(0, 10)(g) * ms;
+        SCOPED_TRACE("seed " + std::to_string(seed) + " loss " + std::to_string(loss));
+        lossy_link l(true, seed, 512 * 1024, loss, delay, jitter,
+                     (seed & 1) != 0 ? cc_algorithm::new_reno : cc_algorithm::cubic);
+        const link_result x = l.run();
+        if (HasFatalFailure()) {
+            return;
+        }
+        EXPECT_EQ(x.received, 512u * 1024);
+        EXPECT_TRUE(x.closed_normally);
+        EXPECT_EQ(x.sacked_resent, 0u);
+    }
+    EXPECT_EQ(rte_mempool_avail_count(g_pool), pool_before);
+}
+
+}  // namespace
+}  // namespace ferry::net

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "proxy_config.h"
 #include "reader.h"
 #include "text.h"
 
@@ -99,7 +100,7 @@ struct port_nodes {
 
 class config_parser {
 public:
-    explicit config_parser(std::string_view file) : r_(file) {}
+    explicit config_parser(std::string_view file) : r_(file), proxy_(r_, cfg_) {}
 
     result<ferry_config, error> run(const toml::table &root) {
         cfg_.source = r_.file();
@@ -112,12 +113,28 @@ public:
              [this](const toml::node &n, const std::string &k) { return read_tcp(n, k); }},
             {"tcp_test", false,
              [this](const toml::node &n, const std::string &k) { return read_tcp_test(n, k); }},
+            {"http", false,
+             [this](const toml::node &n, const std::string &k) { return proxy_.read_http(n, k); }},
+            {"listener", false,
+             [this](const toml::node &n, const std::string &k) {
+                 return proxy_.read_listeners(n, k);
+             }},
+            {"route", false,
+             [this](const toml::node &n, const std::string &k) {
+                 return proxy_.read_routes(n, k);
+             }},
+            {"upstream", false,
+             [this](const toml::node &n, const std::string &k) {
+                 return proxy_.read_upstreams(n, k);
+             }},
         };
         if (auto e = r_.walk(root, "", fields))
             return unexpected{*e};
         if (cfg_.ports.empty())
             return unexpected{
                 error{source_pos{r_.file()}, "port", "at least one [[port]] table is required"}};
+        if (auto e = proxy_.finish())
+            return unexpected{*e};
         return std::move(cfg_);
     }
 
@@ -176,7 +193,8 @@ private:
                 if (!p)
                     return p.error();
                 const auto port = static_cast<uint16_t>(*p);
-                for (const uint16_t *other : {&c.echo_port, &c.discard_port, &c.source_port})
+                for (const uint16_t *other :
+                     {&c.echo_port, &c.discard_port, &c.source_port, &c.relay_port})
                     if (other != &out && port != 0 && *other == port)
                         return r_.at(v, k,
                                      "port " + std::to_string(port) +
@@ -190,8 +208,30 @@ private:
             {"discard_port", false, port_into(c.discard_port)},
             {"source_port", false, port_into(c.source_port)},
             {"source_bytes", false, r_.integer_into(c.source_bytes, 0, int64_t{1} << 48)},
+            {"relay_port", false, port_into(c.relay_port)},
+            {"relay_to", false,
+             [this, &c](const toml::node &v, const std::string &k) -> std::optional<error> {
+                 auto s = r_.string(v, k);
+                 if (!s)
+                     return s.error();
+                 const auto ep = detail::parse_ipv4_port(*s);
+                 if (!ep || ep->first == 0)
+                     return r_.at(v, k, "expected a.b.c.d:port, got '" + *s + "'");
+                 c.relay_addr = ep->first;
+                 c.relay_to_port = ep->second;
+                 relay_to_node_ = &v;
+                 return std::nullopt;
+             }},
         };
-        return r_.walk(**t, key, fields);
+        if (auto e = r_.walk(**t, key, fields))
+            return e;
+        // Both or neither.
+        if (c.relay_port != 0 && c.relay_to_port == 0)
+            return r_.at(**t, key, "relay_port needs relay_to (a.b.c.d:port)");
+        if (c.relay_port == 0 && c.relay_to_port != 0)
+            return r_.at(*relay_to_node_, detail::join_key(key, "relay_to"),
+                         "relay_to needs relay_port");
+        return std::nullopt;
     }
 
     std::optional<error> read_ports(const toml::node &n, const std::string &key) {
@@ -300,6 +340,8 @@ private:
             {"mbufs", false, r_.integer_into(p.mbufs, 1024, 1 << 24)},
             {"rx_desc", false, desc_into(p.rx_desc)},
             {"tx_desc", false, desc_into(p.tx_desc)},
+            {"fault", false,
+             [&](const toml::node &v, const std::string &k) { return read_fault(v, k, p.fault); }},
         };
         if (auto e = r_.walk(t, key, fields))
             return e;
@@ -313,6 +355,52 @@ private:
         cfg_.ports.push_back(std::move(p));
         nodes_.push_back(nodes);
         return std::nullopt;
+    }
+
+    // [port.fault] (or an inline table `fault = {...}`): fault injection for tests.
+    std::optional<error> read_fault(const toml::node &n, const std::string &key, fault_config &c) {
+        auto t = r_.table(n, key);
+        if (!t)
+            return t.error();
+        const reader::field fields[] = {
+            {"rx_drop", false, probability_into(c.rx_drop)},
+            {"rx_duplicate", false, probability_into(c.rx_duplicate)},
+            {"rx_reorder", false, probability_into(c.rx_reorder)},
+            {"tx_drop", false, probability_into(c.tx_drop)},
+            {"tx_duplicate", false, probability_into(c.tx_duplicate)},
+            {"tx_reorder", false, probability_into(c.tx_reorder)},
+            {"reorder_hold_us", false, r_.integer_into(c.reorder_hold_us, 1, 100000)},
+            {"seed", false, r_.integer_into(c.seed, 0, INT64_MAX)},
+        };
+        return r_.walk(**t, key, fields);
+    }
+
+    // A probability: a float in 0.0..1.0, or the integer 0 or 1 (`rx_drop = 1` is a natural
+    // thing to write). NaN and infinities are out of range.
+    reader::handler probability_into(double &out) {
+        return [this, &out](const toml::node &v, const std::string &k) -> std::optional<error> {
+            const std::string range = "must be in 0.0..1.0, got ";
+            if (const auto *i = v.as_integer()) {
+                if (i->get() != 0 && i->get() != 1)
+                    return r_.at(v, k, range + std::to_string(i->get()));
+                out = static_cast<double>(i->get());
+                return std::nullopt;
+            }
+            const auto *f = v.as_floating_point();
+            if (!f)
+                return r_.at(v, k,
+                             "expected a probability (a number in 0.0..1.0), got " +
+                                 std::string(detail::type_name(v.type())));
+            const double x = f->get();
+            // Written so that NaN fails too.
+            if (!(x >= 0.0 && x <= 1.0)) {
+                char buf[32];
+                std::snprintf(buf, sizeof buf, "%g", x);
+                return r_.at(v, k, range + buf);
+            }
+            out = x == 0.0 ? 0.0 : x;  // -0.0 is 0
+            return std::nullopt;
+        };
     }
 
     // 0 = the profile's; otherwise what every PMD accepts: a power of two.
@@ -362,7 +450,9 @@ private:
 
     reader r_;
     ferry_config cfg_;
+    detail::proxy_reader proxy_;     // [http], [[listener]], [[route]], [[upstream]] into cfg_
     std::vector<port_nodes> nodes_;  // parallel to cfg_.ports
+    const toml::node *relay_to_node_ = nullptr;
 };
 
 }  // namespace

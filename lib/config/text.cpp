@@ -70,6 +70,25 @@ std::optional<uint32_t> parse_ipv4(std::string_view s) {
     return addr;
 }
 
+std::optional<std::pair<uint32_t, uint16_t>> parse_ipv4_port(std::string_view s) {
+    const size_t colon = s.rfind(':');
+    if (colon == std::string_view::npos)
+        return std::nullopt;
+    const auto ip = parse_ipv4(s.substr(0, colon));
+    const std::string_view ps = s.substr(colon + 1);
+    if (!ip || ps.empty() || ps.size() > 5 || ps[0] == '0')
+        return std::nullopt;
+    uint32_t port = 0;
+    for (char c : ps) {
+        if (c < '0' || c > '9')
+            return std::nullopt;
+        port = port * 10 + static_cast<uint32_t>(c - '0');
+    }
+    if (port > 65535)
+        return std::nullopt;
+    return std::pair{*ip, static_cast<uint16_t>(port)};
+}
+
 std::optional<std::array<uint8_t, 6>> parse_mac(std::string_view s) {
     if (s.size() != 17)
         return std::nullopt;
@@ -112,6 +131,38 @@ bool is_iface_name(std::string_view s) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                c == '_' || c == '.' || c == '-';
     });
+}
+
+bool is_host_name(std::string_view s) {
+    if (s.empty() || s.size() > 253)
+        return false;
+    size_t label = 0;
+    for (char c : s) {
+        if (c == '.') {
+            if (label == 0)
+                return false;
+            label = 0;
+            continue;
+        }
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '_' || c == '-';
+        if (!ok || ++label > 63)
+            return false;
+    }
+    return label != 0;
+}
+
+bool is_simple_token(std::string_view s, size_t max_len) {
+    if (s.empty() || s.size() > max_len)
+        return false;
+    return std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '.' || c == '-';
+    });
+}
+
+bool is_visible_ascii(std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x21 && c <= 0x7e; });
 }
 
 uint32_t prefix_mask(uint8_t prefix_len) {

@@ -2,6 +2,7 @@
 // error} so that position, key path and message are all pinned down.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <unistd.h>
@@ -123,6 +124,28 @@ const bad_case bad_cases[] = {
      "t.toml:2:13: key 'tcp_test.echo_port': must be in 0..65535, got 65536"},
     {"tcp_test_port_twice", with_port("[tcp_test]\necho_port = 7\ndiscard_port = 7\n"),
      "t.toml:3:16: key 'tcp_test.discard_port': port 7 is already used by another tcp_test "
+     "service"},
+
+    {"tcp_test_relay_to_without_port",
+     with_port("[tcp_test]\nrelay_port = 8000\nrelay_to = \"10.77.0.2\"\n"),
+     "t.toml:3:12: key 'tcp_test.relay_to': expected a.b.c.d:port, got '10.77.0.2'"},
+    {"tcp_test_relay_to_port_zero",
+     with_port("[tcp_test]\nrelay_port = 8000\nrelay_to = \"10.77.0.2:0\"\n"),
+     "t.toml:3:12: key 'tcp_test.relay_to': expected a.b.c.d:port, got '10.77.0.2:0'"},
+    {"tcp_test_relay_to_port_leading_zero",
+     with_port("[tcp_test]\nrelay_port = 8000\nrelay_to = \"10.77.0.2:09000\"\n"),
+     "t.toml:3:12: key 'tcp_test.relay_to': expected a.b.c.d:port, got '10.77.0.2:09000'"},
+    {"tcp_test_relay_to_zero_address",
+     with_port("[tcp_test]\nrelay_port = 8000\nrelay_to = \"0.0.0.0:9000\"\n"),
+     "t.toml:3:12: key 'tcp_test.relay_to': expected a.b.c.d:port, got '0.0.0.0:9000'"},
+    {"tcp_test_relay_port_without_relay_to", with_port("[tcp_test]\nrelay_port = 8000\n"),
+     "t.toml:1:1: key 'tcp_test': relay_port needs relay_to (a.b.c.d:port)"},
+    {"tcp_test_relay_to_without_relay_port",
+     with_port("[tcp_test]\nrelay_to = \"10.77.0.2:9000\"\n"),
+     "t.toml:2:12: key 'tcp_test.relay_to': relay_to needs relay_port"},
+    {"tcp_test_relay_port_is_echo_port",
+     with_port("[tcp_test]\necho_port = 7\nrelay_port = 7\nrelay_to = \"10.77.0.2:9000\"\n"),
+     "t.toml:3:14: key 'tcp_test.relay_port': port 7 is already used by another tcp_test "
      "service"},
 
     // Ports: presence.
@@ -266,6 +289,49 @@ const bad_case bad_cases[] = {
      "32..32768, got 16"},
     {"tx_desc_too_big", port_with("tx_desc = 65536\n"),
      "t.toml:6:11: key 'port[0].tx_desc': must be in 0..32768, got 65536"},
+
+    // Ports: [port.fault]. The sub-table starts at line 6, its keys at line 7.
+    {"fault_probability_above_one", port_with("[port.fault]\nrx_drop = 1.5\n"),
+     "t.toml:7:11: key 'port[0].fault.rx_drop': must be in 0.0..1.0, got 1.5"},
+    {"fault_probability_negative", port_with("[port.fault]\ntx_reorder = -0.01\n"),
+     "t.toml:7:14: key 'port[0].fault.tx_reorder': must be in 0.0..1.0, got -0.01"},
+    {"fault_probability_nan", port_with("[port.fault]\nrx_duplicate = nan\n"),
+     "t.toml:7:16: key 'port[0].fault.rx_duplicate': must be in 0.0..1.0, got nan"},
+    {"fault_probability_inf", port_with("[port.fault]\ntx_drop = inf\n"),
+     "t.toml:7:11: key 'port[0].fault.tx_drop': must be in 0.0..1.0, got inf"},
+    {"fault_probability_integer_two", port_with("[port.fault]\nrx_reorder = 2\n"),
+     "t.toml:7:14: key 'port[0].fault.rx_reorder': must be in 0.0..1.0, got 2"},
+    {"fault_probability_integer_negative", port_with("[port.fault]\nrx_drop = -1\n"),
+     "t.toml:7:11: key 'port[0].fault.rx_drop': must be in 0.0..1.0, got -1"},
+    {"fault_probability_string", port_with("[port.fault]\nrx_drop = \"2%\"\n"),
+     "t.toml:7:11: key 'port[0].fault.rx_drop': expected a probability (a number in "
+     "0.0..1.0), got a string"},
+    {"fault_probability_bool", port_with("[port.fault]\ntx_duplicate = true\n"),
+     "t.toml:7:16: key 'port[0].fault.tx_duplicate': expected a probability (a number in "
+     "0.0..1.0), got a boolean"},
+    {"fault_hold_zero", port_with("[port.fault]\nreorder_hold_us = 0\n"),
+     "t.toml:7:19: key 'port[0].fault.reorder_hold_us': must be in 1..100000, got 0"},
+    {"fault_hold_too_long", port_with("[port.fault]\nreorder_hold_us = 100001\n"),
+     "t.toml:7:19: key 'port[0].fault.reorder_hold_us': must be in 1..100000, got 100001"},
+    {"fault_hold_float", port_with("[port.fault]\nreorder_hold_us = 1.5\n"),
+     "t.toml:7:19: key 'port[0].fault.reorder_hold_us': expected an integer, got a "
+     "floating-point number"},
+    {"fault_seed_negative", port_with("[port.fault]\nseed = -1\n"),
+     "t.toml:7:8: key 'port[0].fault.seed': must be in 0..9223372036854775807, got -1"},
+    {"fault_seed_string", port_with("[port.fault]\nseed = \"42\"\n"),
+     "t.toml:7:8: key 'port[0].fault.seed': expected an integer, got a string"},
+    {"fault_unknown_key", port_with("[port.fault]\nrx_dropp = 0.1\n"),
+     "t.toml:7:1: key 'port[0].fault.rx_dropp': unknown key (did you mean 'rx_drop'?)"},
+    {"fault_unknown_key_no_suggestion", port_with("[port.fault]\ndelay_us = 5\n"),
+     "t.toml:7:1: key 'port[0].fault.delay_us': unknown key"},
+    {"fault_not_a_table", port_with("fault = 0.1\n"),
+     "t.toml:6:9: key 'port[0].fault': expected a table, got a floating-point number"},
+    {"fault_inline_table_checked", port_with("fault = { rx_drop = 3 }\n"),
+     "t.toml:6:21: key 'port[0].fault.rx_drop': must be in 0.0..1.0, got 3"},
+    {"fault_in_second_port",
+     port_with("\n[[port]]\nname = \"tap1\"\nprofile = \"net_tap\"\niface = \"ferry1\"\n"
+               "address = \"10.78.0.1/24\"\n[port.fault]\nrx_drop = 0.5\ntx_drop = 1.01\n"),
+     "t.toml:14:11: key 'port[1].fault.tx_drop': must be in 0.0..1.0, got 1.01"},
 };
 
 INSTANTIATE_TEST_SUITE_P(config, bad_config, testing::ValuesIn(bad_cases),
@@ -412,6 +478,69 @@ TEST(config_parse, tcp_sections) {
     EXPECT_EQ(d->tcp.max_connections, 1024u);
     EXPECT_TRUE(d->tcp.syn_cookies);
     EXPECT_EQ(d->tcp_test.echo_port, 0);
+}
+
+TEST(config_parse, tcp_test_relay) {
+    auto r = parse(with_port("[tcp_test]\nrelay_port = 8000\nrelay_to = \"10.77.0.2:65535\"\n"),
+                   "t.toml");
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(r->tcp_test.relay_port, 8000);
+    EXPECT_EQ(r->tcp_test.relay_addr, 0x0a4d0002u);
+    EXPECT_EQ(r->tcp_test.relay_to_port, 65535);
+}
+
+TEST(config_parse, port_fault_keys) {
+    // [port.fault] belongs to the [[port]] above it; integers 0 and 1 are probabilities too.
+    auto r = parse(port_with("[port.fault]\nrx_drop = 0.02\nrx_duplicate = 1\nrx_reorder = 0\n"
+                             "tx_drop = 1.0\ntx_duplicate = 0.5\ntx_reorder = 1e-3\n"
+                             "reorder_hold_us = 250\nseed = 42\n"
+                             "\n[[port]]\nname = \"tap1\"\nprofile = \"net_tap\"\n"
+                             "iface = \"ferry1\"\naddress = \"10.78.0.1/24\"\n"),
+                   "t.toml");
+    ASSERT_TRUE(r) << r.error().to_string();
+    ASSERT_EQ(r->ports.size(), 2u);
+    const fault_config &f = r->ports[0].fault;
+    EXPECT_TRUE(f.enabled());
+    EXPECT_DOUBLE_EQ(f.rx_drop, 0.02);
+    EXPECT_DOUBLE_EQ(f.rx_duplicate, 1.0);
+    EXPECT_DOUBLE_EQ(f.rx_reorder, 0.0);
+    EXPECT_DOUBLE_EQ(f.tx_drop, 1.0);
+    EXPECT_DOUBLE_EQ(f.tx_duplicate, 0.5);
+    EXPECT_DOUBLE_EQ(f.tx_reorder, 0.001);
+    EXPECT_EQ(f.reorder_hold_us, 250u);
+    EXPECT_EQ(f.seed, 42u);
+    // The second port has no [port.fault]: defaults, off.
+    const fault_config &g = r->ports[1].fault;
+    EXPECT_FALSE(g.enabled());
+    EXPECT_EQ(g.rx_drop, 0.0);
+    EXPECT_EQ(g.reorder_hold_us, 1000u);
+    EXPECT_EQ(g.seed, 0u);
+}
+
+TEST(config_parse, port_fault_limits_and_defaults) {
+    auto r = parse(port_with("[port.fault]\nreorder_hold_us = 1\nseed = 9223372036854775807\n"
+                             "rx_drop = 0.0\ntx_drop = -0.0\n"),
+                   "t.toml");
+    ASSERT_TRUE(r) << r.error().to_string();
+    const fault_config &f = r->ports[0].fault;
+    // Present but all zero: the same as no [port.fault] at all.
+    EXPECT_FALSE(f.enabled());
+    EXPECT_FALSE(std::signbit(f.tx_drop));
+    EXPECT_EQ(f.reorder_hold_us, 1u);
+    EXPECT_EQ(f.seed, 9223372036854775807u);
+
+    auto hi = parse(port_with("[port.fault]\nreorder_hold_us = 100000\n"), "t.toml");
+    ASSERT_TRUE(hi) << hi.error().to_string();
+    EXPECT_EQ(hi->ports[0].fault.reorder_hold_us, 100000u);
+    EXPECT_FALSE(hi->ports[0].fault.enabled());
+
+    // Each probability alone turns the injector on.
+    for (const char *k :
+         {"rx_drop", "rx_duplicate", "rx_reorder", "tx_drop", "tx_duplicate", "tx_reorder"}) {
+        auto one = parse(port_with("fault = { " + std::string(k) + " = 1e-9 }\n"), "t.toml");
+        ASSERT_TRUE(one) << one.error().to_string();
+        EXPECT_TRUE(one->ports[0].fault.enabled()) << k;
+    }
 }
 
 TEST(config_parse, embedded_default_parses) {

@@ -26,7 +26,9 @@
 //   discard_port = 9                # reads and drops (RFC 863)
 //   source_port = 19                # sends a deterministic stream (byte k = k mod 251)
 //   source_bytes = 0                # 0..2^48: the source closes after this many, 0 = never
-//                                   #   (the three ports must differ)
+//   relay_port = 8000               # 0..65535: a TCP relay (proxy) to relay_to
+//   relay_to = "10.77.0.2:9000"     # a.b.c.d:port; needs relay_port and vice versa
+//                                   #   (the four ports must differ)
 //
 //   [[port]]                        # at least one
 //   name = "tap0"                   # required, unique, 1..32 of [a-z0-9_]
@@ -43,6 +45,106 @@
 //   mbufs = 16384                   # 1024..16777216, the port's mbuf pool
 //   rx_desc = 0                     # 0 = the profile's, else a power of two in 32..32768
 //   tx_desc = 0                     # same
+//
+//   [port.fault]                    # optional, for tests and benchmarks only: faults that
+//                                   #   every lcore injects on this port's frames (lib/net
+//                                   #   fault.h). Belongs to the [[port]] above it. The six
+//                                   #   probabilities are per frame, 0.0..1.0 (the integers
+//                                   #   0 and 1 too), default 0; all 0 = no injector at all
+//   rx_drop = 0.02                  # received frames freed before the stack sees them
+//   rx_duplicate = 0.0              # received frames delivered twice (the second a copy)
+//   rx_reorder = 0.0                # received frames held back and delivered after later ones
+//   tx_drop = 0.0                   # frames to send freed instead
+//   tx_duplicate = 0.0              # frames sent twice
+//   tx_reorder = 0.0                # frames sent after later ones
+//   reorder_hold_us = 1000          # 1..100000: the longest a held frame waits
+//   seed = 0                        # 0..2^63-1: each (lcore, port) draws from a stream
+//                                   #   derived from seed, the port's index and the lcore,
+//                                   #   so a run repeats and lcores differ; 0 = derived from
+//                                   #   port index and lcore alone
+//
+//   # The HTTP reverse proxy. Every table below is optional: without a [[listener]] ferry
+//   # runs no proxy. Cross-references (route -> listener/upstream, listener -> upstream,
+//   # servers -> ports, listener ports -> [tcp_test]) are checked once the whole file has
+//   # been read, so tables may come in any order.
+//
+//   [http]                          # optional: limits and timeouts of every listener
+//   client_header_timeout_ms = 10000  # 1..3600000: the whole request head must arrive
+//                                   #   within this
+//   client_idle_timeout_ms = 60000  # 1..3600000: keep-alive idle time between requests
+//   client_body_timeout_ms = 60000  # 1..3600000: the longest gap between request body bytes
+//   max_requests_per_connection = 1000  # 0..1000000000, 0 = unlimited
+//   max_header_bytes = 8192         # 256..65536: request head limit (431) and upstream
+//                                   #   response head limit (502)
+//   max_headers = 64                # 8..512 header fields per head (same answers)
+//   max_body_bytes = 0              # 0..2^62 request body limit (413), 0 = unlimited
+//   max_pipelined = 16              # 1..1024 requests queued per client connection
+//   drain_timeout_ms = 10000        # 0..600000: on SIGTERM, how long open connections may
+//                                   #   finish their requests
+//   via = "ferry"                   # the Via header's pseudonym: 1..32 of [A-Za-z0-9._-]
+//   add_x_forwarded = true          # add X-Forwarded-For and X-Forwarded-Proto
+//
+//   [[listener]]                    # optional, any number
+//   name = "web"                    # required, unique among listeners, 1..32 of [a-z0-9_]
+//   port = 80                       # required, 1..65535, unique among listeners and
+//                                   #   different from every [tcp_test] port
+//   max_connections = 0             # 0..1048576 client connections per lcore; 0 = only
+//                                   #   [tcp] max_connections limits them
+//   default_upstream = "app"        # optional: an [[upstream]] name, for requests no
+//                                   #   route matches; without it they get 404
+//
+//   [[route]]                       # optional, any number; tried in file order, the first
+//                                   #   match wins. All three conditions must hold
+//   listener = "web"                # optional: only requests on this [[listener]]
+//                                   #   (default: every listener)
+//   host = "example.com"            # optional (default: every host): compared with the
+//                                   #   request's Host without its :port, ignoring case.
+//                                   #   A host name (labels of [A-Za-z0-9_-], no port) or
+//                                   #   "*.example.com": any name ending in ".example.com"
+//                                   #   (not example.com itself)
+//   path_prefix = "/api/"           # optional, default "/": the request path starts with
+//                                   #   it, byte for byte; visible ASCII starting with "/",
+//                                   #   without '?' or '#', at most 1024 bytes
+//   upstream = "api"                # required: an [[upstream]] name
+//
+//   [[upstream]]                    # optional, any number
+//   name = "app"                    # required, unique among upstreams, 1..32 of [a-z0-9_]
+//   balance = "round_robin"         # round_robin | least_conn | consistent_hash
+//   hash_key = "client_ip"          # client_ip | uri | host; only with consistent_hash
+//   pool = "local"                  # local: each lcore keeps its own connections to the
+//                                   #   servers | shared: one set of connections for all
+//                                   #   lcores, spread over them (DESIGN.md)
+//   shared_connections = 4          # 1..1024, pool = "shared" only: connections per server
+//                                   #   in all
+//   max_idle = 64                   # 0..65535, pool = "local" only: idle keep-alive
+//                                   #   connections kept per lcore and server
+//   connect_timeout_ms = 2000       # 1..600000
+//   response_timeout_ms = 30000     # 1..3600000: request sent -> response head (504 after)
+//   read_timeout_ms = 30000         # 1..3600000: the longest gap between response bytes
+//   write_timeout_ms = 30000        # 1..3600000: the longest wait to send request bytes
+//   retries = 1                     # 0..10: an idempotent request whose reused connection
+//                                   #   was closed under it is retried on a fresh one
+//   max_fails = 3                   # 0..1000: passive health, this many failures in a row
+//                                   #   mark a server down; 0 = never
+//   fail_timeout_ms = 10000         # 1..3600000: how long a server stays down
+//   health_check_path = ""          # "" = no active checks, else the path (and query) the
+//                                   #   checks request: visible ASCII starting with "/",
+//                                   #   without '#', at most 1024 bytes
+//   health_check_interval_ms = 2000 # 100..3600000
+//   health_check_timeout_ms = 1000  # 1..3600000
+//   health_check_host = ""          # Host of the checks: "" = the server's a.b.c.d:port,
+//                                   #   else a host name, optionally with :port
+//                                   #   (the health_check_* keys are accepted without a
+//                                   #   path, and then unused)
+//
+//   [[upstream.server]]             # at least one per upstream; belongs to the
+//                                   #   [[upstream]] above it
+//   address = "10.77.0.2:8080"      # required, a.b.c.d:port, unique within the upstream.
+//                                   #   A usable host address inside some [[port]]'s subnet
+//                                   #   (not its network or broadcast address), or any
+//                                   #   address when some port has a gateway; never one of
+//                                   #   ferry's own port addresses
+//   weight = 1                      # 1..1000, the server's relative share
 //
 // A driver profile (drivers-config/<name>.toml, see drivers-config/README.md):
 //
@@ -127,6 +229,21 @@ struct driver_profile {
 std::span<const std::string_view> known_rx_offloads();
 std::span<const std::string_view> known_tx_offloads();
 
+// [port.fault]: see the file comment. Probabilities stay doubles here (control path);
+// lib/net's fault_params_of turns them into the integer thresholds the data path uses.
+struct fault_config {
+    double rx_drop = 0, rx_duplicate = 0, rx_reorder = 0;
+    double tx_drop = 0, tx_duplicate = 0, tx_reorder = 0;
+    uint32_t reorder_hold_us = 1000;
+    uint64_t seed = 0;
+    // Any probability above 0. A [port.fault] table whose probabilities are all 0 is the
+    // same as none: the app builds no injector.
+    bool enabled() const {
+        return rx_drop > 0 || rx_duplicate > 0 || rx_reorder > 0 || tx_drop > 0 ||
+               tx_duplicate > 0 || tx_reorder > 0;
+    }
+};
+
 struct port_config {
     std::string name, profile, iface, pci;
     uint32_t address = 0;  // IPv4, host byte order, from "a.b.c.d/len"
@@ -136,6 +253,7 @@ struct port_config {
     uint16_t mtu = 1500;
     uint32_t mbufs = 16384;
     uint16_t rx_desc = 0, tx_desc = 0;  // 0 = the profile's
+    fault_config fault;                 // [port.fault]; off unless fault.enabled()
     uint32_t index = 0;                 // position in the [[port]] list: key paths, {index}
     source_pos where;                   // the port's table
 };
@@ -151,6 +269,85 @@ struct tcp_config {
 struct tcp_test_config {
     uint16_t echo_port = 0, discard_port = 0, source_port = 0;  // 0 = off
     uint64_t source_bytes = 0;                                  // 0 = unlimited
+    uint16_t relay_port = 0;     // 0 = off; accepted connections are relayed to relay_to
+    uint32_t relay_addr = 0;     // relay_to's address, host byte order
+    uint16_t relay_to_port = 0;  // relay_to's port
+};
+
+// ---- The HTTP reverse proxy: [http], [[listener]], [[route]], [[upstream]] ----
+// See the file comment for every key's meaning and range. The defaults below are the
+// documented ones.
+
+enum class balance_mode : uint8_t { round_robin, least_conn, consistent_hash };
+enum class hash_key_kind : uint8_t { client_ip, uri, host };
+enum class pool_mode : uint8_t { local, shared };
+std::string_view to_string(balance_mode m);   // "round_robin" | "least_conn" | "consistent_hash"
+std::string_view to_string(hash_key_kind k);  // "client_ip" | "uri" | "host"
+std::string_view to_string(pool_mode m);      // "local" | "shared"
+
+// [http]: applies to every listener.
+struct http_config {
+    uint32_t client_header_timeout_ms = 10000;
+    uint32_t client_idle_timeout_ms = 60000;
+    uint32_t client_body_timeout_ms = 60000;
+    uint32_t max_requests_per_connection = 1000;  // 0 = unlimited
+    uint32_t max_header_bytes = 8192;
+    uint16_t max_headers = 64;
+    uint64_t max_body_bytes = 0;  // 0 = unlimited
+    uint16_t max_pipelined = 16;
+    uint32_t drain_timeout_ms = 10000;
+    std::string via = "ferry";
+    bool add_x_forwarded = true;
+};
+
+struct listener_config {
+    std::string name;
+    uint16_t port = 0;
+    uint32_t max_connections = 0;     // per lcore; 0 = only [tcp] max_connections
+    std::string default_upstream;     // "" = none: unmatched requests get 404
+    int default_upstream_index = -1;  // into ferry_config::upstreams; -1 = none
+    source_pos where;                 // the listener's table
+};
+
+struct route_config {
+    std::string listener;     // "" = every listener
+    int listener_index = -1;  // into ferry_config::listeners; -1 = all
+    // "" = every host. Otherwise lowercased: the exact name, or with host_wildcard the
+    // suffix a name must end with, leading dot included ("*.Example.com" -> ".example.com").
+    // Never contains a port.
+    std::string host;
+    bool host_wildcard = false;
+    std::string path_prefix = "/";
+    std::string upstream;
+    int upstream_index = -1;  // into ferry_config::upstreams; always resolved after parse()
+    source_pos where;         // the route's table
+};
+
+struct server_config {
+    uint32_t addr = 0;  // IPv4, host byte order
+    uint16_t port = 0;
+    uint32_t weight = 1;
+    source_pos where;  // the server's table
+};
+
+struct upstream_config {
+    std::string name;
+    balance_mode balance = balance_mode::round_robin;
+    hash_key_kind hash_key = hash_key_kind::client_ip;  // meaningful with consistent_hash
+    pool_mode pool = pool_mode::local;
+    uint32_t shared_connections = 4;  // meaningful with pool_mode::shared
+    uint32_t max_idle = 64;           // meaningful with pool_mode::local
+    uint32_t connect_timeout_ms = 2000, response_timeout_ms = 30000, read_timeout_ms = 30000,
+             write_timeout_ms = 30000;
+    uint32_t retries = 1;
+    uint32_t max_fails = 3;  // 0 = passive health checks off
+    uint32_t fail_timeout_ms = 10000;
+    std::string health_check_path;  // "" = no active health checks
+    uint32_t health_check_interval_ms = 2000, health_check_timeout_ms = 1000;
+    std::string health_check_host;       // "" = the server's a.b.c.d:port
+    std::vector<server_config> servers;  // at least one
+    source_pos where;                    // the upstream's table
+    bool health_checks() const { return !health_check_path.empty(); }
 };
 
 struct ferry_config {
@@ -162,6 +359,12 @@ struct ferry_config {
     tcp_config tcp;
     tcp_test_config tcp_test;
     std::vector<port_config> ports;
+    // The proxy. After parse() every name a route or listener gives is resolved to an
+    // index into these vectors, and every server is reachable through some port.
+    http_config http;
+    std::vector<listener_config> listeners;  // empty = no proxy
+    std::vector<route_config> routes;        // file order = match order
+    std::vector<upstream_config> upstreams;
 };
 
 // Parses and validates a whole configuration. source_name is used in error positions and
@@ -199,6 +402,14 @@ std::string eal_device(const driver_profile &profile, const port_config &port, u
 
 // "10.77.0.1" (host byte order in).
 std::string format_ipv4(uint32_t addr);
+// "10.77.0.2:8080" (host byte order in).
+std::string format_endpoint(uint32_t addr, uint16_t port);
+
+// The proxy part of the effective configuration, for `ferry --check`: human-readable lines,
+// each ending in '\n'. First "proxy: off (no [[listener]])" or "proxy: N listener(s), ...",
+// then (with listeners) one line for [http], one per listener, one per route in match
+// order, and one per upstream followed by one indented line per server.
+std::string describe_proxy(const ferry_config &cfg);
 // "02:00:0a:4d:00:01".
 std::string format_mac(const std::array<uint8_t, 6> &mac);
 

@@ -169,6 +169,12 @@ cc_action tcp_cc::on_ack(const cc_ack &a) noexcept {
             // Full acknowledgment: deflate, option (1), which avoids a burst.
             set_cwnd(std::min<uint64_t>(w_.ssthresh, std::max(a.flight_size, w_.smss) + w_.smss));
             in_recovery_ = false;
+            sack_recovery_ = false;
+            return cc_action::none;
+        }
+        if (sack_recovery_) {
+            // RFC 6675 §5 (B)-(C): cwnd stays at ssthresh; the TCB sends
+            // while cwnd - pipe >= SMSS.
             return cc_action::none;
         }
         // Partial acknowledgment: "partial window deflation". Never below one
@@ -197,6 +203,9 @@ cc_action tcp_cc::on_ack(const cc_ack &a) noexcept {
 }
 
 cc_action tcp_cc::on_dup_ack(seq_num ack, seq_num snd_max, uint32_t flight_size) noexcept {
+    if (in_recovery_ && sack_recovery_) {
+        return cc_action::none;  // no inflation: RFC 6675 counts pipe instead
+    }
     if (in_recovery_) {
         // RFC 5681 §3.2 step 4: each further duplicate means a segment left
         // the network; inflate.
@@ -211,7 +220,22 @@ cc_action tcp_cc::on_dup_ack(seq_num ack, seq_num snd_max, uint32_t flight_size)
     set_cwnd(uint64_t{w_.ssthresh} + 3ull * w_.smss);
     in_recovery_ = true;
     partial_seen_ = false;
+    sack_recovery_ = false;
     return cc_action::fast_retransmit;
+}
+
+bool tcp_cc::on_sack_recovery(seq_num snd_una, seq_num snd_max, uint32_t flight_size) noexcept {
+    if (in_recovery_ || !(snd_una > recover_)) {
+        return false;
+    }
+    recover_ = snd_max - 1;
+    std::visit([&](auto &algo) { algo.on_congestion_event(w_, flight_size); }, algo_);
+    set_cwnd(w_.ssthresh);
+    dup_acks_ = 0;
+    in_recovery_ = true;
+    partial_seen_ = false;
+    sack_recovery_ = true;
+    return true;
 }
 
 void tcp_cc::on_rto(seq_num snd_max, uint32_t flight_size, bool repeated) noexcept {
@@ -219,6 +243,7 @@ void tcp_cc::on_rto(seq_num snd_max, uint32_t flight_size, bool repeated) noexce
     set_cwnd(w_.smss);
     recover_ = snd_max - 1;
     in_recovery_ = false;
+    sack_recovery_ = false;
     dup_acks_ = 0;
     after_rto_ = true;
 }

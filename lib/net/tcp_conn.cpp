@@ -10,6 +10,10 @@ namespace {
 
 constexpr uint32_t ts_option_len = 12;  // 10 bytes, NOP-padded (RFC 7323 Appendix A)
 
+// RFC 6675 §2: "DupThresh ... the number of duplicate ACKs required to trigger
+// a retransmission ... historically been 3" — the same 3 as RFC 5681's.
+static_assert(tcp_sack_scoreboard::dup_thresh == tcp_cc::dup_ack_threshold);
+
 [[nodiscard]] bool synchronized(tcp_state s) noexcept {
     return s != tcp_state::closed && s != tcp_state::listen && s != tcp_state::syn_sent;
 }
@@ -527,7 +531,8 @@ bool tcp_conn::process_ack(const tcp_repr &h, uint64_t now) noexcept {
     }
     const uint32_t seg_wnd = uint32_t{h.window} << snd_.wscale;
 
-    if (ack_advances(h.ack, snd_.una, snd_.max)) {
+    const bool advanced = ack_advances(h.ack, snd_.una, snd_.max);
+    if (advanced) {
         // "If SND.UNA < SEG.ACK =< SND.NXT, then set SND.UNA <- SEG.ACK. Any
         // segments on the retransmission queue that are thereby entirely
         // acknowledged are removed."
@@ -545,6 +550,7 @@ bool tcp_conn::process_ack(const tcp_repr &h, uint64_t now) noexcept {
         if (snd_.nxt < snd_.una) {
             snd_.nxt = snd_.una;
         }
+        sack_sb_.ack_to(snd_.una);
         // RTT sample: the timestamp echo (RFC 7323 §4), else the timed
         // segment if it was sent once (Karn, RFC 6298 §3).
         if (ts_ok_ && h.options.timestamps && h.options.timestamps->tsecr != 0) {
@@ -572,14 +578,23 @@ bool tcp_conn::process_ack(const tcp_repr &h, uint64_t now) noexcept {
         // that acknowledges new data, restart the retransmission timer".
         rtx_at_ = snd_.una == snd_.max ? never : now + rtt_.rto_ns();
         if (a != cc_action::none) {
-            retransmit_head(now);
+            retransmit_head(now);  // NewReno only: SACK recovery asks for none
         }
-    } else if (h.ack == snd_.una && snd_.una != snd_.max && h.payload_len == 0 &&
-               !h.has(tcp_flag::syn) && !h.has(tcp_flag::fin) && seg_wnd == snd_.wnd &&
-               snd_.wnd != 0) {
-        // RFC 5681 §2 DUPLICATE ACKNOWLEDGMENT: (a) outstanding data, (b) no
-        // data, (c) neither SYN nor FIN, (d) SEG.ACK == SND.UNA, (e) the
-        // window is unchanged. (A zero window makes probes' answers, not dups.)
+    }
+    // RFC 5681 §2 DUPLICATE ACKNOWLEDGMENT: (a) outstanding data, (b) no
+    // data, (c) neither SYN nor FIN, (d) SEG.ACK == SND.UNA, (e) the window
+    // is unchanged. (A zero window makes probes' answers, not dups.)
+    const bool dup = !advanced && h.ack == snd_.una && snd_.una != snd_.max && h.payload_len == 0 &&
+                     !h.has(tcp_flag::syn) && !h.has(tcp_flag::fin) && seg_wnd == snd_.wnd &&
+                     snd_.wnd != 0;
+    if (sack_ok_) {
+        // RFC 6675 §5: "Upon the receipt of any ACK containing SACK
+        // information, the scoreboard MUST be updated via the Update ()
+        // routine"; an ACK that SACKs new octets is a DupAck (§2) whatever
+        // else it does.
+        const uint32_t newly_sacked = take_sack_blocks(h);
+        sack_on_ack(advanced, dup || newly_sacked > 0, now);
+    } else if (dup) {
         ctr_.dup_acks.inc();
         const cc_action a = cc_.on_dup_ack(h.ack, snd_.max, distance(snd_.una, snd_.max));
         if (a == cc_action::fast_retransmit) {
@@ -645,6 +660,119 @@ bool tcp_conn::process_ack(const tcp_repr &h, uint64_t now) noexcept {
             break;
     }
     return true;
+}
+
+// ---------------------------------------------------------------------------
+// SACK-based loss recovery (RFC 6675)
+
+uint32_t tcp_conn::take_sack_blocks(const tcp_repr &h) noexcept {
+    uint32_t newly = 0;
+    const uint32_t outstanding = distance(snd_.una, snd_.max);
+    for (const tcp_sack_block &b : h.options.sack_blocks()) {
+        ctr_.sack_blocks_received.inc();
+        // Only octets we sent and the peer has not acknowledged cumulatively
+        // can be SACKed, and not SND.UNA itself (the peer's RCV.NXT): SND.UNA
+        // < left < right <= SND.MAX. A block ending at or below SND.UNA is a
+        // D-SACK (RFC 2883 §4) or left over from an older ACK; one holding
+        // SND.UNA says the peer dropped data it had (its RCV.NXT never stops
+        // at or inside data it holds): nothing for the scoreboard either.
+        const int32_t left = b.left - snd_.una;
+        const int32_t right = b.right - snd_.una;
+        if (left <= 0 || right <= left || static_cast<uint32_t>(right) > outstanding) {
+            ctr_.sack_blocks_invalid.inc();
+            continue;
+        }
+        bool overflow = false;
+        newly += sack_sb_.add(b.left, b.right, overflow);
+        if (overflow) {
+            ctr_.sack_scoreboard_overflow.inc();
+        }
+    }
+    return newly;
+}
+
+void tcp_conn::sack_on_ack(bool advanced, bool dup, uint64_t now) noexcept {
+    // RFC 6675 §5: "If the incoming ACK is a cumulative acknowledgment, the
+    // TCP MUST reset DupAcks to zero."
+    if (advanced) {
+        sack_dupacks_ = 0;
+    }
+    if (!dup) {
+        return;
+    }
+    ctr_.dup_acks.inc();
+    if (cc_.in_recovery()) {
+        // (B) the scoreboard is updated; output() re-runs SetPipe and (C).
+        return;
+    }
+    // "If the incoming ACK is a duplicate acknowledgment ... and the TCP is
+    // not currently in loss recovery, the TCP MUST increase DupAcks by one".
+    ++sack_dupacks_;
+    // "(1) If DupAcks >= DupThresh, go to step (4). (2) If DupAcks < DupThresh
+    // but IsLost (HighACK + 1) returns true ... go to step (4)." Otherwise
+    // "(3)": output() sends new data while cwnd - pipe >= 1 SMSS. Not while
+    // going back after an RTO (SND.NXT < SND.MAX): that goes on.
+    if ((sack_dupacks_ < tcp_sack_scoreboard::dup_thresh &&
+         !sack_sb_.is_lost(snd_.una, snd_mss_)) ||
+        snd_.nxt != snd_.max) {
+        return;
+    }
+    // "(4.1) RecoveryPoint = HighData ... (4.2) ssthresh = cwnd = (FlightSize
+    // / 2)" (tcp_cc, by the algorithm). False: an RTO or the previous
+    // episode's RecoveryPoint is not yet acknowledged (§5.1).
+    if (!cc_.on_sack_recovery(snd_.una, snd_.max, distance(snd_.una, snd_.max))) {
+        return;
+    }
+    ctr_.sack_recovery_episodes.inc();
+    ctr_.fast_retransmits.inc();
+    limited_tx_ = 0;
+    rxt_high_ = snd_.una;
+    // "(4.3) Retransmit the first data segment presumed dropped -- the
+    // segment starting with sequence number HighACK + 1. To prevent repeated
+    // retransmission of the same data or a premature rto, set HighRxt to the
+    // highest sequence number in the retransmitted segment." Up to the first
+    // SACKed octet only. (4.4) SetPipe and (4.5) step (C) are output()'s.
+    const uint32_t outstanding = distance(snd_.una, snd_.max);
+    const uint32_t first =
+        std::min(sack_sb_.unsacked_run(snd_.una, outstanding), uint32_t{snd_mss_});
+    if (first > 0) {
+        (void)sack_retransmit(snd_.una, snd_.una + static_cast<int32_t>(first), now);
+    }
+}
+
+uint32_t tcp_conn::sack_retransmit(seq_num start, seq_num end, uint64_t now) noexcept {
+    if (start < snd_data_) {
+        return 0;  // not data (our SYN): never in a hole once ESTABLISHED
+    }
+    const uint32_t off = distance(snd_data_, start);
+    const uint32_t data = sq_.bytes() > off ? std::min(distance(start, end), sq_.bytes() - off) : 0;
+    // The FIN goes along when the range covers it.
+    const bool fin =
+        fin_queued_ && off + data == sq_.bytes() && snd_.max > fin_seq() && end > fin_seq();
+    if (data == 0 && !fin) {
+        return 0;
+    }
+    ctr_.retransmits.inc();
+    ctr_.sack_retransmits.inc();
+    if (rtt_timing_ && rtt_seq_ >= start && rtt_seq_ < start + static_cast<int32_t>(data)) {
+        rtt_timing_ = false;  // Karn: the timed segment was resent
+    }
+    const uint8_t flags = tcp_flag::ack | (fin ? tcp_flag::fin : 0);
+    const uint32_t len = emit_segment(flags, start, off, data, now);
+    const uint32_t sent = len + (fin && len == data ? 1 : 0);
+    // "(C.2) If any of the data octets sent in (C.1) are below HighData,
+    // HighRxt MUST be set to the highest sequence number of the retransmitted
+    // segment".
+    rxt_high_ = seq_max(rxt_high_, start + static_cast<int32_t>(sent));
+    if (rtx_at_ == never) {
+        arm_rtx(now);
+    }
+    return sent;
+}
+
+uint32_t tcp_conn::sack_pipe() const noexcept {
+    return sack_sb_.pipe(snd_.una, snd_.max, cc_.in_sack_recovery() ? rxt_high_ : snd_.una,
+                         snd_mss_);
 }
 
 void tcp_conn::process_text(seq_num seq, rte_mbuf *payload, uint32_t off, uint32_t len, bool fin,
@@ -941,18 +1069,75 @@ void tcp_conn::output(uint64_t now) noexcept {
             return;
     }
     bool sent = false;
+    // RFC 6675 §5: in SACK recovery, and on DupAcks before it (step 3), what
+    // is in flight is pipe (SetPipe), and "(C) If cwnd - pipe >= 1 SMSS, the
+    // sender SHOULD transmit one or more segments": NextSeg's rule (1) (a
+    // lost hole), else (2) (new data), else (3) (a hole not yet lost), one
+    // segment at a time, "(C.4) ... incrementing pipe by the number of octets
+    // transmitted", until "(C.5)" cwnd - pipe < 1 SMSS.
+    const bool pipe_mode = sack_pipe_mode();
+    const bool recovering = pipe_mode && cc_.in_sack_recovery();
+    uint64_t pipe = pipe_mode ? sack_pipe() : 0;
+    seq_num hole_start;
+    seq_num hole_end;
     for (;;) {
+        if (pipe_mode) {
+            if (pipe + snd_mss_ > cc_.cwnd()) {
+                break;
+            }
+            if (recovering && sack_sb_.next_hole(snd_.una, rxt_high_, true, snd_mss_, snd_mss_,
+                                                 hole_start, hole_end)) {
+                const uint32_t n = sack_retransmit(hole_start, hole_end, now);
+                if (n == 0) {
+                    break;
+                }
+                pipe += n;
+                sent = true;
+                continue;
+            }
+        } else if (sack_ok_ && snd_.nxt < snd_.max && !sack_sb_.empty()) {
+            // Going back after an RTO: what the peer SACKed since is not sent again.
+            snd_.nxt = seq_min(sack_sb_.skip_sacked(snd_.nxt), snd_.max);
+        }
         const uint32_t off = snd_.nxt >= snd_data_ ? distance(snd_data_, snd_.nxt) : 0;
         const uint32_t avail = sq_.bytes() > off ? sq_.bytes() - off : 0;
-        const uint32_t in_flight = distance(snd_.una, snd_.nxt);
-        const uint32_t wnd = std::min(snd_.wnd, cc_.cwnd() + limited_tx_);
-        const uint32_t room = wnd > in_flight ? wnd - in_flight : 0;
+        uint32_t in_flight = distance(snd_.una, snd_.nxt);
+        uint32_t room = 0;
+        if (pipe_mode) {
+            // Rule (2): previously unsent data, "and the receiver's advertised
+            // window allows".
+            const uint32_t rwnd_room = snd_.wnd > in_flight ? snd_.wnd - in_flight : 0;
+            room = static_cast<uint32_t>(std::min<uint64_t>(rwnd_room, cc_.cwnd() - pipe));
+        } else {
+            if (snd_.nxt < snd_.max) {
+                // Going back: what the peer SACKed (and was skipped) is not
+                // in the network.
+                in_flight -= sack_sb_.sacked_below(snd_.nxt);
+            }
+            const uint32_t wnd = std::min(snd_.wnd, cc_.cwnd() + limited_tx_);
+            room = wnd > in_flight ? wnd - in_flight : 0;
+        }
         uint32_t len = std::min({avail, room, uint32_t{snd_mss_}});
+        if (len > 0 && snd_.nxt < snd_.max) {
+            len = sack_sb_.unsacked_run(snd_.nxt, len);  // (empty without SACK)
+        }
         // The FIN goes with the last data, or alone once all data is out
         // (it takes no window space).
         const bool fin = fin_queued_ && off + len == sq_.bytes() && snd_.nxt <= fin_seq() &&
                          (len > 0 || snd_.nxt == fin_seq());
         if (len == 0 && !fin) {
+            if (recovering && sack_sb_.next_hole(snd_.una, rxt_high_, false, snd_mss_, snd_mss_,
+                                                 hole_start, hole_end)) {
+                // Rule (3): "an unSACKed sequence number 'S3' that meets the
+                // criteria for detecting loss given in steps (1.a) and (1.b)".
+                const uint32_t n = sack_retransmit(hole_start, hole_end, now);
+                if (n == 0) {
+                    break;
+                }
+                pipe += n;
+                sent = true;
+                continue;
+            }
             break;
         }
         uint8_t flags = tcp_flag::ack;
@@ -974,6 +1159,7 @@ void tcp_conn::output(uint64_t now) noexcept {
         }
         snd_.nxt += static_cast<int32_t>(len + (fin_sent ? 1 : 0));
         snd_.max = seq_max(snd_.max, snd_.nxt);
+        pipe += len + (fin_sent ? 1 : 0);  // (C.4), when pipe_mode
         if (rtx_at_ == never) {
             arm_rtx(now);  // RFC 6298 §5.1
         }
@@ -1078,6 +1264,13 @@ void tcp_conn::on_rto(uint64_t now) noexcept {
     rtt_.backoff();
     rtt_timing_ = false;
     limited_tx_ = 0;
+    // RFC 6675 §5.1: recovery ends (tcp_cc) and no new one starts before the
+    // cumulative ACK reaches SND.MAX. The SACK information "may be kept", but
+    // the peer may have reneged on it (RFC 2018 §8): cleared, and the ranges
+    // SACKed from here on are what the go-back skips.
+    sack_sb_.clear();
+    sack_dupacks_ = 0;
+    rxt_high_ = snd_.una;
     snd_.nxt = snd_.una;  // go back (see the header)
     output(now);
     arm_rtx(now);

@@ -4,6 +4,66 @@
 
 namespace ferry::net {
 
+namespace {
+
+// Octets of [l, r) that also lie in [a, b).
+uint32_t overlap(seq_num l, seq_num r, seq_num a, seq_num b) noexcept {
+    const seq_num lo = seq_max(l, a);
+    const seq_num hi = seq_min(r, b);
+    return lo < hi ? distance(lo, hi) : 0;
+}
+
+// Cuts the chain of `p` down to exactly its data: the segments wholly before
+// p.off or after p.off + p.len are freed, the first and last ones trimmed
+// (data_off / data_len), then p.off = 0 and the head's pkt_len = p.len,
+// nb_segs the segments left. Returns the last segment. Returns null, p
+// untouched, when a segment is shared (refcnt > 1: another holder sees the
+// same mbuf header) or the chain holds less than p claims.
+rte_mbuf *cut_to_piece(tcp_rx_piece &p) noexcept {
+    uint64_t have = 0;
+    for (rte_mbuf *s = p.m; s != nullptr; s = s->next) {
+        if (rte_mbuf_refcnt_read(s) != 1) {
+            return nullptr;
+        }
+        have += s->data_len;
+    }
+    if (p.m == nullptr || p.len == 0 || have < uint64_t{p.off} + p.len) {
+        return nullptr;
+    }
+    rte_mbuf *head = p.m;
+    uint32_t off = p.off;
+    while (off >= head->data_len) {  // segments before the data
+        rte_mbuf *next = head->next;
+        off -= head->data_len;
+        head->next = nullptr;
+        head->nb_segs = 1;
+        rte_pktmbuf_free_seg(head);
+        head = next;
+    }
+    head->data_off = static_cast<uint16_t>(head->data_off + off);
+    head->data_len = static_cast<uint16_t>(head->data_len - off);
+    uint32_t left = p.len;
+    uint16_t segs = 1;
+    rte_mbuf *tail = head;
+    while (left > tail->data_len) {
+        left -= tail->data_len;
+        tail = tail->next;
+        ++segs;
+    }
+    tail->data_len = static_cast<uint16_t>(left);
+    if (tail->next != nullptr) {  // segments after the data
+        rte_pktmbuf_free(tail->next);
+        tail->next = nullptr;
+    }
+    head->nb_segs = segs;
+    head->pkt_len = p.len;
+    p.m = head;
+    p.off = 0;
+    return tail;
+}
+
+}  // namespace
+
 // ---- tcp_send_queue ----
 
 uint32_t tcp_send_queue::push(rte_mbuf *chain) noexcept {
@@ -74,6 +134,184 @@ void tcp_send_queue::clear() noexcept {
     head_ = 0;
     head_off_ = 0;
     bytes_ = 0;
+}
+
+// ---- tcp_sack_scoreboard ----
+
+uint32_t tcp_sack_scoreboard::add(seq_num left, seq_num right, bool &overflow) noexcept {
+    // i: the first range that reaches left (overlaps or touches [left, right));
+    // j: one past the last range that starts at or before right.
+    std::size_t i = 0;
+    while (i < count_ && r_[i].right < left) {
+        ++i;
+    }
+    std::size_t j = i;
+    while (j < count_ && r_[j].left <= right) {
+        ++j;
+    }
+    if (i == j) {  // touches nothing: a range of its own at i
+        if (count_ == capacity) {
+            overflow = true;
+            if (i == count_) {
+                return 0;  // it would be the highest: it is the one forgotten
+            }
+            --count_;  // forget the highest
+        }
+        for (std::size_t k = count_; k > i; --k) {
+            r_[k] = r_[k - 1];
+        }
+        r_[i] = range{left, right};
+        ++count_;
+        return distance(left, right);
+    }
+    // Merge ranges i..j-1 and the block into r_[i].
+    uint32_t known = 0;
+    for (std::size_t k = i; k < j; ++k) {
+        known += overlap(left, right, r_[k].left, r_[k].right);
+    }
+    r_[i] = range{seq_min(left, r_[i].left), seq_max(right, r_[j - 1].right)};
+    const std::size_t gone = j - i - 1;
+    if (gone > 0) {
+        for (std::size_t k = j; k < count_; ++k) {
+            r_[k - gone] = r_[k];
+        }
+        count_ -= static_cast<uint32_t>(gone);
+    }
+    return distance(left, right) - known;
+}
+
+void tcp_sack_scoreboard::ack_to(seq_num una) noexcept {
+    // A range reaching past `una` but starting at or below it goes too: the
+    // peer's RCV.NXT never stops at or inside data it holds, so it dropped
+    // that data (reneged, RFC 2018 §8) and keeping the range could only
+    // keep the octet at SND.UNA from being retransmitted.
+    std::size_t i = 0;
+    while (i < count_ && r_[i].left <= una) {
+        ++i;
+    }
+    if (i > 0) {
+        for (std::size_t k = i; k < count_; ++k) {
+            r_[k - i] = r_[k];
+        }
+        count_ -= static_cast<uint32_t>(i);
+    }
+}
+
+uint32_t tcp_sack_scoreboard::sacked_bytes() const noexcept {
+    uint32_t n = 0;
+    for (std::size_t k = 0; k < count_; ++k) {
+        n += distance(r_[k].left, r_[k].right);
+    }
+    return n;
+}
+
+uint32_t tcp_sack_scoreboard::sacked_below(seq_num seq) const noexcept {
+    uint32_t n = 0;
+    for (std::size_t k = 0; k < count_ && r_[k].left < seq; ++k) {
+        n += distance(r_[k].left, seq_min(r_[k].right, seq));
+    }
+    return n;
+}
+
+bool tcp_sack_scoreboard::is_sacked(seq_num seq) const noexcept {
+    for (std::size_t k = 0; k < count_; ++k) {
+        if (seq < r_[k].left) {
+            return false;
+        }
+        if (seq < r_[k].right) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool tcp_sack_scoreboard::hole_lost(std::size_t k, uint32_t smss) const noexcept {
+    if (count_ - k >= dup_thresh) {
+        return true;
+    }
+    uint64_t above = 0;
+    for (std::size_t i = k; i < count_; ++i) {
+        above += distance(r_[i].left, r_[i].right);
+    }
+    return above > uint64_t{dup_thresh - 1} * smss;
+}
+
+bool tcp_sack_scoreboard::is_lost(seq_num seq, uint32_t smss) const noexcept {
+    std::size_t k = 0;
+    while (k < count_ && r_[k].right <= seq) {
+        ++k;
+    }
+    if (k == count_ || r_[k].left <= seq) {
+        return false;  // nothing SACKed above, or seq itself is SACKed
+    }
+    return hole_lost(k, smss);
+}
+
+uint32_t tcp_sack_scoreboard::pipe(seq_num una, seq_num high_data, seq_num high_rxt,
+                                   uint32_t smss) const noexcept {
+    // The holes, from the top down: the one above the highest range (never
+    // lost: nothing is SACKed above it), then the one below each range k,
+    // lost once the ranges from k up pass IsLost's test. Lost-ness only grows
+    // going down, so the sums carry.
+    uint64_t pipe = 0;
+    uint64_t sacked_above = 0;
+    bool lost = false;
+    for (std::size_t k = count_ + 1; k-- > 0;) {
+        const seq_num start = k == 0 ? una : r_[k - 1].right;
+        const seq_num end = k == count_ ? high_data : r_[k].left;
+        if (k < count_) {
+            sacked_above += distance(r_[k].left, r_[k].right);
+            lost =
+                lost || count_ - k >= dup_thresh || sacked_above > uint64_t{dup_thresh - 1} * smss;
+        }
+        if (!(start < end)) {
+            continue;
+        }
+        if (!lost) {
+            pipe += distance(start, end);
+        }
+        pipe += overlap(start, end, una, high_rxt);
+    }
+    return static_cast<uint32_t>(std::min<uint64_t>(pipe, UINT32_MAX));
+}
+
+bool tcp_sack_scoreboard::next_hole(seq_num una, seq_num from, bool lost_only, uint32_t smss,
+                                    uint32_t max_len, seq_num &start, seq_num &end) const noexcept {
+    for (std::size_t k = 0; k < count_; ++k) {
+        const seq_num hole_start = seq_max(k == 0 ? una : r_[k - 1].right, from);
+        const seq_num hole_end = r_[k].left;
+        if (!(hole_start < hole_end)) {
+            continue;
+        }
+        if (lost_only && !hole_lost(k, smss)) {
+            return false;  // and no hole above is lost either
+        }
+        start = hole_start;
+        end = hole_start + static_cast<int32_t>(std::min(distance(hole_start, hole_end), max_len));
+        return true;
+    }
+    return false;
+}
+
+seq_num tcp_sack_scoreboard::skip_sacked(seq_num seq) const noexcept {
+    for (std::size_t k = 0; k < count_; ++k) {
+        if (seq < r_[k].left) {
+            break;
+        }
+        if (seq < r_[k].right) {
+            return r_[k].right;
+        }
+    }
+    return seq;
+}
+
+uint32_t tcp_sack_scoreboard::unsacked_run(seq_num seq, uint32_t len) const noexcept {
+    for (std::size_t k = 0; k < count_; ++k) {
+        if (seq < r_[k].left) {
+            return std::min(len, distance(seq, r_[k].left));
+        }
+    }
+    return len;
 }
 
 // ---- tcp_recv_queue ----
@@ -158,17 +396,52 @@ tcp_recv_queue::ooo_result tcp_recv_queue::insert_ooo(seq_num seq, tcp_rx_piece 
         p.len = distance(seq, ooo_[pos].seq);
         end = ooo_[pos].seq;
     }
+    ooo_entry n{seq, p, nullptr};
+    n.tail = cut_to_piece(n.p);
+    last_seq_ = seq;
+    // Coalesce: chain onto the predecessor that ends where this begins, then
+    // the successor that begins where this ends onto the result.
+    if (pos > 0 && ooo_[pos - 1].seq + static_cast<int32_t>(ooo_[pos - 1].p.len) == seq &&
+        join(ooo_[pos - 1], n)) {
+        if (pos < ooo_count_ && ooo_[pos].seq == end && join(ooo_[pos - 1], ooo_[pos])) {
+            for (std::size_t i = pos + 1; i < ooo_count_; ++i) {
+                ooo_[i - 1] = ooo_[i];
+            }
+            ooo_[--ooo_count_] = ooo_entry{};
+        }
+        return ooo_result::inserted;
+    }
+    if (pos < ooo_count_ && ooo_[pos].seq == end && join(n, ooo_[pos])) {
+        ooo_[pos] = n;
+        return ooo_result::inserted;
+    }
     if (ooo_count_ == ooo_capacity) {
-        rte_pktmbuf_free(p.m);
+        rte_pktmbuf_free(n.p.m);
         return ooo_result::full;
     }
     for (std::size_t i = ooo_count_; i > pos; --i) {
         ooo_[i] = ooo_[i - 1];
     }
-    ooo_[pos] = ooo_entry{seq, p};
+    ooo_[pos] = n;
     ++ooo_count_;
-    last_seq_ = seq;
     return ooo_result::inserted;
+}
+
+bool tcp_recv_queue::join(ooo_entry &a, ooo_entry &b) noexcept {
+    if (a.tail == nullptr || b.tail == nullptr ||
+        uint32_t{a.p.m->nb_segs} + b.p.m->nb_segs > RTE_MBUF_MAX_NB_SEGS) {
+        return false;
+    }
+    // As rte_pktmbuf_chain(), without its walk to the last segment.
+    a.tail->next = b.p.m;
+    a.p.m->nb_segs = static_cast<uint16_t>(a.p.m->nb_segs + b.p.m->nb_segs);
+    a.p.m->pkt_len += b.p.m->pkt_len;
+    b.p.m->pkt_len = b.p.m->data_len;
+    b.p.m->nb_segs = 1;
+    a.p.len += b.p.len;
+    a.tail = b.tail;
+    b = ooo_entry{};
+    return true;
 }
 
 seq_num tcp_recv_queue::drain(seq_num rcv_nxt, bool &fin) noexcept {
@@ -223,7 +496,7 @@ std::size_t tcp_recv_queue::sack_blocks(std::span<tcp_sack_block> out) const noe
         } else {
             all[nb++] = tcp_sack_block{s, e};
         }
-        if (s == last_seq_) {
+        if (s <= last_seq_ && last_seq_ < e) {
             recent = nb - 1;
         }
     }

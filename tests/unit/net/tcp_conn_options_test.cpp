@@ -338,7 +338,9 @@ TEST(TcpRecvQueue, OutOfOrderStoreTrimsAndReplaces) {
     std::array<tcp_sack_block, 4> b{};
     ASSERT_EQ(q.sack_blocks(b), 1u);
     EXPECT_EQ(b[0], (tcp_sack_block{seq_num(90), seq_num(290)}));
-    EXPECT_EQ(q.insert_ooo(seq_num(280), piece(20), false), r::inserted);  // trimmed to [290,300)
+    // Trimmed to [290,300), and chained onto [90,290): still one entry.
+    EXPECT_EQ(q.insert_ooo(seq_num(280), piece(20), false), r::inserted);
+    EXPECT_EQ(q.ooo_count(), 1u);
     ASSERT_EQ(q.sack_blocks(b), 1u);
     EXPECT_EQ(b[0], (tcp_sack_block{seq_num(90), seq_num(300)}));
     bool fin = false;
@@ -347,14 +349,96 @@ TEST(TcpRecvQueue, OutOfOrderStoreTrimsAndReplaces) {
     EXPECT_FALSE(fin);
     EXPECT_EQ(q.bytes(), 205u);
     std::array<tcp_rx_piece, 4> out{};
-    ASSERT_EQ(q.pop(out), 2u);
+    ASSERT_EQ(q.pop(out), 1u);
     EXPECT_EQ(out[0].off, 5u);  // the first 5 octets were before RCV.NXT
-    EXPECT_EQ(out[0].len, 195u);
-    EXPECT_EQ(out[1].off, 10u);
-    EXPECT_EQ(out[1].len, 10u);
-    for (std::size_t i = 0; i < 2; ++i) {
-        rte_pktmbuf_free(out[i].m);
+    EXPECT_EQ(out[0].len, 205u);
+    bytes want = pattern(195, 5);
+    const bytes tail = pattern(10, 10);  // octets 10..19 of the 20-octet piece
+    want.insert(want.end(), tail.begin(), tail.end());
+    EXPECT_EQ(chain_bytes(out[0].m, out[0].off, out[0].len), want);
+    EXPECT_EQ(out[0].m->pkt_len, 210u);  // exactly the data: [90,300)
+    rte_pktmbuf_free(out[0].m);
+}
+
+// Out-of-order segments that follow one another take one entry: a run of
+// them behind a loss cannot fill the store, only separate ranges can.
+TEST(TcpRecvQueue, OutOfOrderStoreChainsConsecutivePieces) {
+    ASSERT_NE(g_pool, nullptr);
+    const unsigned pool_before = rte_mempool_avail_count(g_pool);
+    {
+        tcp_recv_queue q;
+        using r = tcp_recv_queue::ooo_result;
+        // 100 pieces of 100 octets from 1000, each in a chain with a 40-octet
+        // "header" before the data and 6 octets of padding after it, inserted
+        // out of order (every even one, then every odd one).
+        const auto insert = [&](uint32_t i) {
+            bytes frame = pattern(40, 0xee);
+            const bytes data = pattern(100, static_cast<uint8_t>(i));
+            frame.insert(frame.end(), data.begin(), data.end());
+            frame.resize(frame.size() + 6, 0xff);
+            return q.insert_ooo(seq_num(1000 + 100 * i),
+                                tcp_rx_piece{make_chain(frame, 64), 40, 100}, false);
+        };
+        for (uint32_t i = 0; i < 100; i += 2) {
+            if (i < 2 * tcp_recv_queue::ooo_capacity) {
+                EXPECT_EQ(insert(i), r::inserted) << i;
+            } else {
+                EXPECT_EQ(insert(i), r::full) << i;  // 32 separate ranges: full
+            }
+        }
+        EXPECT_EQ(q.ooo_count(), tcp_recv_queue::ooo_capacity);
+        for (uint32_t i = 1; i < 2 * tcp_recv_queue::ooo_capacity; i += 2) {
+            EXPECT_EQ(insert(i), r::inserted) << i;  // fills a gap: the neighbours join
+        }
+        EXPECT_EQ(q.ooo_count(), 1u);
+        std::array<tcp_sack_block, 4> b{};
+        ASSERT_EQ(q.sack_blocks(b), 1u);
+        EXPECT_EQ(b[0], (tcp_sack_block{seq_num(1000), seq_num(1000 + 100 * 64)}));
+        bool fin = false;
+        EXPECT_EQ(q.drain(seq_num(1000), fin).value(), 1000u + 100 * 64);
+        std::array<tcp_rx_piece, 4> out{};
+        ASSERT_EQ(q.pop(out), 1u);
+        bytes want;
+        for (uint32_t i = 0; i < 64; ++i) {
+            const bytes d = pattern(100, static_cast<uint8_t>(i));
+            want.insert(want.end(), d.begin(), d.end());
+        }
+        EXPECT_EQ(out[0].off, 0u);
+        EXPECT_EQ(out[0].len, 6400u);
+        EXPECT_EQ(out[0].m->pkt_len, 6400u);
+        EXPECT_EQ(chain_bytes(out[0].m, 0, 6400), want);
+        uint32_t segs = 0;
+        for (const rte_mbuf *s = out[0].m; s != nullptr; s = s->next) {
+            ++segs;
+        }
+        EXPECT_EQ(segs, out[0].m->nb_segs);
+        rte_pktmbuf_free(out[0].m);
     }
+    EXPECT_EQ(rte_mempool_avail_count(g_pool), pool_before);  // nothing leaked
+}
+
+// A piece whose mbuf someone else also holds is not cut or chained.
+TEST(TcpRecvQueue, SharedMbufIsNotChained) {
+    ASSERT_NE(g_pool, nullptr);
+    tcp_recv_queue q;
+    using r = tcp_recv_queue::ooo_result;
+    rte_mbuf *a = make_chain(pattern(120), 1024);
+    rte_mbuf *shared = make_chain(pattern(120, 100), 1024);
+    rte_mbuf_refcnt_update(shared, 1);  // a second holder
+    EXPECT_EQ(q.insert_ooo(seq_num(100), tcp_rx_piece{a, 10, 100}, false), r::inserted);
+    EXPECT_EQ(q.insert_ooo(seq_num(200), tcp_rx_piece{shared, 10, 100}, false), r::inserted);
+    EXPECT_EQ(q.ooo_count(), 2u);  // touching, but kept apart
+    EXPECT_EQ(shared->data_len, 120u);
+    EXPECT_EQ(rte_pktmbuf_mtod(shared, const uint8_t *)[0], 100);
+    bool fin = false;
+    EXPECT_EQ(q.drain(seq_num(100), fin).value(), 300u);
+    std::array<tcp_rx_piece, 4> out{};
+    ASSERT_EQ(q.pop(out), 2u);
+    EXPECT_EQ(chain_bytes(out[0].m, out[0].off, out[0].len), pattern(100, 10));
+    EXPECT_EQ(chain_bytes(out[1].m, out[1].off, out[1].len), pattern(100, 110));
+    rte_pktmbuf_free(out[0].m);
+    rte_pktmbuf_free(out[1].m);
+    rte_pktmbuf_free(shared);  // the other holder's reference
 }
 
 TEST(TcpSendQueue, GatherAcrossChainsAndRelease) {

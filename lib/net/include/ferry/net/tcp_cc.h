@@ -16,6 +16,12 @@
 // duplicate is one that RFC 5681 §2 defines (a)-(e). It also owns Limited
 // Transmit (RFC 3042) on the first two duplicates, the retransmissions this
 // code asks for, and the timers. Time is passed in, in nanoseconds.
+//
+// With SACK (RFC 6675) the TCB keeps the scoreboard, counts DupAcks and
+// chooses what to retransmit itself; it starts recovery with
+// on_sack_recovery() and tcp_cc only sets the windows: ssthresh by the
+// algorithm, cwnd = ssthresh for the whole episode (no inflation: the TCB's
+// pipe estimate does the accounting), the same exit on a full ACK.
 #pragma once
 
 #include <cstdint>
@@ -206,6 +212,19 @@ public:
     // fast_retransmit. `snd_max`: one past the highest sequence number sent.
     [[nodiscard]] cc_action on_dup_ack(seq_num ack, seq_num snd_max, uint32_t flight_size) noexcept;
 
+    // RFC 6675 §5 step (4): the TCB saw DupThresh duplicates or IsLost(HighACK
+    // + 1) and starts SACK-based loss recovery. Unless already in recovery or
+    // `snd_una` <= recover (RFC 6675 §5.1: no new episode before the
+    // cumulative ACK reaches the RecoveryPoint of a timeout or of the previous
+    // episode — the check of RFC 6582 §3.2 step 2): recover = snd_max - 1
+    // (step 4.1, RecoveryPoint = HighData), the algorithm sets ssthresh from
+    // `flight_size` and cwnd = ssthresh (step 4.2). Returns whether recovery
+    // began. In this recovery on_ack() leaves cwnd alone on partial ACKs and
+    // never asks for a retransmission (NextSeg chooses them); a full ACK ends
+    // it as in NewReno; on_dup_ack() does nothing.
+    [[nodiscard]] bool on_sack_recovery(seq_num snd_una, seq_num snd_max,
+                                        uint32_t flight_size) noexcept;
+
     // The retransmission timer expired (RFC 5681 §3.1: cwnd = loss window =
     // 1 SMSS; ssthresh from the algorithm unless `repeated`). Ends any fast
     // recovery and sets recover = snd_max - 1 (RFC 6582 §3.2 step 4).
@@ -216,6 +235,8 @@ public:
     [[nodiscard]] uint32_t smss() const noexcept { return w_.smss; }
     [[nodiscard]] bool in_slow_start() const noexcept { return w_.cwnd < w_.ssthresh; }
     [[nodiscard]] bool in_recovery() const noexcept { return in_recovery_; }
+    // In a recovery started by on_sack_recovery().
+    [[nodiscard]] bool in_sack_recovery() const noexcept { return in_recovery_ && sack_recovery_; }
     [[nodiscard]] uint32_t dup_acks() const noexcept { return dup_acks_; }
     [[nodiscard]] seq_num recover() const noexcept { return recover_; }
     [[nodiscard]] cc_algorithm algorithm() const noexcept {
@@ -235,8 +256,9 @@ private:
     seq_num recover_;
     uint32_t dup_acks_ = 0;
     bool in_recovery_ = false;
-    bool partial_seen_ = false;  // a partial ACK arrived in this recovery
-    bool after_rto_ = false;     // in the slow start that follows a timeout
+    bool partial_seen_ = false;   // a partial ACK arrived in this recovery
+    bool sack_recovery_ = false;  // this recovery is RFC 6675's (on_sack_recovery)
+    bool after_rto_ = false;      // in the slow start that follows a timeout
     std::variant<cc_new_reno, cc_cubic> algo_;
 };
 

@@ -6,9 +6,11 @@
 // RFC 5961 §3-§5 (RST, SYN and ACK hardening, challenge ACKs); RFC 6298
 // (retransmission timer); RFC 5681 + RFC 6582 (congestion control, fast
 // retransmit / NewReno recovery, through tcp_cc; RFC 3042 Limited Transmit);
+// RFC 6675 (SACK-based loss recovery, when SACK was negotiated);
 // RFC 1122 §4.2.3.2 and
 // RFC 5681 §4.2 (delayed ACKs); RFC 7323 (window scale, timestamps, PAWS);
-// RFC 2018 (SACK, generated as a receiver); RFC 1122 §4.2.3.6 (keep-alives).
+// RFC 2018 (SACK: blocks generated as a receiver, used by the sender);
+// RFC 1122 §4.2.3.6 (keep-alives).
 // Models: smoltcp socket/tcp.rs, Seastar net/tcp.hh.
 //
 // The core is pure: time comes in as `now` (ns, any monotonic origin), every
@@ -41,16 +43,40 @@
 //    Linux's tcp_sequence()), and ACKs answering out-of-window pure ACKs are
 //    rate-limited (oow_ack_interval_ns): together they keep two ends that
 //    disagree about a window from trading ACKs forever.
-//  - SACK is generated as a receiver; the SACK blocks a peer sends are not
-//    used for loss recovery (that is NewReno, with RFC 3042 Limited Transmit).
+//  - loss recovery: with SACK negotiated (SACK-permitted on both SYNs) it is
+//    RFC 6675's. The SACK blocks of every ACK update a scoreboard of the
+//    ranges the peer holds above SND.UNA (tcp_sack_scoreboard: at most 32
+//    merged ranges inside the TCB; past that the highest range is forgotten,
+//    counted in sack_scoreboard_overflow, which can only cost a needless
+//    retransmission). Blocks not within (SND.UNA, SND.MAX] or empty are
+//    ignored and counted (sack_blocks_invalid: D-SACKs below SND.UNA land
+//    here). A DupAck is an ACK that
+//    SACKs new octets or an RFC 5681 duplicate; recovery starts on DupThresh
+//    (3) of them or once IsLost(SND.UNA) holds (more than 2*SMSS or 3 ranges
+//    SACKed above), with cwnd = ssthresh from tcp_cc. It retransmits holes
+//    first (NextSeg rule 1: the lowest lost octet above HighRxt, never into a
+//    SACKed range), then new data, then not-yet-lost holes (rule 3), while
+//    cwnd - pipe >= SMSS, and ends when the cumulative ACK covers the
+//    RecoveryPoint. Rule 4's rescue retransmission is not done (it would send
+//    a hole a second time; tail losses are left to the RTO). The send queue
+//    is still freed by SND.UNA only, so a peer that reneges on SACKed data
+//    (RFC 2018 §8) is served by the RTO, which clears the scoreboard
+//    (RFC 6675 §5.1 allows keeping it; clearing is the conservative choice)
+//    and goes back to SND.UNA as without SACK; that go-back skips the ranges
+//    SACKed after the timeout (and does not count them in flight). Without
+//    SACK: NewReno (RFC 6582) with RFC 3042 Limited Transmit.
 //  - not handled: data in a SYN or SYN-ACK (dropped; the peer resends it),
-//    the urgent pointer (RFC 9293 §3.8.5, ignored), D-SACK, sender-side SWS
-//    avoidance and Nagle, a FIN-WAIT-2 timeout for orphaned connections (the
-//    owner's policy), a global challenge-ACK rate limit (RFC 5961 §7), ECN.
-//  - memory: the queues are fixed arrays inside the object (under 10 KiB per
-//    connection, checked in the tests); the receive ring holds 256 pieces and the out-of-order
-//    store 32, so many tiny segments can fill them before the byte window
-//    closes (counted in rcv_drop_queue_full / ooo_drop_full; the peer resends).
+//    the urgent pointer (RFC 9293 §3.8.5, ignored), D-SACK (generating it,
+//    or using it to undo), sender-side SWS avoidance and Nagle, a FIN-WAIT-2
+//    timeout for orphaned connections (the owner's policy), a global
+//    challenge-ACK rate limit (RFC 5961 §7), ECN.
+//  - memory: the queues and the SACK scoreboard are fixed arrays inside the
+//    object (under 10 KiB per connection, checked in the tests). The receive
+//    ring holds 256 pieces, so many tiny segments can fill it before the byte
+//    window closes (rcv_drop_queue_full; the peer resends). The out-of-order
+//    store holds 32 ranges: a segment that continues a stored one is chained
+//    onto its mbufs (tcp_recv_queue), so it fills with 32 holes in a window,
+//    not 32 segments (then ooo_drop_full).
 #pragma once
 
 #include <rte_mbuf.h>
@@ -83,8 +109,8 @@
     X(retransmits,           "segments retransmitted (any cause)")                                \
     X(rto_fired,             "retransmission timeouts")                                           \
     X(syn_retransmits,       "SYN or SYN-ACK retransmissions")                                    \
-    X(fast_retransmits,      "fast retransmits after three duplicate ACKs")                       \
-    X(dup_acks,              "duplicate ACKs received (RFC 5681 §2)")                             \
+    X(fast_retransmits,      "fast retransmits (entries into NewReno or SACK loss recovery)")     \
+    X(dup_acks,              "duplicate ACKs received (RFC 5681 §2; with SACK, RFC 6675 §2)")     \
     X(ooo_segments,          "segments stored out of order")                                      \
     X(ooo_drop_full,         "out-of-order segments dropped: reassembly store full")              \
     X(ooo_duplicate,         "out-of-order segments with nothing new")                            \
@@ -108,7 +134,12 @@
     X(delayed_acks,          "ACKs sent by the delayed-ACK timer")                                \
     X(keepalives,            "keep-alive probes sent")                                            \
     X(keepalive_timeouts,    "connections closed by unanswered keep-alives")                      \
-    X(snd_queue_full,        "send() calls refused: send queue full")
+    X(snd_queue_full,        "send() calls refused: send queue full")                             \
+    X(sack_blocks_received,  "SACK blocks received (connections that negotiated SACK)")           \
+    X(sack_blocks_invalid,   "SACK blocks ignored: empty, past SND.MAX, not above SND.UNA")       \
+    X(sack_recovery_episodes, "SACK-based loss recoveries entered (RFC 6675)")                    \
+    X(sack_retransmits,      "holes retransmitted in SACK-based loss recovery")                   \
+    X(sack_scoreboard_overflow, "SACK ranges forgotten: scoreboard full")
 // clang-format on
 
 namespace ferry::net {
@@ -208,7 +239,7 @@ struct tcp_conn_config {
     uint32_t snd_buf = 256 * 1024;  // send queue soft limit, bytes
     bool window_scaling = true;     // RFC 7323 §2
     bool timestamps = true;         // RFC 7323 §3
-    bool sack = true;               // RFC 2018 (receiver side)
+    bool sack = true;               // RFC 2018 blocks as a receiver, RFC 6675 recovery as a sender
     uint32_t ts_offset = 0;         // added to the ms clock in TSval (RFC 7323 §5.4 randomizes)
     rtt_config rtt;
     uint64_t time_wait_ns = 60'000'000'000;  // 2*MSL, RFC 9293 §3.10.8
@@ -342,6 +373,13 @@ public:
     [[nodiscard]] uint64_t delack_deadline() const noexcept { return delack_at_; }
     [[nodiscard]] uint64_t time_wait_deadline() const noexcept { return tw_at_; }
     [[nodiscard]] uint64_t keepalive_deadline() const noexcept { return ka_at_; }
+    // SACK-based recovery (RFC 6675): the scoreboard, HighRxt + 1, the
+    // DupAcks count and pipe (SetPipe() now, with HighRxt outside recovery
+    // taken as SND.UNA).
+    [[nodiscard]] const tcp_sack_scoreboard &sack_scoreboard() const noexcept { return sack_sb_; }
+    [[nodiscard]] seq_num sack_high_rxt() const noexcept { return rxt_high_; }
+    [[nodiscard]] uint32_t sack_dup_acks() const noexcept { return sack_dupacks_; }
+    [[nodiscard]] uint32_t sack_pipe() const noexcept;
 
 private:
     void set_state(tcp_state s, uint64_t now) noexcept;
@@ -373,6 +411,20 @@ private:
     uint32_t emit_segment(uint8_t flags, seq_num seq, uint32_t off, uint32_t len,
                           uint64_t now) noexcept;
     void retransmit_head(uint64_t now) noexcept;
+    // SACK (RFC 6675). Update() with the segment's blocks; returns the octets
+    // newly SACKed.
+    [[nodiscard]] uint32_t take_sack_blocks(const tcp_repr &h) noexcept;
+    // §5: DupAcks and the entry into recovery, for an ACK that passed the
+    // RFC 5961 check (after SND.UNA moved and the scoreboard was updated).
+    void sack_on_ack(bool advanced, bool dup, uint64_t now) noexcept;
+    // Retransmits [start, end) (not SACKed, at most one segment), moving
+    // HighRxt past what was sent. Returns the octets sent.
+    uint32_t sack_retransmit(seq_num start, seq_num end, uint64_t now) noexcept;
+    // In SACK recovery, or with DupAcks before it (§5 step 3): the sender
+    // counts pipe, not SND.NXT - SND.UNA.
+    [[nodiscard]] bool sack_pipe_mode() const noexcept {
+        return sack_ok_ && snd_.nxt == snd_.max && (cc_.in_sack_recovery() || sack_dupacks_ > 0);
+    }
     void fill_options(tcp_options &o, bool syn, uint64_t now) const noexcept;
     [[nodiscard]] uint16_t window_field(bool syn) noexcept;
     [[nodiscard]] uint32_t offer_window() const noexcept;
@@ -430,6 +482,11 @@ private:
     bool syn_retransmitted_ = false;
     uint32_t persist_backoff_ = 0;
     uint32_t limited_tx_ = 0;  // RFC 3042: bytes allowed beyond cwnd after 1 or 2 dup ACKs
+
+    // SACK-based loss recovery (RFC 6675 §2-§4), used when sack_ok_.
+    tcp_sack_scoreboard sack_sb_;
+    seq_num rxt_high_;           // HighRxt + 1: one past the highest octet resent in this recovery
+    uint32_t sack_dupacks_ = 0;  // DupAcks (§5): reset by a cumulative ACK, an RTO
 
     // ACK policy.
     bool ack_now_ = false;

@@ -7,7 +7,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "ferry/base/log.h"
+#include "ferry/net/steering.h"
 
 RTE_LOG_REGISTER(ferry_logtype_port, ferry.port, INFO);
 
@@ -237,15 +240,37 @@ result<port, std::string> port_open(const config::port_config &cfg,
                 p.caps.rx_interrupts = false;
     }
 
+    // 6. Steering: make the queue of every kernel->ferry flow computable.
+    if (queues < 2) {
+        p.steering = "single-queue";
+    } else if (p.driver_name == "net_tap") {
+        auto prog = load_tap_steering_program();
+        if (!prog) {
+            p.steering = "none (" + prog.error() + ")";
+        } else {
+            auto n = attach_tap_steering(cfg.iface, prog.value());
+            p.steering = n ? std::string("tap-ebpf") : "none (" + n.error() + ")";
+            ::close(prog.value());  // the tap device holds its own reference
+        }
+        if (p.steering != "tap-ebpf")
+            PORT_LOG(WARNING,
+                     "%s: cannot install the tap steering program: %s; flows that arrive on "
+                     "another lcore's queue are handed over (counted in tcp_handoff_out)",
+                     cfg.name.c_str(), p.steering.c_str());
+    } else {
+        p.steering = "none (no computable steering for " + p.driver_name + ")";
+    }
+
     char macs[RTE_ETHER_ADDR_FMT_SIZE];
     rte_ether_format_addr(macs, sizeof macs, &p.mac);
     PORT_LOG(INFO,
              "%s: %s (%s) port %u mac %s, %u queue pairs, %u/%u descriptors, %u mbufs; "
-             "rx interrupts %s, rss %s, offloads %s",
+             "rx interrupts %s, rss %s, steering %s, offloads %s",
              cfg.name.c_str(), p.dev_name.c_str(), p.driver_name.c_str(), p.id, macs, queues,
              p.rx_desc, p.tx_desc, cfg.mbufs,
              p.caps.rx_interrupts ? "yes" : (profile.rx_interrupts ? "no (probe failed)" : "no"),
-             p.caps.rss ? "yes" : "no", offload_names(p.rx_offloads, p.tx_offloads).c_str());
+             p.caps.rss ? "yes" : "no", p.steering.c_str(),
+             offload_names(p.rx_offloads, p.tx_offloads).c_str());
     return p;
 }
 

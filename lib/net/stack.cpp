@@ -243,6 +243,12 @@ void stack::input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) 
         for (rte_mbuf *p : lr.released) {
             send_ipv4(p, a.sender_hw);
         }
+        const bool bound = lr.status == neighbor_table::learn_status::updated ||
+                           lr.status == neighbor_table::learn_status::resolved ||
+                           lr.status == neighbor_table::learn_status::inserted;
+        if (bound && neigh_hook_ != nullptr) {
+            neigh_hook_(neigh_hook_ctx_, a.sender_ip, a.sender_hw);
+        }
     }
     if (!for_us) {
         drop(m, ctr_.arp_drop_not_for_us);
@@ -352,6 +358,54 @@ void stack::input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
             drop(m, ctr_.ipv4_drop_unknown_protocol);
             return;
     }
+}
+
+void stack::learn_shared(ipv4_addr ip, mac_addr mac, uint64_t now_ns) noexcept {
+    ctr_.neigh_shared_in.inc();
+    const auto lr = neigh_.learn(ip, mac, now_ns, true);
+    switch (lr.status) {
+        case neighbor_table::learn_status::updated:
+            ctr_.neigh_updated.inc();
+            break;
+        case neighbor_table::learn_status::resolved:
+        case neighbor_table::learn_status::inserted:
+            ctr_.neigh_learned.inc();
+            break;
+        case neighbor_table::learn_status::table_full:
+            ctr_.neigh_table_full.inc();
+            break;
+        case neighbor_table::learn_status::ignored:
+            break;
+    }
+    if (lr.evicted) {
+        ctr_.neigh_evicted.inc();
+    }
+    for (rte_mbuf *p : lr.released) {
+        send_ipv4(p, mac);
+    }
+}
+
+void stack::input_handoff(rte_mbuf *m, uint64_t now_ns) noexcept {
+    ctr_.tcp_handoff_in.inc();
+    if (tcp_ == nullptr) {
+        drop(m, ctr_.tcp_drop_unimplemented);
+        return;
+    }
+    // The sending lcore's stack (same port, same configuration) checked the
+    // Ethernet and IPv4 headers; only the fields TCP needs are read again.
+    const uint32_t first = rte_pktmbuf_data_len(m);
+    if (first < eth_hlen) {
+        drop(m, ctr_.eth_drop_runt);
+        return;
+    }
+    const ipv4_packet pkt({rte_pktmbuf_mtod_offset(m, uint8_t *, eth_hlen), first - eth_hlen},
+                          rte_pktmbuf_pkt_len(m) - eth_hlen);
+    ipv4_repr ip;
+    if (ipv4_repr::parse(pkt, ip) != ipv4_error::none) {
+        drop(m, ctr_.ipv4_drop_truncated);
+        return;
+    }
+    tcp_->input(m, ip, eth_hlen + static_cast<uint32_t>(pkt.header_len()), now_ns);
 }
 
 void stack::input_tcp(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now_ns) noexcept {

@@ -11,6 +11,7 @@
 #include "ferry/net/checksum.h"
 #include "ferry/net/ethernet.h"
 #include "ferry/net/stack.h"
+#include "ferry/net/steering.h"
 
 namespace ferry::net {
 
@@ -64,6 +65,7 @@ struct tcp_layer::slot {
     uint32_t heap_pos = none;
     uint32_t gen = 0;
     uint16_t local_port = 0;
+    bool active = false;    // opened by connect()
     bool ready = false;     // in the ready ring
     bool in_table = false;  // in the flow table
 };
@@ -96,6 +98,72 @@ tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, 
     }
     nfree_ = n;
     listeners_ = std::make_unique<listener[]>(cfg_.max_listeners);
+    if (cfg_.nqueues == 0) {
+        cfg_.nqueues = 1;
+    }
+    if (cfg_.ephemeral_lo == 0 || cfg_.ephemeral_hi < cfg_.ephemeral_lo) {
+        cfg_.ephemeral_lo = 32768;
+        cfg_.ephemeral_hi = 60999;
+    }
+    // Start each lcore's walk of the range somewhere else (and unpredictably:
+    // RFC 6056 §3.3 wants ephemeral ports hard to guess).
+    port_cursor_ = static_cast<uint32_t>(cfg_.flow_key.k0 ^ cfg_.flow_key.k1);
+}
+
+uint16_t tcp_layer::owner_of(const tcp_tuple &t) const noexcept {
+    if (cfg_.nqueues <= 1) {
+        return 0;
+    }
+    return flow_queue(flow_steer_hash(t.local_addr.value(), t.local_port, t.remote_addr.value(),
+                                      t.remote_port),
+                      cfg_.nqueues);
+}
+
+tcp_layer::connect_result tcp_layer::connect(ipv4_addr remote, uint16_t port, uint64_t now,
+                                             tcp_handle &out) noexcept {
+    now_ = now;
+    if (remote.value() == 0 || port == 0) {
+        return connect_result::bad_address;
+    }
+    if (nfree_ == 0) {
+        nc_.tcp_connect_no_slot.inc();
+        return connect_result::no_slot;
+    }
+    // RFC 6056 §3.3.4-like: walk the range from a per-lcore cursor; keep the
+    // first port whose tuple we own and that no flow (TIME-WAIT included) uses.
+    const uint32_t range = uint32_t(cfg_.ephemeral_hi) - cfg_.ephemeral_lo + 1;
+    tcp_tuple t{st_.config().addr, remote, 0, port};
+    bool found = false;
+    for (uint32_t i = 0; i < range; ++i) {
+        const uint32_t off = port_cursor_++ % range;
+        t.local_port = static_cast<uint16_t>(cfg_.ephemeral_lo + off);
+        if (owner_of(t) != cfg_.queue || find_listener(t.local_port) != nullptr ||
+            lookup(t) != none) {
+            continue;
+        }
+        found = true;
+        break;
+    }
+    if (!found) {
+        nc_.tcp_connect_no_port.inc();
+        return connect_result::no_port;
+    }
+    const uint32_t idx = alloc_slot();
+    slot &s = slots_[idx];
+    s.conn.emplace(cfg_.conn, t, isn_.isn(t, now_), &tcp_layer::emit_cb, &s, tc_);
+    s.local_port = t.local_port;
+    s.active = true;
+    if (!insert_flow(t, idx)) {  // cannot happen: the table has 2x the slots
+        free_slot(idx);
+        nc_.tcp_connect_no_slot.inc();
+        return connect_result::no_slot;
+    }
+    nc_.conn_opened.inc();
+    out = tcp_handle{idx, s.gen};
+    // A SYN that cannot be sent now (no mbuf) is retransmitted by the RTO.
+    (void)s.conn->open_active(now);
+    after(idx);
+    return connect_result::ok;
 }
 
 tcp_layer::~tcp_layer() {
@@ -115,7 +183,23 @@ tcp_layer::listen_result tcp_layer::listen(uint16_t port) noexcept {
     return listen_result::ok;
 }
 
+bool tcp_layer::unlisten(uint16_t port) noexcept {
+    for (uint32_t i = 0; i < nlisteners_; ++i) {
+        if (listeners_[i].port != port) {
+            continue;
+        }
+        // Connections still in SYN-RECEIVED point at their listener: keep the
+        // array stable by only clearing the port (0 never matches a segment).
+        listeners_[i].port = 0;
+        return true;
+    }
+    return false;
+}
+
 tcp_layer::listener *tcp_layer::find_listener(uint16_t port) noexcept {
+    if (port == 0) {
+        return nullptr;  // also what unlisten() leaves behind
+    }
     for (uint32_t i = 0; i < nlisteners_; ++i) {
         if (listeners_[i].port == port) {
             return &listeners_[i];
@@ -151,16 +235,31 @@ bool tcp_layer::checksum_ok(const rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_
 
 void tcp_layer::input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now) noexcept {
     now_ = now;
-    nc_.tcp_rx.inc();
     const uint32_t len = ip.payload_len;
     // The stack guarantees the first segment holds every header (or the whole frame).
     const uint32_t first = std::min<uint32_t>(rte_pktmbuf_data_len(m) - l4_off, len);
     const tcp_segment seg({rte_pktmbuf_mtod_offset(m, uint8_t *, l4_off), first}, len);
     if (seg.check() != tcp_error::none) {
+        nc_.tcp_rx.inc();
         nc_.tcp_drop_malformed.inc();
         rte_pktmbuf_free(m);
         return;
     }
+    if (cfg_.nqueues > 1 && cfg_.handoff != nullptr) {
+        // Flow ownership: the owner checks the checksum and everything else.
+        const uint16_t owner =
+            owner_of(tcp_tuple{ip.dst, ip.src, seg.dst_port(), seg.src_port()});
+        if (owner != cfg_.queue) {
+            if (cfg_.handoff(cfg_.handoff_ctx, owner, m)) {
+                nc_.tcp_handoff_out.inc();
+            } else {
+                nc_.tcp_drop_handoff_full.inc();
+                rte_pktmbuf_free(m);
+            }
+            return;
+        }
+    }
+    nc_.tcp_rx.inc();  // by the owner only
     if (!checksum_ok(m, ip, l4_off, len)) {
         nc_.tcp_drop_bad_checksum.inc();
         rte_pktmbuf_free(m);
@@ -522,10 +621,10 @@ std::size_t tcp_layer::poll_events(std::span<tcp_notice> out) noexcept {
             continue;
         }
         uint8_t ev = s.conn->take_events();
-        const tcp_notice note{tcp_handle{idx, s.gen}, ev, s.local_port};
+        const tcp_notice note{tcp_handle{idx, s.gen}, ev, s.local_port, s.active};
         if (s.conn->state() == tcp_state::closed) {
-            out[n++] =
-                tcp_notice{note.h, static_cast<uint8_t>(ev | tcp_event::closed), note.local_port};
+            out[n++] = tcp_notice{note.h, static_cast<uint8_t>(ev | tcp_event::closed),
+                                  note.local_port, note.active, s.conn->close_reason()};
             free_slot(idx);
             continue;
         }
@@ -666,6 +765,7 @@ void tcp_layer::free_slot(uint32_t idx) noexcept {
         s.lst = nullptr;
     }
     s.conn.reset();
+    s.active = false;
     ++s.gen;  // every handle to the old connection is stale now
     free_[nfree_++] = idx;
     --in_use_;

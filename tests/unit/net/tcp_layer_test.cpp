@@ -8,11 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <vector>
 
 #include "ferry/net/stack.h"
+#include "ferry/net/steering.h"
 #include "stack_test_env.h"
 #include "test_util.h"
 
@@ -317,6 +319,167 @@ TEST_F(TcpLayerTest, shared_port_does_not_reset_another_lcores_flow) {
     EXPECT_TRUE(take().empty());
     EXPECT_EQ(nc_.tcp_drop_not_owner.get(), 1u);
     EXPECT_EQ(nc_.tcp_rst_sent_no_flow.get(), 0u);
+}
+
+TEST_F(TcpLayerTest, active_open_handshake_data_and_close) {
+    // RFC 9293 §3.10.1 OPEN (active): SYN-SENT, then the SYN-ACK makes it
+    // ESTABLISHED and the app gets `connected` on an `active` notice.
+    tcp_handle h;
+    ASSERT_EQ(layer_->connect(peer_ip, 8080, 0, h), tcp_layer::connect_result::ok);
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.flags, tcp_flag::syn);
+    EXPECT_EQ(out[0].h.dst_port, 8080);
+    const uint16_t lport = out[0].h.src_port;
+    EXPECT_GE(lport, 32768);
+    EXPECT_LE(lport, 60999);
+    const uint32_t iss = out[0].h.seq.value();
+    tcp_repr sa = seg(8080, lport, 7000, tcp_flag::syn | tcp_flag::ack, iss + 1);
+    sa.options.mss = 1460;
+    send(sa, {}, ms);
+    out = take();
+    ASSERT_EQ(out.size(), 1u);  // the ACK of the handshake
+    EXPECT_EQ(out[0].h.flags, tcp_flag::ack);
+    EXPECT_EQ(out[0].h.ack, seq_num(7001));
+    auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].active);
+    EXPECT_EQ(ev[0].h, h);
+    EXPECT_EQ(ev[0].local_port, lport);
+    EXPECT_TRUE(ev[0].events & tcp_event::connected);
+    layer_->abort(h, 2 * ms);
+    out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(out[0].h.flags & tcp_flag::rst);
+    ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].events & tcp_event::closed);
+    EXPECT_EQ(ev[0].reason, tcp_close_reason::aborted);
+    EXPECT_EQ(layer_->active(), 0u);
+}
+
+TEST_F(TcpLayerTest, connect_refused_reports_reason) {
+    tcp_handle h;
+    ASSERT_EQ(layer_->connect(peer_ip, 81, 0, h), tcp_layer::connect_result::ok);
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    // RST,ACK acknowledging our SYN: ECONNREFUSED (RFC 9293 §3.10.7.3 SYN-SENT).
+    send(seg(81, out[0].h.src_port, 0, tcp_flag::rst | tcp_flag::ack, out[0].h.seq.value() + 1));
+    auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].events & tcp_event::closed);
+    EXPECT_EQ(ev[0].reason, tcp_close_reason::refused);
+}
+
+TEST_F(TcpLayerTest, connect_uses_distinct_ports_and_reports_exhaustion) {
+    tcp_layer_config c;
+    c.ephemeral_lo = 40000;
+    c.ephemeral_hi = 40002;  // three ports, four slots
+    start(c);
+    std::vector<uint16_t> ports;
+    tcp_handle h;
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(layer_->connect(peer_ip, 80, 0, h), tcp_layer::connect_result::ok);
+        auto out = take();
+        ASSERT_EQ(out.size(), 1u);
+        ports.push_back(out[0].h.src_port);
+    }
+    std::sort(ports.begin(), ports.end());
+    EXPECT_EQ(ports, (std::vector<uint16_t>{40000, 40001, 40002}));
+    EXPECT_EQ(layer_->connect(peer_ip, 80, 0, h), tcp_layer::connect_result::no_port);
+    EXPECT_EQ(nc_.tcp_connect_no_port.get(), 1u);
+    // Another destination port is another tuple: the same local ports serve.
+    EXPECT_EQ(layer_->connect(peer_ip, 81, 0, h), tcp_layer::connect_result::ok);
+    take();
+    EXPECT_EQ(layer_->connect(peer_ip, 82, 0, h), tcp_layer::connect_result::no_slot);
+    EXPECT_EQ(layer_->connect(ipv4_addr::any(), 82, 0, h), tcp_layer::connect_result::bad_address);
+}
+
+struct handoff_sink {
+    std::vector<std::pair<uint16_t, rte_mbuf *>> got;
+    bool accept = true;
+    static bool take(void *ctx, uint16_t owner, rte_mbuf *m) noexcept {
+        auto *s = static_cast<handoff_sink *>(ctx);
+        if (!s->accept) return false;
+        s->got.emplace_back(owner, m);
+        return true;
+    }
+};
+
+TEST_F(TcpLayerTest, connect_picks_ports_this_queue_owns) {
+    handoff_sink sink;
+    tcp_layer_config c;
+    c.queue = 2;
+    c.nqueues = 4;
+    c.handoff = handoff_sink::take;
+    c.handoff_ctx = &sink;
+    start(c);
+    tcp_handle h;
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(layer_->connect(peer_ip, 80, 0, h), tcp_layer::connect_result::ok);
+        auto out = take();
+        ASSERT_EQ(out.size(), 1u);
+        const uint16_t lport = out[0].h.src_port;
+        EXPECT_EQ(flow_queue(flow_steer_hash(our_ip.value(), lport, peer_ip.value(), 80), 4), 2u);
+        EXPECT_EQ(layer_->owner_of(tcp_tuple{our_ip, peer_ip, lport, 80}), 2u);
+    }
+    EXPECT_TRUE(sink.got.empty());
+}
+
+TEST_F(TcpLayerTest, segments_of_other_queues_flows_are_handed_over) {
+    handoff_sink sink;
+    tcp_layer_config c;
+    c.queue = 0;
+    c.nqueues = 2;
+    c.handoff = handoff_sink::take;
+    c.handoff_ctx = &sink;
+    start(c);
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    // Source ports of both owners: ours are answered here, the others leave.
+    uint16_t mine = 0, theirs = 0;
+    for (uint16_t p = 5000; mine == 0 || theirs == 0; ++p)
+        (layer_->owner_of(tcp_tuple{our_ip, peer_ip, 7, p}) == 0 ? mine : theirs) = p;
+    send(seg(theirs, 7, 100, tcp_flag::syn));
+    EXPECT_TRUE(take().empty());
+    ASSERT_EQ(sink.got.size(), 1u);
+    EXPECT_EQ(sink.got[0].first, 1u);
+    EXPECT_EQ(nc_.tcp_handoff_out.get(), 1u);
+    EXPECT_EQ(nc_.tcp_rx.get(), 0u);  // counted by the owner
+    // The owner's stack takes it through input_handoff: here, a second layer
+    // plays queue 1 on its own stack.
+    net_counters nc1;
+    tcp_counters tc1;
+    iface_config ic;
+    ic.mac = mac_addr({0x02, 0, 0, 0, 0, 0x01});
+    ic.addr = our_ip;
+    {
+        stack st1(ic, g_pool, nc1);
+        tcp_layer_config c1 = c;
+        c1.queue = 1;
+        tcp_layer l1(c1, st1, g_pool, nc1, tc1);
+        st1.attach_tcp(&l1);
+        ASSERT_EQ(l1.listen(7), tcp_layer::listen_result::ok);
+        st1.learn_shared(peer_ip, mac_addr({0x02, 0, 0, 0, 0, 0x02}), 0);  // as the neighbor hook would
+        EXPECT_EQ(nc1.neigh_shared_in.get(), 1u);
+        st1.input_handoff(sink.got[0].second, 0);
+        EXPECT_EQ(nc1.tcp_handoff_in.get(), 1u);
+        EXPECT_EQ(nc1.tcp_rx.get(), 1u);
+        EXPECT_EQ(l1.active(), 1u);  // SYN-RECEIVED on the owner
+        auto tx = st1.tx_pending();
+        ASSERT_EQ(tx.size(), 1u);  // its SYN-ACK, addressed without an ARP of its own
+        rte_pktmbuf_free_bulk(tx.data(), static_cast<unsigned>(tx.size()));
+        st1.tx_consumed(static_cast<uint16_t>(tx.size()));
+        st1.attach_tcp(nullptr);
+    }
+    // A full cross-core queue: dropped and counted, the frame freed.
+    sink.accept = false;
+    send(seg(theirs, 7, 100, tcp_flag::syn));
+    EXPECT_EQ(nc_.tcp_drop_handoff_full.get(), 1u);
+    // Our own flow is served here.
+    send(seg(mine, 7, 100, tcp_flag::syn));
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.flags, tcp_flag::syn | tcp_flag::ack);
 }
 
 }  // namespace

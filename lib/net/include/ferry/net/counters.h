@@ -58,7 +58,13 @@
     X(tcp_cksum_hw_verified,      "TCP checksums the NIC verified (rx offload flags)")           \
     X(tcp_drop_rst_no_flow,       "RST segments for no connection (ignored, RFC 9293 3.10.7.1)") \
     X(tcp_rst_sent_no_flow,       "RSTs sent for segments matching no connection or listener")   \
-    X(tcp_drop_not_owner,         "segments to a listener's port matching no flow here, dropped: the port is shared and another lcore may own the flow (no cross-core hand-off yet)") \
+    X(tcp_drop_not_owner,         "segments to a listener's port matching no flow here, dropped: the port is shared and another lcore may own the flow (no hand-off configured)") \
+    X(tcp_handoff_out,            "segments of another lcore's flow handed to that lcore (misdelivered by the NIC)") \
+    X(tcp_handoff_in,             "segments another lcore handed to this one (flows this lcore owns)") \
+    X(tcp_drop_handoff_full,      "segments of another lcore's flow dropped: the cross-core queue was full") \
+    X(tcp_connect_no_port,        "connect() calls that found no free local port owned by this lcore") \
+    X(tcp_connect_no_slot,        "connect() calls that found the connection pool full") \
+    X(neigh_shared_in,            "neighbor entries learned from another lcore's ARP") \
     X(tcp_drop_listen_other,      "segments to a listener without SYN or ACK, or with RST (ignored)") \
     X(tcp_tx,                     "TCP segments built and handed to IPv4 output")                \
     X(tcp_tx_copied,              "TCP segments whose payload was copied (port without chains)") \
@@ -67,7 +73,7 @@
     X(syn_cookie_rejected,        "ACKs to a listener with no valid cookie (RST sent)")          \
     X(listen_backlog_full,        "SYNs that found their listener's SYN backlog full")           \
     X(flow_table_full,            "SYNs or cookie ACKs that found no free connection slot")      \
-    X(conn_opened,                "connections created (passive open or SYN cookie)")            \
+    X(conn_opened,                "connections created (passive open, SYN cookie or connect)")   \
     X(conn_closed,                "connections freed (CLOSED, reported to the application)")     \
     X(icmp_rx,                    "ICMP messages received")                                      \
     X(icmp_drop_truncated,        "ICMP messages shorter than 8 bytes")                          \

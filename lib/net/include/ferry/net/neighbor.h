@@ -68,8 +68,10 @@ struct neighbor_event {
 
 class neighbor_table {
 public:
-    // Packets queued per unresolved address. RFC 1122 §2.3.2.2 asks for at least one.
-    static constexpr std::size_t max_pending = 8;
+    // Packets queued per unresolved address. RFC 1122 §2.3.2.2 asks for at
+    // least one; a burst of SYN-ACKs to one new peer (or through one gateway)
+    // needs many more (Linux queues ~200 KB per address, unres_qlen_bytes).
+    static constexpr std::size_t max_pending = 64;
     // Larger capacities are clamped (as is 0, to 1).
     static constexpr uint32_t max_capacity = 1u << 24;
 

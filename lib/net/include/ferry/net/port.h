@@ -42,6 +42,12 @@ struct port {
     rte_ether_addr mac{};
     port_caps caps;
     uint64_t rx_offloads = 0, tx_offloads = 0;  // enabled, not merely offered
+    // How kernel->ferry traffic is spread over the queues, so that a flow's
+    // owner (tcp_layer "Flow ownership") is computable: "tap-ebpf" (net_tap
+    // with our steering program), "single-queue", or "none (...)" when the
+    // steering could not be set (flows then often arrive on another lcore's
+    // queue and are handed over: correct, slower).
+    std::string steering;
     bool created = false;  // a vdev this process hot-plugged (removed on close)
     bool started = false;
 };

@@ -101,6 +101,26 @@ public:
     void attach_tcp(tcp_layer *t) noexcept { tcp_ = t; }
     [[nodiscard]] tcp_layer *tcp() noexcept { return tcp_; }
 
+    // A frame the stack of the same port on another lcore received, validated
+    // (Ethernet, IPv4) and handed here because this lcore owns its TCP flow
+    // (tcp_layer.h, "Flow ownership"). Owns `m`; counted as tcp_handoff_in.
+    void input_handoff(rte_mbuf *m, uint64_t now_ns) noexcept;
+
+    // Neighbor sharing. Each lcore serving a port has its own neighbor table,
+    // but the answer to an ARP request lands on one queue only (and on net_tap
+    // always on queue 0), so a binding learned from ARP is offered to the
+    // other lcores: the hook is called with every <ip, mac> this stack learned
+    // or refreshed from an ARP packet for our address, and the app delivers it
+    // to the other stacks' learn_shared().
+    using neighbor_hook = void (*)(void *ctx, ipv4_addr ip, mac_addr mac) noexcept;
+    void set_neighbor_hook(neighbor_hook h, void *ctx) noexcept {
+        neigh_hook_ = h;
+        neigh_hook_ctx_ = ctx;
+    }
+    // Merges a binding another lcore's stack learned, as if its ARP packet had
+    // arrived here (packets waiting for `ip` leave). Never calls the hook.
+    void learn_shared(ipv4_addr ip, mac_addr mac, uint64_t now_ns) noexcept;
+
     // Gratuitous ARP for cfg.addr (RFC 5227 §3 announcement), sent at port start.
     void announce(uint64_t now_ns) noexcept;
 
@@ -138,6 +158,8 @@ private:
     net_counters &ctr_;
     neighbor_table neigh_;
     tcp_layer *tcp_ = nullptr;
+    neighbor_hook neigh_hook_ = nullptr;
+    void *neigh_hook_ctx_ = nullptr;
     std::optional<ipv4_addr> subnet_bcast_;
     // Pending frames are txq_[tx_head_, tx_head_ + tx_len_): a contiguous span
     // for rte_eth_tx_burst; compacted to the front when the tail hits the end.

@@ -30,9 +30,24 @@
 // into the header mbuf. Checksum in software by default; with tx_cksum_offload
 // the TCP checksum field gets the pseudo-header sum and RTE_MBUF_F_TX_TCP_CKSUM.
 //
-// Not done: active opens (connect) from the application; handing segments to
-// the owning lcore when several lcores share a port (lib/xcore): with
-// shared_port such segments are only counted (tcp_drop_not_owner).
+// Flow ownership (DESIGN.md "Flow ownership"): when several lcores serve one
+// port (queue `queue` of `nqueues`), a flow belongs to the lcore of queue
+// flow_queue(flow_steer_hash(4-tuple), nqueues) (steering.h), whatever queue
+// the NIC delivered it on. A segment of another lcore's flow — a SYN
+// included, so that lcore creates the connection — goes to the `handoff`
+// callback (the app sends it over lib/xcore to the owner, which feeds it to
+// its stack's input_handoff()); counted as tcp_handoff_out here and
+// tcp_handoff_in there. On ports whose steering is computable (net_tap with
+// the steering eBPF program, symmetric-key RSS) the NIC already delivers
+// almost every segment to its owner, so hand-offs are rare; elsewhere
+// (af_packet fanout) they are the normal path. Without a handoff callback the
+// segments of other lcores' flows are treated as before (shared_port).
+//
+// Active opens: connect() picks a local port in [ephemeral_lo, ephemeral_hi]
+// whose 4-tuple this lcore owns and that is in no flow (TIME-WAIT included:
+// tuples are not reused while their TIME-WAIT lasts), from a cursor that
+// walks the range, so the return traffic of our own connections is steered
+// to our own queue.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -68,6 +83,17 @@ struct tcp_layer_config {
     // (tcp_drop_not_owner) rather than answered with a RST that would kill
     // the owner's connection.
     bool shared_port = false;
+    // Flow ownership (above): this layer serves queue `queue` of `nqueues`.
+    uint16_t queue = 0;
+    uint16_t nqueues = 1;
+    // Takes a segment (the whole frame, Ethernet header first) of a flow that
+    // queue `owner` owns; true if it took `m`, false if it could not (then
+    // the segment is dropped and counted: tcp_drop_handoff_full).
+    bool (*handoff)(void *ctx, uint16_t owner, rte_mbuf *m) noexcept = nullptr;
+    void *handoff_ctx = nullptr;
+    // Local ports for active opens (Linux's default ip_local_port_range).
+    uint16_t ephemeral_lo = 32768;
+    uint16_t ephemeral_hi = 60999;
     tcp_conn_config conn;   // for every connection (mss follows the MTU)
     siphash_key isn_key{};  // RFC 6528 secret
     siphash_key cookie_key0{}, cookie_key1{};
@@ -85,7 +111,9 @@ struct tcp_handle {
 struct tcp_notice {
     tcp_handle h;
     uint8_t events = 0;
-    uint16_t local_port = 0;  // which listener accepted it
+    uint16_t local_port = 0;  // which listener accepted it, or our port of a connect()
+    bool active = false;      // opened by connect()
+    tcp_close_reason reason = tcp_close_reason::none;  // with tcp_event::closed
 };
 
 class tcp_layer {
@@ -101,6 +129,28 @@ public:
     enum class listen_result : uint8_t { ok, already, full };
     // Opens port (LISTEN) for passive opens.
     [[nodiscard]] listen_result listen(uint16_t port) noexcept;
+
+    enum class connect_result : uint8_t {
+        ok,
+        no_port,       // every local port this lcore owns toward the peer is in use
+        no_slot,       // the connection pool is full
+        bad_address,   // the remote address or port is 0
+    };
+    // Closes port for passive opens: new SYNs get RST (RFC 9293 §3.10.7.1);
+    // connections it accepted carry on. False if it was not listening.
+    bool unlisten(uint16_t port) noexcept;
+    // True if poll_events() has something to report (the reactor's exact
+    // pre-sleep check for an application polling this layer).
+    [[nodiscard]] bool has_events() const noexcept { return ready_len_ != 0; }
+
+    // Active open (RFC 9293 §3.10.1 OPEN, active): a connection from our
+    // address to remote:port, in SYN-SENT when this returns ok (its SYN is
+    // queued); `out` gets its handle. Its events (connected, readable, ...,
+    // closed) come through poll_events() with tcp_notice::active set.
+    [[nodiscard]] connect_result connect(ipv4_addr remote, uint16_t port, uint64_t now,
+                                         tcp_handle &out) noexcept;
+    // The queue that owns the flow `t` (flow ownership, above).
+    [[nodiscard]] uint16_t owner_of(const tcp_tuple &t) const noexcept;
 
     // Called by the stack for every IPv4 datagram with protocol 6 that passed
     // the IPv4 checks; owns `m`.
@@ -171,6 +221,7 @@ private:
     rte_mempool *pool_;
     net_counters &nc_;
     tcp_counters &tc_;
+    uint32_t port_cursor_ = 0;  // connect(): next offset into the ephemeral range
     tcp_isn_generator isn_;
     tcp_syncookies cookies_;
     uint64_t now_ = 0;   // the time of the call in progress (emit has none)

@@ -12,11 +12,16 @@
 #include "ferry/base/counter.h"
 #include "ferry/config/config.h"
 #include "ferry/net/counters.h"
+#include "ferry/net/fault.h"
 #include "ferry/net/port.h"
 #include "ferry/net/stack.h"
 #include "ferry/net/tcp_layer.h"
+#include "ferry/proxy/proxy.h"
 #include "tcp_app.h"
 #include "ferry/reactor/reactor.h"
+#include "ferry/xcore/inbox.h"
+#include "ferry/xcore/mesh.h"
+#include "ferry/xcore/outbox.h"
 
 namespace ferry::app {
 
@@ -46,6 +51,27 @@ struct queue_io {
     uint32_t tx_stuck = 0;  // consecutive flushes the NIC refused part of the batch
     uint16_t stash_n = 0, stash_pos = 0;
     rte_mbuf *stash[burst];
+    // [port.fault]: loss, duplication, reordering for tests (null when off).
+    std::unique_ptr<net::fault_injector> fault;
+    net::fault_counters fault_ctr;
+};
+
+// Cross-core message opcodes of the app (lib/xcore carries them opaquely).
+enum xcore_op : uint16_t {
+    // A frame of a TCP flow the receiver owns (tcp_layer "Flow ownership").
+    // mbuf = the frame, flags = port index.
+    op_rx_frame = 1,
+    // An ARP binding learned by the sender (stack::set_neighbor_hook).
+    // handle = MAC (48 bits), arg = IPv4 address, flags = port index.
+    op_neighbor = 2,
+};
+
+struct worker;
+
+// What the per-port callbacks of a worker's stack and TCP layer need.
+struct port_link {
+    worker *w = nullptr;
+    uint16_t port = 0;  // index in app_state::ports
 };
 
 // What one worker lcore owns: queue `index` of every port, a stack per port,
@@ -61,7 +87,14 @@ struct worker {
     std::vector<std::unique_ptr<net::tcp_layer>> tcp_layers;       // one per port
     std::vector<std::unique_ptr<tcp_test_app>> tcp_apps;           // one per port, or none
     std::vector<std::unique_ptr<queue_io>> queues;    // one per port
+    std::vector<std::unique_ptr<port_link>> links;    // one per port
     std::unique_ptr<reactor::reactor> loop;
+    // The HTTP proxy of this lcore (null without [[listener]]).
+    std::unique_ptr<proxy::worker_proxy> proxy;
+    // Cross-core rings to and from the other workers (null with one worker).
+    std::unique_ptr<xcore::outbox> out;
+    std::unique_ptr<xcore::inbox> in;
+    uint64_t neighbor_share_dropped = 0;  // bindings not shared: outbox full (rare, harmless)
 };
 
 struct app_state {
@@ -71,6 +104,10 @@ struct app_state {
     std::vector<std::unique_ptr<worker>> workers;
     std::vector<std::unique_ptr<net::net_counters>> net_counter_blocks;
     worker *by_lcore[RTE_MAX_LCORE] = {};
+    // One SPSC ring per ordered pair of workers (null with one worker).
+    std::unique_ptr<xcore::mesh> mesh;
+    // The proxy's process-wide state (server health), null without listeners.
+    std::unique_ptr<proxy::shared_state> proxy_shared;
     reactor::settings settings;
 };
 
@@ -83,6 +120,15 @@ extern app_state *the_app;
 // Builds each worker's reactor with its queue pollers and flusher. Returns an
 // error message, or "" on success.
 std::string setup_worker(app_state &app, worker &w);
+// Creates the cross-core rings for `workers` workers (none for one worker),
+// before the workers are set up (setup_worker registers each inbox). Error or "".
+std::string create_mesh(app_state &app, unsigned workers);
+// Every worker's outbox, once setup_worker ran for all of them (an outbox
+// needs every peer's doorbell). Error or "".
+std::string setup_outboxes(app_state &app);
+// tcp_layer_config::handoff and the stack's neighbor hook for `link`.
+bool handoff_frame(void *link, uint16_t owner, rte_mbuf *m) noexcept;
+void share_neighbor(void *link, net::ipv4_addr ip, net::mac_addr mac) noexcept;
 int worker_main(void *arg);
 // Rings every worker's doorbell so sleepers re-read the stop flag and settings.
 void wake_all_workers() noexcept;

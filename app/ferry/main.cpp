@@ -116,6 +116,18 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
     tc.cookie_key0 = cookie_k0;
     tc.cookie_key1 = cookie_k1;
     tc.shared_port = p.queues > 1;
+    // Flow ownership: queue w.index of p.queues; segments of other queues'
+    // flows go to their owner over the cross-core rings.
+    tc.queue = w.index;
+    tc.nqueues = p.queues;
+    auto &link = w.links.emplace_back(std::make_unique<port_link>());
+    link->w = &w;
+    link->port = static_cast<uint16_t>(w.links.size() - 1);
+    if (p.queues > 1) {
+        tc.handoff = handoff_frame;
+        tc.handoff_ctx = link.get();
+        st.set_neighbor_hook(share_neighbor, link.get());
+    }
     tc.flow_key = random_key();
     tc.conn.ts_offset = static_cast<uint32_t>(random_key().k0);
     auto &ctr = w.tcp_counters.emplace_back(std::make_unique<net::tcp_counters>());
@@ -123,7 +135,7 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
         w.tcp_layers.emplace_back(std::make_unique<net::tcp_layer>(tc, st, p.pool, nc, *ctr));
     st.attach_tcp(layer.get());
     const auto &tt = cfg.tcp_test;
-    if (tt.echo_port != 0 || tt.discard_port != 0 || tt.source_port != 0)
+    if (tt.echo_port != 0 || tt.discard_port != 0 || tt.source_port != 0 || tt.relay_port != 0)
         w.tcp_apps.push_back(std::make_unique<tcp_test_app>(tt, *layer, p.pool));
 }
 
@@ -152,6 +164,13 @@ void warn_about_ports(const std::vector<net::port> &ports, config::wakeup_mode m
                         p.cfg.name.c_str(), p.dev_name.c_str(), port_socket, far.c_str(),
                         port_socket, p.cfg.pci.empty() ? "<pci>" : p.cfg.pci.c_str());
         }
+        if (p.cfg.fault.enabled())
+            APP_LOG(WARNING,
+                    "port %s: FAULT INJECTION on ([port.fault]): rx drop %g dup %g reorder %g, tx "
+                    "drop %g dup %g reorder %g — a test setting, never for production",
+                    p.cfg.name.c_str(), p.cfg.fault.rx_drop, p.cfg.fault.rx_duplicate,
+                    p.cfg.fault.rx_reorder, p.cfg.fault.tx_drop, p.cfg.fault.tx_duplicate,
+                    p.cfg.fault.tx_reorder);
         if (mode != config::wakeup_mode::poll && !p.caps.rx_interrupts)
             APP_LOG(WARNING,
                     "port %s: wakeup_mode = %s but the port has no rx interrupts (profile "
@@ -295,6 +314,18 @@ int run(int argc, char **argv) {
     app.settings.mode.store(static_cast<reactor::wakeup_mode>(l.cfg.wakeup));
     app.settings.idle_threshold_ns.store(uint64_t(l.cfg.idle_threshold_us) * 1000u);
 
+    if (!l.cfg.listeners.empty()) {
+        const auto &tt = l.cfg.tcp_test;
+        if (tt.echo_port != 0 || tt.discard_port != 0 || tt.source_port != 0 || tt.relay_port != 0) {
+            // Both would take the same TCP events: one application per port.
+            std::fprintf(stderr, "ferry: %s: [tcp_test] services and [[listener]]s cannot be "
+                                 "combined; remove one of them\n",
+                         l.cfg.source.c_str());
+            rte_eal_cleanup();
+            return 2;
+        }
+        app.proxy_shared = std::make_unique<proxy::shared_state>(l.cfg);
+    }
     const unsigned lcores = rte_lcore_count();
     const uint32_t nworkers = l.cfg.workers ? l.cfg.workers : lcores;
     int rc = 1;
@@ -327,6 +358,10 @@ int run(int argc, char **argv) {
         unsigned lcore_id;
         uint16_t index = 0;
         const uint64_t now = reactor::reactor::now_ns();
+        if (std::string err = create_mesh(app, nworkers); !err.empty()) {
+            std::fprintf(stderr, "ferry: %s\n", err.c_str());
+            goto out;
+        }
         RTE_LCORE_FOREACH(lcore_id) {
             if (index == nworkers) break;
             auto w = std::make_unique<worker>();
@@ -351,6 +386,10 @@ int run(int argc, char **argv) {
             }
             app.by_lcore[lcore_id] = w.get();
             app.workers.push_back(std::move(w));
+        }
+        if (std::string err = setup_outboxes(app); !err.empty()) {
+            std::fprintf(stderr, "ferry: %s\n", err.c_str());
+            goto out;
         }
         // Announce ourselves once per port (gratuitous ARP, RFC 5227 2.3) from
         // the first worker's queue, so peers with a stale entry learn our MAC.
@@ -380,11 +419,16 @@ out:
     // Connections and the test services hold mbufs of the ports' pools: free
     // them before the pools go (app is static, destroyed only after this).
     for (auto &w : app.workers) {
+        w->proxy.reset();  // its connections' mbufs go back before the pools
         w->tcp_apps.clear();
         for (auto &st : w->stacks)
             st->attach_tcp(nullptr);
         w->tcp_layers.clear();
+        for (auto &q : w->queues) q->fault.reset();  // frees held frames
+        w->out.reset();  // frees frames still queued for other workers
+        w->in.reset();
     }
+    app.mesh.reset();  // frees frames still in the rings
     for (auto &p : app.ports) net::port_close(p);
     rte_eal_cleanup();
     return rc;

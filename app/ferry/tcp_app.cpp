@@ -66,7 +66,7 @@ tcp_test_app::tcp_test_app(const config::tcp_test_config &cfg, net::tcp_layer &l
                            rte_mempool *pool)
     : cfg_(cfg), layer_(layer), pool_(pool) {
     states_ = std::make_unique<conn_state[]>(layer.capacity());
-    for (uint16_t port : {cfg.echo_port, cfg.discard_port, cfg.source_port})
+    for (uint16_t port : {cfg.echo_port, cfg.discard_port, cfg.source_port, cfg.relay_port})
         if (port != 0)
             (void)layer_.listen(port);
 }
@@ -83,6 +83,7 @@ void tcp_test_app::reset(conn_state &s) noexcept {
     s.k = kind::none;
     s.fin_seen = s.closing = false;
     s.generated = 0;
+    s.peer = net::tcp_handle{};
 }
 
 uint32_t tcp_test_app::run(uint64_t now) noexcept {
@@ -105,9 +106,31 @@ void tcp_test_app::handle(const net::tcp_notice &n, uint64_t now) noexcept {
     if (s.gen != n.h.gen || s.k == kind::none) {
         reset(s);
         s.gen = n.h.gen;
+        if (n.active) {
+            // Only relay_out connections are opened here, and start_relay
+            // sets their state first: this one lost its relay partner.
+            s.k = kind::none;
+            layer_.abort(n.h, now);
+            return;
+        }
         s.k = n.local_port == cfg_.echo_port      ? kind::echo
               : n.local_port == cfg_.discard_port ? kind::discard
+              : n.local_port == cfg_.relay_port   ? kind::relay_in
                                                   : kind::source;
+        if (s.k == kind::relay_in) start_relay(n, s, now);
+    }
+    if (s.k == kind::relay_in || s.k == kind::relay_out) {
+        if (n.events & net::tcp_event::closed) {
+            relay_closed(n, s, now);
+            return;
+        }
+        if (n.events & net::tcp_event::peer_fin) s.fin_seen = true;
+        pump_relay(n.h, s, now);  // this side -> its peer
+        if (s.peer.valid()) {     // and the peer -> this side (this one may be writable now)
+            conn_state &p = states_[s.peer.index];
+            if (p.gen == s.peer.gen && p.peer == n.h) pump_relay(s.peer, p, now);
+        }
+        return;
     }
     if (n.events & net::tcp_event::closed) {
         reset(s);  // the handle is stale from here on
@@ -137,6 +160,8 @@ void tcp_test_app::handle(const net::tcp_notice &n, uint64_t now) noexcept {
             }
             pump_source(n.h, s, now);
             break;
+        case kind::relay_in:
+        case kind::relay_out:  // handled above
         case kind::none:
             break;
     }
@@ -173,6 +198,66 @@ void tcp_test_app::pump_echo(net::tcp_handle h, conn_state &s, uint64_t now) noe
         s.closing = true;
         layer_.close(h, now);
     }
+}
+
+void tcp_test_app::start_relay(const net::tcp_notice &n, conn_state &s, uint64_t now) noexcept {
+    ++relay_accepted;
+    net::tcp_handle out;
+    if (layer_.connect(net::ipv4_addr(cfg_.relay_addr), cfg_.relay_to_port, now, out) !=
+        net::tcp_layer::connect_result::ok) {
+        ++relay_connect_failed;
+        s.k = kind::none;
+        layer_.abort(n.h, now);
+        return;
+    }
+    conn_state &o = states_[out.index];
+    reset(o);
+    o.gen = out.gen;
+    o.k = kind::relay_out;
+    o.peer = n.h;
+    s.peer = out;
+}
+
+void tcp_test_app::pump_relay(net::tcp_handle src, conn_state &s, uint64_t now) noexcept {
+    if (!s.peer.valid()) return;
+    net::tcp_rx_piece pieces[max_pending];
+    // Forward what src received, as long as the peer takes it: what it
+    // refuses waits in s.pend, and src is not read meanwhile (its window
+    // closes, so the sender slows down).
+    while (flush_pending(s.peer, s, now)) {
+        const std::size_t n = layer_.recv(src, std::span(pieces, max_pending), now);
+        if (n == 0) break;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (pieces[i].len == 0) {
+                rte_pktmbuf_free(pieces[i].m);
+                continue;
+            }
+            if (rte_mbuf *c = piece_chain(pieces[i])) s.pend[s.npend++] = c;
+        }
+    }
+    // Half-close: src's FIN goes on once everything before it did.
+    net::tcp_conn *c = layer_.get(src);
+    if (c != nullptr && s.fin_seen && !s.closing && s.npend == 0 && c->recv_queued() == 0) {
+        s.closing = true;
+        layer_.close(s.peer, now);
+    }
+}
+
+void tcp_test_app::relay_closed(const net::tcp_notice &n, conn_state &s, uint64_t now) noexcept {
+    const net::tcp_handle peer = s.peer;
+    const bool orderly = n.reason == net::tcp_close_reason::normal;
+    reset(s);
+    if (!peer.valid()) return;
+    conn_state &p = states_[peer.index];
+    if (p.gen != peer.gen || !(p.peer == n.h)) return;
+    p.peer = net::tcp_handle{};
+    if (!orderly) {
+        // The other side must learn that the stream broke: RST, not FIN.
+        ++relay_aborted;
+        layer_.abort(peer, now);
+    }
+    // An orderly end of n.h means both FINs crossed the relay already (ours
+    // to n.h was sent by pump_relay once the peer's data was through).
 }
 
 void tcp_test_app::drain_discard(net::tcp_handle h, uint64_t now) noexcept {

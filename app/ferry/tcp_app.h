@@ -2,6 +2,14 @@
 // echo (RFC 862), discard (RFC 863) and a chargen-like source (RFC 864 in
 // spirit: byte k of the stream is k mod 251, so a client can check it).
 //
+// The relay (relay_port -> relay_to) is a plain TCP proxy: each accepted
+// connection gets an active open to the target on the same lcore, and bytes
+// flow both ways zero-copy (received chains are sent on as they are), with
+// half-close carried over (a FIN is passed on once everything before it
+// was), and an abnormal end of one side (reset, timeout, refused) aborting
+// the other. It exercises connect(), flow ownership of active opens and
+// both directions of streaming before HTTP exists.
+//
 // Driven by tcp_layer::poll_events() after every rx burst and timer run.
 // Echo is zero-copy: the received chain is trimmed to the piece and handed
 // to send() as is. Backpressure: what send() refuses stays queued here (at
@@ -34,7 +42,7 @@ public:
     uint32_t run(uint64_t now) noexcept;
 
 private:
-    enum class kind : uint8_t { none, echo, discard, source };
+    enum class kind : uint8_t { none, echo, discard, source, relay_in, relay_out };
     struct conn_state {
         uint32_t gen = 0;
         kind k = kind::none;
@@ -42,6 +50,7 @@ private:
         bool closing = false;
         uint16_t npend = 0;
         uint64_t generated = 0;  // source: bytes handed to send()
+        net::tcp_handle peer;    // relay: the other side (pend holds chains for it)
         rte_mbuf *pend[max_pending] = {};
     };
 
@@ -50,12 +59,19 @@ private:
     void pump_source(net::tcp_handle h, conn_state &s, uint64_t now) noexcept;
     void drain_discard(net::tcp_handle h, uint64_t now) noexcept;
     bool flush_pending(net::tcp_handle h, conn_state &s, uint64_t now) noexcept;
+    void start_relay(const net::tcp_notice &n, conn_state &s, uint64_t now) noexcept;
+    void pump_relay(net::tcp_handle src, conn_state &s, uint64_t now) noexcept;
+    void relay_closed(const net::tcp_notice &n, conn_state &s, uint64_t now) noexcept;
     static void reset(conn_state &s) noexcept;
 
     config::tcp_test_config cfg_;
     net::tcp_layer &layer_;
     rte_mempool *pool_;
     std::unique_ptr<conn_state[]> states_;  // by handle index
+
+public:
+    // Relay counters (this (lcore, port)); read by telemetry.
+    uint64_t relay_accepted = 0, relay_connect_failed = 0, relay_aborted = 0;
 };
 
 }  // namespace ferry::app

@@ -50,6 +50,18 @@ int cmd_ports(const char *, const char *, rte_tel_data *d) {
         rte_tel_data_add_dict_int(c, "tx_desc", p.tx_desc);
         rte_tel_data_add_dict_u64(c, "mbufs", p.cfg.mbufs);
         rte_tel_data_add_dict_u64(c, "mbufs_available", rte_mempool_avail_count(p.pool));
+        rte_tel_data_add_dict_u64(c, "mbufs_in_use", rte_mempool_in_use_count(p.pool));
+        rte_tel_data_add_dict_string(c, "steering", p.steering.substr(0, 120).c_str());
+        rte_tel_data_add_dict_int(c, "fault_injection", p.cfg.fault.enabled());
+        if (p.cfg.fault.enabled()) {
+            // Summed over the lcores serving the port.
+            for (const auto &f : net::fault_counter_fields) {
+                uint64_t v = 0;
+                for (const auto &w : the_app->workers)
+                    if (i < w->queues.size()) v += (w->queues[i]->fault_ctr.*(f.member)).get();
+                rte_tel_data_add_dict_u64(c, ("fault_" + std::string(f.name)).c_str(), v);
+            }
+        }
         // Capabilities as probed at start (0/1), and what is enabled.
         rte_tel_data_add_dict_int(c, "cap_rx_interrupts", p.caps.rx_interrupts);
         rte_tel_data_add_dict_int(c, "cap_rss", p.caps.rss);
@@ -111,6 +123,87 @@ int cmd_tcp(const char *, const char *, rte_tel_data *d) {
         }
     if (!telemetry::add_counter_dict(d, "sum", sum, net::tcp_counter_fields))
         return -ENOMEM;
+    return 0;
+}
+
+// Per lcore the proxy's counters, their sum, and rejections by reason.
+int cmd_http(const char *, const char *, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    proxy::http_counters sum{};
+    for (const auto &w : the_app->workers) {
+        if (!w->proxy) continue;
+        const proxy::http_counters &c = w->proxy->counters();
+        for (const auto &f : proxy::http_counter_fields) (sum.*(f.member)).inc((c.*(f.member)).get());
+        for (size_t r = 0; r < 64; ++r) sum.rejected_by_reason[r].inc(c.rejected_by_reason[r].get());
+        const std::string key = "lcore" + std::to_string(w->lcore);
+        if (!telemetry::add_counter_dict(d, key.c_str(), c, proxy::http_counter_fields))
+            return -ENOMEM;
+    }
+    if (!telemetry::add_counter_dict(d, "sum", sum, proxy::http_counter_fields)) return -ENOMEM;
+    rte_tel_data *r = rte_tel_data_alloc();
+    if (r == nullptr) return -ENOMEM;
+    rte_tel_data_start_dict(r);
+    for (uint8_t e = 1; e < 64; ++e) {
+        const std::string_view n = http::name(static_cast<http::parse_error>(e));
+        if (n == "unknown") break;
+        rte_tel_data_add_dict_u64(r, std::string(n).c_str(), sum.rejected_by_reason[e].get());
+    }
+    if (rte_tel_data_add_dict_container(d, "rejected_by_reason", r, 0) != 0) return -ENOSPC;
+    // Client connections open now (accepted minus closed).
+    rte_tel_data_add_dict_u64(d, "active_connections",
+                              sum.client_accepted.get() - sum.client_closed.get());
+    return 0;
+}
+
+// Per upstream, per server: health and the lcores' counters summed.
+int cmd_upstreams(const char *, const char *, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    if (!the_app->proxy_shared) return 0;
+    const uint64_t now = reactor::reactor::now_ns();
+    const auto &cfg = the_app->cfg;
+    for (size_t u = 0; u < cfg.upstreams.size(); ++u) {
+        const auto &uc = cfg.upstreams[u];
+        for (size_t s = 0; s < uc.servers.size(); ++s) {
+            const auto &sv = uc.servers[s];
+            const auto &h = the_app->proxy_shared->health[u][s];
+            uint64_t req = 0, fail = 0, act = 0, idle = 0, conns = 0, lat = 0, resp = 0;
+            for (const auto &w : the_app->workers) {
+                if (!w->proxy) continue;
+                const auto &c = w->proxy->server(u, s);
+                req += c.requests.get();
+                fail += c.failures.get();
+                act += c.active.get();
+                idle += c.idle.get();
+                conns += c.connections.get();
+                lat += c.latency_ns.get();
+                resp += c.responses.get();
+            }
+            rte_tel_data *sd = rte_tel_data_alloc();
+            if (sd == nullptr) return -ENOMEM;
+            rte_tel_data_start_dict(sd);
+            const uint64_t down = h.down_until.load(std::memory_order_relaxed);
+            const std::string where = config::format_ipv4(sv.addr) + ":" + std::to_string(sv.port);
+            rte_tel_data_add_dict_string(sd, "server", where.c_str());
+            rte_tel_data_add_dict_string(sd, "state", down != 0 && down > now ? "down" : "up");
+            rte_tel_data_add_dict_string(sd, "pool",
+                                         uc.pool == config::pool_mode::local ? "local" : "shared");
+            rte_tel_data_add_dict_u64(sd, "weight", sv.weight);
+            rte_tel_data_add_dict_u64(sd, "active", act);
+            rte_tel_data_add_dict_u64(sd, "idle", idle);
+            rte_tel_data_add_dict_u64(sd, "connections", conns);
+            rte_tel_data_add_dict_u64(sd, "requests", req);
+            rte_tel_data_add_dict_u64(sd, "failures", fail);
+            rte_tel_data_add_dict_u64(sd, "marked_down", h.marked_down.load(std::memory_order_relaxed));
+            rte_tel_data_add_dict_u64(sd, "responses", resp);
+            rte_tel_data_add_dict_u64(sd, "latency_avg_us", resp ? lat / resp / 1000 : 0);
+            // One level of nesting (what DPDK 22.11's telemetry can print):
+            // "<upstream>/<address:port>".
+            // "<upstream>/<index>": DPDK's telemetry allows only [A-Za-z0-9_/]
+            // in names; the address is a value.
+            const std::string key = uc.name + "/" + std::to_string(s);
+            if (rte_tel_data_add_dict_container(d, key.c_str(), sd, 0) != 0) return -ENOSPC;
+        }
+    }
     return 0;
 }
 
@@ -212,6 +305,10 @@ constexpr command commands[] = {
     {"/ferry/idle_threshold_us", cmd_idle_threshold,
      "Read, or set with ,<us>: idle time before a worker tries to sleep."},
     {"/ferry/config", cmd_config, "The effective configuration."},
+    {"/ferry/http", cmd_http,
+     "HTTP proxy per lcore and summed: requests, responses by class, rejections by reason."},
+    {"/ferry/upstreams", cmd_upstreams,
+     "Per <upstream>/<n>: server, state, pool, active/idle connections, requests, failures, latency."},
 };
 
 }  // namespace

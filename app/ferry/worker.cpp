@@ -2,6 +2,9 @@
 // one per port, and whose flusher transmits what the stacks queued.
 #include <rte_ethdev.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "app.h"
 
 namespace ferry::app {
@@ -11,20 +14,28 @@ namespace {
 // counted) so a wedged queue cannot hold the pool's mbufs forever.
 constexpr uint32_t tx_stuck_limit = 100000;
 
+// Room for a burst, its duplicates and the frames the fault injector releases.
+constexpr uint16_t rx_room = 2 * queue_io::burst + net::fault_injector::release_room;
+
 uint32_t queue_poll(void *ctx, uint64_t now) {
     auto &q = *static_cast<queue_io *>(ctx);
     uint32_t work = 0;
     uint16_t n;
     rte_mbuf **pkts;
-    rte_mbuf *fresh[queue_io::burst];
+    rte_mbuf *fresh[rx_room];
     if (q.stash_n != 0) {  // frames the pre-sleep re-check received
         pkts = q.stash;
         n = q.stash_n;
         q.stash_n = 0;
+        if (q.fault) {
+            std::memcpy(fresh, q.stash, n * sizeof(rte_mbuf *));
+            pkts = fresh;
+        }
     } else {
         pkts = fresh;
         n = rte_eth_rx_burst(q.port_id, q.queue, fresh, queue_io::burst);
     }
+    if (q.fault) n = q.fault->rx(pkts, n, rx_room, now);
     if (n != 0) {
         q.io->rx_packets.inc(n);
         q.io->rx_bursts.inc();
@@ -46,7 +57,40 @@ bool queue_pending(void *ctx) {
     return q.stash_n != 0;
 }
 
-uint64_t queue_deadline(void *ctx) { return static_cast<queue_io *>(ctx)->stack->next_deadline(); }
+uint64_t queue_deadline(void *ctx) {
+    auto &q = *static_cast<queue_io *>(ctx);
+    const uint64_t d = q.stack->next_deadline();
+    return q.fault ? std::min(d, q.fault->next_deadline()) : d;
+}
+
+// flush_tx through the fault injector: the stack's batch is taken over into
+// a local array (the injector reorders and duplicates in it); what the NIC
+// refuses is freed and counted (a test mode: TCP recovers from it).
+void flush_tx_faulty(queue_io &q, uint64_t now) {
+    constexpr uint16_t cap = 2 * queue_io::burst + net::fault_injector::release_room;
+    rte_mbuf *pkts[cap];
+    for (;;) {
+        auto tx = q.stack->tx_pending();
+        const auto n = static_cast<uint16_t>(std::min<size_t>(tx.size(), queue_io::burst));
+        if (n == 0 && !(q.fault->holding(net::fault_direction::tx) &&
+                        q.fault->next_deadline(net::fault_direction::tx) <= now))
+            return;
+        std::memcpy(pkts, tx.data(), n * sizeof(rte_mbuf *));
+        q.stack->tx_consumed(n);
+        const uint16_t m = q.fault->tx(pkts, n, cap, now);
+        uint16_t sent = 0;
+        for (int tries = 0; sent < m && tries < 4; ++tries)
+            sent = static_cast<uint16_t>(
+                sent + rte_eth_tx_burst(q.port_id, q.queue, pkts + sent,
+                                        static_cast<uint16_t>(m - sent)));
+        q.io->tx_packets.inc(sent);
+        if (sent < m) {
+            rte_pktmbuf_free_bulk(pkts + sent, m - sent);
+            q.io->tx_drop_stuck.inc(m - sent);
+        }
+        if (n == 0) return;
+    }
+}
 
 // Real NICs need the interrupt armed while asleep; net_tap answers -ENOTSUP
 // but its queue fd fires anyway (TESTBED.md), so the result is not checked.
@@ -59,10 +103,14 @@ void queue_disarm(void *ctx) {
     (void)rte_eth_dev_rx_intr_disable(q.port_id, q.queue);
 }
 
-void flush_tx(void *ctx, uint64_t) {
+void flush_tx(void *ctx, uint64_t now) {
     auto &w = *static_cast<worker *>(ctx);
     for (auto &qp : w.queues) {
         queue_io &q = *qp;
+        if (q.fault) {
+            flush_tx_faulty(q, now);
+            continue;
+        }
         auto tx = q.stack->tx_pending();
         if (tx.empty()) continue;
         const uint16_t sent =
@@ -84,11 +132,100 @@ void flush_tx(void *ctx, uint64_t) {
     }
 }
 
+// The inbox handler: messages other workers sent this one.
+void on_messages(void *ctx, unsigned, std::span<xcore::message> msgs, uint64_t now) {
+    auto &w = *static_cast<worker *>(ctx);
+    for (const xcore::message &m : msgs) {
+        switch (m.opcode) {
+            case op_rx_frame:
+                if (m.flags < w.stacks.size()) {
+                    w.stacks[m.flags]->input_handoff(m.mbuf, now);
+                    continue;
+                }
+                break;
+            case op_neighbor:
+                if (m.flags < w.stacks.size()) {
+                    uint8_t b[6];
+                    for (int i = 0; i < 6; ++i) b[i] = static_cast<uint8_t>(m.handle >> (40 - 8 * i));
+                    w.stacks[m.flags]->learn_shared(net::ipv4_addr(m.arg),
+                                                    net::mac_addr::from_bytes(b), now);
+                }
+                break;
+            default:
+                break;
+        }
+        // Unknown opcode or port: cannot happen between workers of one
+        // process; release what came with it.
+        if (m.mbuf != nullptr) rte_pktmbuf_free(m.mbuf);
+    }
+}
+
 }  // namespace
+
+bool handoff_frame(void *ctx, uint16_t owner, rte_mbuf *m) noexcept {
+    auto &l = *static_cast<port_link *>(ctx);
+    if (!l.w->out || owner == l.w->index || the_app == nullptr ||
+        owner >= the_app->workers.size())
+        return false;
+    xcore::message msg;
+    msg.mbuf = m;
+    msg.opcode = op_rx_frame;
+    msg.flags = l.port;
+    return l.w->out->send(owner, msg);
+}
+
+void share_neighbor(void *ctx, net::ipv4_addr ip, net::mac_addr mac) noexcept {
+    auto &l = *static_cast<port_link *>(ctx);
+    if (!l.w->out || the_app == nullptr) return;
+    xcore::message msg;
+    for (int i = 0; i < 6; ++i) msg.handle = msg.handle << 8 | mac.bytes()[i];
+    msg.opcode = op_neighbor;
+    msg.flags = l.port;
+    msg.arg = ip.value();
+    const unsigned n = static_cast<unsigned>(the_app->workers.size());
+    for (unsigned peer = 0; peer < n; ++peer) {
+        if (peer == l.w->index) continue;
+        if (!l.w->out->send(peer, msg)) ++l.w->neighbor_share_dropped;
+    }
+}
+
+std::string create_mesh(app_state &app, unsigned workers) {
+    if (workers < 2) return "";
+    // 4096 messages per pair: a full rx burst of every queue many times over.
+    auto m = xcore::mesh::create(workers, 4096, SOCKET_ID_ANY, "fx");
+    if (!m) return "cross-core rings: " + m.error();
+    app.mesh = std::move(m.value());
+    return "";
+}
+
+std::string setup_outboxes(app_state &app) {
+    if (!app.mesh) return "";
+    const auto n = static_cast<unsigned>(app.workers.size());
+    std::vector<reactor::doorbell *> bells(n);
+    for (unsigned i = 0; i < n; ++i) bells[i] = &app.workers[i]->loop->bell();
+    for (auto &wp : app.workers) {
+        worker &w = *wp;
+        w.out = std::make_unique<xcore::outbox>(*app.mesh, w.index, w.rc, bells.data(),
+                                                app.settings);
+        // After the tx flusher (setup_worker): frames first, then messages.
+        if (!w.loop->add_flusher(w.out->as_flusher()))
+            return "lcore " + std::to_string(w.lcore) + ": cannot register the outbox";
+    }
+    return "";
+}
 
 std::string setup_worker(app_state &app, worker &w) {
     w.loop = std::make_unique<reactor::reactor>(app.settings, w.rc, reactor::reactor::now_ns());
     if (!w.loop->ok()) return "lcore " + std::to_string(w.lcore) + ": epoll/eventfd creation failed";
+    if (app.mesh) {
+        // The inbox is polled first in every iteration: what other lcores
+        // sent (segments handed over, neighbor bindings) is older than what
+        // the rx queues hold now, and a binding must be known before the
+        // SYN-ACKs it addresses are built.
+        w.in = std::make_unique<xcore::inbox>(*app.mesh, w.index, w.rc, on_messages, &w);
+        if (!w.loop->add_poller(w.in->as_poller()))
+            return "lcore " + std::to_string(w.lcore) + ": cannot register the inbox";
+    }
     for (size_t i = 0; i < app.ports.size(); ++i) {
         const net::port &p = app.ports[i];
         auto q = std::make_unique<queue_io>();
@@ -97,6 +234,11 @@ std::string setup_worker(app_state &app, worker &w) {
         q->stack = w.stacks[i].get();
         q->app = i < w.tcp_apps.size() ? w.tcp_apps[i].get() : nullptr;
         q->io = &w.io;
+        if (p.cfg.fault.enabled()) {
+            const net::fault_params fp =
+                net::fault_params_of(p.cfg.fault, static_cast<uint32_t>(i), w.lcore);
+            q->fault = std::make_unique<net::fault_injector>(fp, p.pool, q->fault_ctr);
+        }
         reactor::poller pl;
         pl.poll = queue_poll;
         pl.pending = queue_pending;
@@ -113,6 +255,29 @@ std::string setup_worker(app_state &app, worker &w) {
             return "lcore " + std::to_string(w.lcore) + ": cannot register rx queue " +
                    std::to_string(w.index) + " of port " + p.cfg.name;
         w.queues.push_back(std::move(q));
+    }
+    if (app.proxy_shared) {
+        // After the rx queues: what they received is answered in the same iteration.
+        std::vector<proxy::port_ref> refs;
+        for (size_t i = 0; i < app.ports.size(); ++i) {
+            const net::port &p = app.ports[i];
+            refs.push_back({w.tcp_layers[i].get(), p.pool, p.cfg.address, p.cfg.prefix_len,
+                            p.cfg.gateway.has_value()});
+        }
+        w.proxy = std::make_unique<proxy::worker_proxy>(app.cfg, refs, w.index, *app.proxy_shared,
+                                                        w.loop->timers(),
+                                                        reactor::reactor::now_ns());
+        if (std::string err = w.proxy->listen(); !err.empty()) return err;
+        reactor::poller pp;
+        pp.poll = [](void *ctx, uint64_t now) -> uint32_t {
+            return static_cast<proxy::worker_proxy *>(ctx)->poll(now);
+        };
+        pp.pending = [](void *ctx) -> bool {
+            return static_cast<proxy::worker_proxy *>(ctx)->pending();
+        };
+        pp.ctx = w.proxy.get();
+        pp.wake_fd = reactor::poller::no_wake_fd_needed;
+        if (!w.loop->add_poller(pp)) return "cannot register the HTTP proxy";
     }
     if (!w.loop->add_flusher({flush_tx, &w})) return "cannot register the tx flusher";
     return "";
@@ -131,6 +296,21 @@ int worker_main(void *) {
     // Whoever stops first wakes the others: a sleeping worker would not see
     // the stop flag until its next timer otherwise.
     wake_all_workers();
+    if (w->proxy) {
+        // Graceful shutdown: no new connections, in-flight requests finish
+        // (their clients are closed after the response), up to drain_timeout.
+        uint64_t now = reactor::reactor::now_ns();
+        w->proxy->begin_drain(now);
+        const uint64_t deadline = now + uint64_t(the_app->cfg.http.drain_timeout_ms) * 1'000'000u;
+        while (w->proxy->open_connections() != 0 && now < deadline) {
+            w->loop->run_once(now);
+            now = reactor::reactor::now_ns();
+        }
+        if (w->proxy->open_connections() != 0) {
+            w->proxy->abort_all(now);
+            for (int i = 0; i < 4; ++i) w->loop->run_once(reactor::reactor::now_ns());
+        }
+    }
     return 0;
 }
 

@@ -1,0 +1,1592 @@
+#include "ferry/proxy/proxy.h"
+
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "ferry/http/serializer.h"
+#include "ferry/http/status.h"
+#include "ferry/net/tcp_conn.h"
+#include "ferry/reactor/reactor.h"
+
+namespace ferry::proxy {
+
+namespace {
+
+constexpr uint32_t none = UINT32_MAX;
+constexpr uint32_t kind_up = 0x80000000u;
+constexpr uint64_t ms = 1'000'000;
+// Head buffers hold a head of up to max_header_bytes plus what arrived with it.
+constexpr uint32_t scratch_size = 96 * 1024;
+
+// Trims the chain of `p` to exactly [p.off, p.off + p.len) and returns it
+// (frees the segments outside). Null (and everything freed) on failure.
+rte_mbuf *trim_chain(rte_mbuf *m, uint32_t off, uint32_t len) noexcept {
+    while (m != nullptr && off >= m->data_len && m->next != nullptr) {
+        rte_mbuf *next = m->next;
+        next->nb_segs = static_cast<uint16_t>(m->nb_segs - 1);
+        next->pkt_len = m->pkt_len - m->data_len;
+        off -= m->data_len;
+        m->next = nullptr;
+        m->nb_segs = 1;
+        rte_pktmbuf_free_seg(m);
+        m = next;
+    }
+    if (m == nullptr || off > m->data_len) {
+        rte_pktmbuf_free(m);
+        return nullptr;
+    }
+    m->data_off = static_cast<uint16_t>(m->data_off + off);
+    m->data_len = static_cast<uint16_t>(m->data_len - off);
+    m->pkt_len -= off;
+    uint32_t left = len;
+    uint16_t nsegs = 1;
+    rte_mbuf *seg = m;
+    while (seg->data_len < left && seg->next != nullptr) {
+        left -= seg->data_len;
+        seg = seg->next;
+        ++nsegs;
+    }
+    seg->data_len = static_cast<uint16_t>(std::min<uint32_t>(left, seg->data_len));
+    if (seg->next != nullptr) {
+        rte_pktmbuf_free(seg->next);
+        seg->next = nullptr;
+    }
+    m->nb_segs = nsegs;
+    m->pkt_len = len;
+    return m;
+}
+
+// Copies up to n bytes of the piece's range into dst; returns how many.
+uint32_t copy_out(const net::tcp_rx_piece &p, char *dst, uint32_t n) noexcept {
+    n = std::min(n, p.len);
+    uint32_t off = p.off, done = 0;
+    for (const rte_mbuf *s = p.m; s != nullptr && done < n; s = s->next) {
+        if (off >= s->data_len) {
+            off -= s->data_len;
+            continue;
+        }
+        const uint32_t k = std::min<uint32_t>(s->data_len - off, n - done);
+        std::memcpy(dst + done, rte_pktmbuf_mtod_offset(s, const char *, off), k);
+        done += k;
+        off = 0;
+    }
+    return done;
+}
+
+// Feeds the piece's bytes to the framer segment by segment; returns the
+// bytes that belong to the body and the framer's last result.
+http::body_framer::feed_result feed_piece(http::body_framer &f, const net::tcp_rx_piece &p) noexcept {
+    http::body_framer::feed_result total;
+    uint32_t off = p.off, left = p.len;
+    for (const rte_mbuf *s = p.m; s != nullptr && left > 0; s = s->next) {
+        if (off >= s->data_len) {
+            off -= s->data_len;
+            continue;
+        }
+        const uint32_t k = std::min<uint32_t>(s->data_len - off, left);
+        const auto r = f.feed({rte_pktmbuf_mtod_offset(s, const char *, off), k});
+        total.consumed += r.consumed;
+        total.done = r.done;
+        total.error = r.error;
+        total.err = r.err;
+        if (r.done || r.error || r.consumed < k) break;
+        left -= k;
+        off = 0;
+    }
+    return total;
+}
+
+bool idempotent(http::method m) noexcept {
+    switch (m) {
+        case http::method::get:
+        case http::method::head:
+        case http::method::put:
+        case http::method::delete_:
+        case http::method::options:
+        case http::method::trace:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        char x = a[i], y = b[i];
+        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+        if (x != y) return false;
+    }
+    return true;
+}
+
+uint64_t fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ull) noexcept {
+    for (char c : s) {
+        h ^= static_cast<uint8_t>(c);
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+uint64_t fnv1a_lower(std::string_view s) noexcept {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (char c : s) {
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        h ^= static_cast<uint8_t>(c);
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+uint64_t mix64(uint64_t x) noexcept {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- objects
+
+struct worker_proxy::endpoint {
+    static constexpr uint32_t in_cap = 32;
+    static constexpr uint32_t out_cap = 32;
+    worker_proxy *px = nullptr;
+    uint16_t port = 0;
+    net::tcp_handle h;
+    net::tcp_rx_piece in[in_cap];  // ring of received, unprocessed pieces
+    uint32_t in_head = 0, in_n = 0;
+    rte_mbuf *out[out_cap] = {};  // chains send() refused so far, in order
+    uint32_t out_n = 0;
+    bool eof = false;       // the peer's FIN arrived (no data after `in`)
+    bool closing = false;   // close once `out` is empty
+    bool fin_sent = false;  // close() called
+    char *buf = nullptr;    // head buffer (cap bytes)
+    uint32_t cap = 0, buf_len = 0;
+    http::head_parser hp;
+    http::body_framer framer;
+    reactor::timer timer;
+    uint32_t gen = 0;
+    bool used = false;
+
+    net::tcp_rx_piece &front() noexcept { return in[in_head]; }
+    void pop() noexcept {
+        in_head = (in_head + 1) % in_cap;
+        --in_n;
+    }
+};
+
+struct worker_proxy::client : worker_proxy::endpoint {
+    enum class st : uint8_t { head, body, wait, closing };
+    st state = st::head;
+    uint16_t listener = 0;
+    uint32_t peer_addr = 0;
+    uint32_t up = none;  // the upconn serving the current request
+    uint32_t up_gen = 0;
+    uint32_t requests = 0;
+    bool keep_alive = true;
+    bool response_started = false;
+    bool head_method = false;
+    bool http10 = false;
+    int upstream = -1;
+    rte_mbuf *retry_head = nullptr;  // a clone of the request head, for one retry
+    uint32_t retries_left = 0;
+};
+
+struct worker_proxy::upconn : worker_proxy::endpoint {
+    enum class st : uint8_t { connecting, idle, head, body, closing };
+    st state = st::connecting;
+    int upstream = -1, server = -1;
+    uint32_t client = none, client_gen = 0;
+    bool reused = false;
+    bool health = false;  // an active health check, no client
+    bool resp_keep_alive = false;
+    http::request_info ri;
+    uint64_t t_sent = 0;
+    uint32_t idle_prev = none, idle_next = none;
+};
+
+struct worker_proxy::upstream_state {
+    std::vector<uint32_t> idle_head;  // per server: idle upconns (doubly linked)
+    std::vector<uint32_t> nidle;
+    std::vector<int64_t> rr_current;  // smooth weighted round robin (nginx)
+    std::vector<uint32_t> busy;       // per server: requests in flight here
+    std::vector<std::pair<uint64_t, uint32_t>> ring;  // consistent hash: point, server
+    std::vector<uint32_t> hc_conn;    // health check in flight per server
+};
+
+shared_state::shared_state(const config::ferry_config &cfg) {
+    for (const auto &u : cfg.upstreams)
+        health.push_back(std::make_unique<server_health[]>(u.servers.size()));
+}
+
+// ---------------------------------------------------------------- setup
+
+worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port_ref> ports,
+                           unsigned lcore_index, shared_state &shared,
+                           reactor::timer_wheel &timers, uint64_t)
+    : cfg_(cfg),
+      ports_(ports.begin(), ports.end()),
+      lcore_index_(lcore_index),
+      shared_(shared),
+      timers_(timers) {
+    limits_.max_head_bytes = cfg.http.max_header_bytes;
+    limits_.max_headers = cfg.http.max_headers;
+    uint32_t slots = 0;
+    for (const port_ref &p : ports_) {
+        slots += p.layer->capacity();
+        auto owner = std::make_unique<uint32_t[]>(p.layer->capacity());
+        std::fill_n(owner.get(), p.layer->capacity(), none);
+        slot_owner_.push_back(std::move(owner));
+    }
+    // A client needs one slot, its upstream connection another.
+    max_clients_ = std::max<uint32_t>(1, slots);
+    max_upconns_ = std::max<uint32_t>(1, slots);
+    clients_ = std::make_unique<client[]>(max_clients_);
+    upconns_ = std::make_unique<upconn[]>(max_upconns_);
+    const uint32_t cap = limits_.max_head_bytes;
+    buffers_ = std::make_unique<char[]>(size_t(cap) * (max_clients_ + max_upconns_));
+    free_clients_ = std::make_unique<uint32_t[]>(max_clients_);
+    free_upconns_ = std::make_unique<uint32_t[]>(max_upconns_);
+    for (uint32_t i = 0; i < max_clients_; ++i) {
+        client &c = clients_[i];
+        c.px = this;
+        c.buf = buffers_.get() + size_t(cap) * i;
+        c.cap = cap;
+        c.timer.set_callback(client_timer_cb, &c);
+        free_clients_[nfree_clients_++] = max_clients_ - 1 - i;
+    }
+    for (uint32_t i = 0; i < max_upconns_; ++i) {
+        upconn &u = upconns_[i];
+        u.px = this;
+        u.buf = buffers_.get() + size_t(cap) * (max_clients_ + i);
+        u.cap = cap;
+        u.timer.set_callback(upconn_timer_cb, &u);
+        free_upconns_[nfree_upconns_++] = max_upconns_ - 1 - i;
+    }
+    fields_ = std::make_unique<http::header[]>(limits_.max_headers);
+    scratch_ = std::make_unique<char[]>(scratch_size);
+    listener_active_.assign(cfg.listeners.size(), 0);
+    for (const auto &uc : cfg.upstreams) {
+        auto st = std::make_unique<upstream_state>();
+        const size_t n = uc.servers.size();
+        st->idle_head.assign(n, none);
+        st->nidle.assign(n, 0);
+        st->rr_current.assign(n, 0);
+        st->busy.assign(n, 0);
+        st->hc_conn.assign(n, none);
+        if (uc.balance == config::balance_mode::consistent_hash) {
+            // 64 points per unit of weight (ketama-like), sorted.
+            for (uint32_t s = 0; s < n; ++s)
+                for (uint32_t k = 0; k < 64 * uc.servers[s].weight; ++k)
+                    st->ring.emplace_back(
+                        mix64((uint64_t(uc.servers[s].addr) << 16 | uc.servers[s].port) * 1315423911u +
+                              k),
+                        s);
+            std::sort(st->ring.begin(), st->ring.end());
+        }
+        ups_.push_back(std::move(st));
+        srv_ctr_.push_back(std::make_unique<server_counters[]>(n));
+    }
+    health_timer_.set_callback(health_timer_cb, this);
+}
+
+worker_proxy::~worker_proxy() {
+    timers_.cancel(health_timer_);
+    for (uint32_t i = 0; i < max_clients_; ++i) {
+        client &c = clients_[i];
+        timers_.cancel(c.timer);
+        if (c.used) free_client(c);
+    }
+    for (uint32_t i = 0; i < max_upconns_; ++i) {
+        upconn &u = upconns_[i];
+        timers_.cancel(u.timer);
+        if (u.used) free_upconn(u);
+    }
+}
+
+std::string worker_proxy::listen() {
+    for (const auto &l : cfg_.listeners)
+        for (const port_ref &p : ports_)
+            if (p.layer->listen(l.port) == net::tcp_layer::listen_result::full)
+                return "listener '" + l.name + "': too many listeners on a port";
+    if (lcore_index_ == 0) {
+        for (const auto &u : cfg_.upstreams)
+            if (!u.health_check_path.empty()) {
+                timers_.arm(health_timer_, reactor::reactor::now_ns() + 100 * ms);
+                break;
+            }
+    }
+    return "";
+}
+
+// ---------------------------------------------------------------- events
+
+bool worker_proxy::pending() const noexcept {
+    for (const port_ref &p : ports_)
+        if (p.layer->has_events()) return true;
+    return false;
+}
+
+uint32_t worker_proxy::poll(uint64_t now) noexcept {
+    uint32_t work = 0;
+    net::tcp_notice notes[32];
+    for (uint16_t p = 0; p < ports_.size(); ++p) {
+        for (int round = 0; round < 8; ++round) {
+            const size_t n = ports_[p].layer->poll_events(notes);
+            for (size_t i = 0; i < n; ++i) on_event(p, notes[i], now);
+            work += static_cast<uint32_t>(n);
+            if (n < std::size(notes)) break;
+        }
+    }
+    return work;
+}
+
+void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t now) noexcept {
+    uint32_t &owner = slot_owner_[port][n.h.index];
+    if (owner == none) {
+        if (n.active || (n.events & net::tcp_event::closed)) {
+            if (!(n.events & net::tcp_event::closed)) ports_[port].layer->abort(n.h, now);
+            return;
+        }
+        on_accept(port, n, now);
+        return;
+    }
+    if (owner & kind_up) {
+        upconn &u = upconns_[owner & ~kind_up];
+        if (!u.used || !(u.h == n.h) || u.port != port) return;
+        if (n.events & net::tcp_event::closed) {
+            owner = none;
+            u.h = net::tcp_handle{};  // the slot is gone
+            const bool clean = n.reason == net::tcp_close_reason::normal;
+            if (u.state == upconn::st::idle || u.state == upconn::st::closing) {
+                if (u.state == upconn::st::idle) ctr_.upstream_closed_idle.inc();
+                free_upconn(u);
+                return;
+            }
+            if (u.state == upconn::st::body && u.framer.kind() == http::body_kind::until_close &&
+                clean) {
+                u.eof = true;
+                drive_upconn(u, now);  // ends the response at EOF
+                if (u.used) free_upconn(u);
+                return;
+            }
+            const bool refused = n.reason == net::tcp_close_reason::refused ||
+                                 (u.state == upconn::st::connecting);
+            if (refused) ctr_.upstream_connect_failed.inc();
+            upconn_failed(u, n.reason == net::tcp_close_reason::timed_out ? 504 : 502, true, now);
+            return;
+        }
+        if (n.events & net::tcp_event::connected && u.state == upconn::st::connecting) {
+            if (u.client == none && !u.health) {  // its client is gone
+                close_upconn(u, true, now);
+                return;
+            }
+            u.state = upconn::st::head;
+            timers_.cancel(u.timer);
+            const auto &uc = cfg_.upstreams[u.upstream];
+            timers_.arm(u.timer, now + (u.health ? uc.health_check_timeout_ms
+                                                 : uc.response_timeout_ms) * ms);
+        }
+        if (n.events & net::tcp_event::peer_fin) u.eof = true;
+        drive_upconn(u, now);
+        return;
+    }
+    client &c = clients_[owner];
+    if (!c.used || !(c.h == n.h) || c.port != port) return;
+    if (n.events & net::tcp_event::closed) {
+        owner = none;
+        c.h = net::tcp_handle{};
+        if (c.state != client::st::closing || c.up != none) {
+            if (c.up != none) ctr_.client_gone.inc();
+        }
+        free_client(c);
+        return;
+    }
+    if (n.events & net::tcp_event::peer_fin) c.eof = true;
+    drive_client(c, now);
+}
+
+void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t now) noexcept {
+    net::tcp_layer &layer = *ports_[port].layer;
+    int li = -1;
+    for (size_t i = 0; i < cfg_.listeners.size(); ++i)
+        if (cfg_.listeners[i].port == n.local_port) li = static_cast<int>(i);
+    const auto *conn = layer.get(n.h);
+    if (li < 0 || conn == nullptr || nfree_clients_ == 0 || draining_) {
+        layer.abort(n.h, now);
+        return;
+    }
+    const auto &lc = cfg_.listeners[li];
+    if (lc.max_connections != 0 && listener_active_[li] >= lc.max_connections) {
+        ctr_.client_refused_limit.inc();
+        layer.abort(n.h, now);
+        return;
+    }
+    const uint32_t idx = free_clients_[--nfree_clients_];
+    client &c = clients_[idx];
+    c.used = true;
+    ++c.gen;
+    c.port = port;
+    c.h = n.h;
+    c.in_head = c.in_n = c.out_n = 0;
+    c.eof = c.closing = c.fin_sent = false;
+    c.buf_len = 0;
+    c.hp.reset();
+    c.state = client::st::head;
+    c.listener = static_cast<uint16_t>(li);
+    c.peer_addr = conn->tuple().remote_addr.value();
+    c.up = none;
+    c.requests = 0;
+    c.keep_alive = true;
+    c.response_started = false;
+    c.retry_head = nullptr;
+    slot_owner_[port][n.h.index] = idx;
+    ++nclients_;
+    ++listener_active_[li];
+    ctr_.client_accepted.inc();
+    timers_.arm(c.timer, now + cfg_.http.client_header_timeout_ms * ms);
+    if (n.events & net::tcp_event::peer_fin) c.eof = true;
+    drive_client(c, now);
+}
+
+// ---------------------------------------------------------------- plumbing
+
+uint32_t worker_proxy::pull(endpoint &e, uint64_t now) noexcept {
+    if (e.in_n == endpoint::in_cap || !e.h.valid()) return 0;
+    net::tcp_rx_piece got[endpoint::in_cap];
+    const size_t n =
+        ports_[e.port].layer->recv(e.h, std::span(got, endpoint::in_cap - e.in_n), now);
+    uint32_t added = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (got[i].len == 0) {
+            rte_pktmbuf_free(got[i].m);
+            continue;
+        }
+        e.in[(e.in_head + e.in_n) % endpoint::in_cap] = got[i];
+        ++e.in_n;
+        ++added;
+    }
+    return added;
+}
+
+void worker_proxy::drop_input(endpoint &e) noexcept {
+    while (e.in_n != 0) {
+        rte_pktmbuf_free(e.front().m);
+        e.pop();
+    }
+}
+
+bool worker_proxy::flush(endpoint &e, uint64_t now) noexcept {
+    uint32_t done = 0;
+    while (done < e.out_n && e.h.valid() &&
+           ports_[e.port].layer->send(e.h, e.out[done], now) != 0)
+        ++done;
+    if (done != 0) {
+        std::memmove(e.out, e.out + done, (e.out_n - done) * sizeof(rte_mbuf *));
+        e.out_n -= done;
+    }
+    if (e.out_n == 0 && e.closing && !e.fin_sent && e.h.valid()) {
+        e.fin_sent = true;
+        ports_[e.port].layer->close(e.h, now);
+    }
+    return e.out_n == 0;
+}
+
+bool worker_proxy::push(endpoint &e, rte_mbuf *chain, uint64_t now) noexcept {
+    if (chain == nullptr) return false;
+    if (e.out_n == 0 && e.h.valid() && ports_[e.port].layer->send(e.h, chain, now) != 0)
+        return true;
+    if (e.out_n == endpoint::out_cap) {
+        rte_pktmbuf_free(chain);
+        return false;
+    }
+    e.out[e.out_n++] = chain;
+    return true;
+}
+
+rte_mbuf *worker_proxy::chain_of(const char *data, uint32_t len, uint16_t port) noexcept {
+    rte_mbuf *head = nullptr, *last = nullptr;
+    rte_mempool *pool = ports_[port].pool;
+    while (len > 0) {
+        rte_mbuf *m = rte_pktmbuf_alloc(pool);
+        if (m == nullptr) {
+            rte_pktmbuf_free(head);
+            ctr_.no_buffer.inc();
+            return nullptr;
+        }
+        const uint32_t k = std::min<uint32_t>(len, rte_pktmbuf_tailroom(m));
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(k)), data, k);
+        data += k;
+        len -= k;
+        if (head == nullptr) {
+            head = m;
+        } else {
+            last->next = m;
+            ++head->nb_segs;
+            head->pkt_len += k;
+        }
+        last = m;
+    }
+    return head;
+}
+
+// The first n bytes of the front piece as their own chain (zero-copy; a
+// split inside the piece costs a clone); the piece keeps the rest.
+static rte_mbuf *split_front(net::tcp_rx_piece &p, uint32_t n, rte_mempool *pool,
+                             bool &whole) noexcept {
+    whole = n >= p.len;
+    if (whole) {
+        rte_mbuf *m = trim_chain(p.m, p.off, p.len);
+        p = {};
+        return m;
+    }
+    rte_mbuf *c = rte_pktmbuf_clone(p.m, pool);
+    if (c == nullptr) return nullptr;
+    rte_mbuf *m = trim_chain(c, p.off, n);
+    p.off += n;
+    p.len -= n;
+    return m;
+}
+
+// ---------------------------------------------------------------- client
+
+void worker_proxy::drive_client(client &c, uint64_t now) noexcept {
+    for (int guard = 0; guard < 64 && c.used; ++guard) {
+        switch (c.state) {
+            case client::st::head:
+                if (!client_head(c, now)) return;
+                break;
+            case client::st::body:
+                client_body(c, now);
+                return;
+            case client::st::wait:
+                // The response may be waiting for room toward the client.
+                if (flush(c, now) && c.up != none) {
+                    upconn &u = upconns_[c.up];
+                    if (u.used && u.gen == c.up_gen && u.state == upconn::st::body)
+                        upconn_body(u, now);
+                }
+                return;
+            case client::st::closing:
+                drop_input(c);
+                while (pull(c, now) != 0) drop_input(c);
+                flush(c, now);
+                return;
+        }
+    }
+}
+
+// Reads and parses a request head. True when the state changed (go on).
+bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
+    if (!flush(c, now)) return false;  // the previous response is not out yet
+    for (;;) {
+        if (c.buf_len != 0) {
+            http::request req;
+            const auto r = http::parse_request(c.hp, {c.buf, c.buf_len}, req,
+                                               std::span(fields_.get(), limits_.max_headers),
+                                               limits_);
+            if (r.st == http::parse_result::status::error) {
+                ctr_.requests_rejected.inc();
+                ctr_.rejected_by_reason[static_cast<uint8_t>(r.err) & 63].inc();
+                reject(c, http::status_for(r.err), now);
+                return false;
+            }
+            if (r.st == http::parse_result::status::done) {
+                // start_request consumes the head; residue stays in buf.
+                const uint32_t consumed = r.consumed;
+                // Route and forward.
+                c.head_method = req.m == http::method::head;
+                c.http10 = req.version_minor == 0;
+                c.keep_alive = req.keep_alive && !draining_ &&
+                               (cfg_.http.max_requests_per_connection == 0 ||
+                                c.requests + 1 < cfg_.http.max_requests_per_connection);
+                ++c.requests;
+                ctr_.requests.inc();
+                if (req.m == http::method::connect || req.upgrade) {
+                    reject(c, 501, now);  // no tunnels, no protocol upgrades
+                    return false;
+                }
+                if (req.body == http::body_kind::content_length && cfg_.http.max_body_bytes != 0 &&
+                    req.content_length > cfg_.http.max_body_bytes) {
+                    ctr_.body_too_large.inc();
+                    reject(c, 413, now);
+                    return false;
+                }
+                // Route.
+                int upstream = -1;
+                std::string_view host = req.host;
+                if (const auto colon = host.rfind(':');
+                    colon != std::string_view::npos && host.find(']') == std::string_view::npos)
+                    host = host.substr(0, colon);
+                {
+                    const std::string_view path = req.origin_form.empty() ? req.target : req.origin_form;
+                    for (const auto &rt : cfg_.routes) {
+                        if (rt.listener_index >= 0 && rt.listener_index != c.listener) continue;
+                        if (!rt.host.empty()) {
+                            if (rt.host_wildcard) {
+                                if (host.size() <= rt.host.size() ||
+                                    !iequals(host.substr(host.size() - rt.host.size()), rt.host))
+                                    continue;
+                            } else if (!iequals(host, rt.host)) {
+                                continue;
+                            }
+                        }
+                        if (path.substr(0, rt.path_prefix.size()) != rt.path_prefix) continue;
+                        upstream = rt.upstream_index;
+                        break;
+                    }
+                    if (upstream < 0) upstream = cfg_.listeners[c.listener].default_upstream_index;
+                    if (upstream < 0 && cfg_.routes.empty() && cfg_.upstreams.size() == 1)
+                        upstream = 0;
+                }
+                if (upstream < 0) {
+                    ctr_.generated_404.inc();
+                    reject(c, 404, now);
+                    return false;
+                }
+                c.upstream = upstream;
+                const auto &uc = cfg_.upstreams[upstream];
+                // Pick a server (hash keys come from this request).
+                int server = -1;
+                {
+                    upstream_state &us = *ups_[upstream];
+                    const size_t ns = uc.servers.size();
+                    auto up = [&](size_t s) {
+                        const uint64_t d =
+                            shared_.health[upstream][s].down_until.load(std::memory_order_relaxed);
+                        return d == 0 || d <= now;
+                    };
+                    switch (uc.balance) {
+                        case config::balance_mode::round_robin: {
+                            int64_t total = 0;
+                            for (size_t s = 0; s < ns; ++s) {
+                                if (!up(s)) continue;
+                                us.rr_current[s] += uc.servers[s].weight;
+                                total += uc.servers[s].weight;
+                                if (server < 0 || us.rr_current[s] > us.rr_current[server])
+                                    server = static_cast<int>(s);
+                            }
+                            if (server >= 0) us.rr_current[server] -= total;
+                            break;
+                        }
+                        case config::balance_mode::least_conn: {
+                            uint64_t best = UINT64_MAX;
+                            const size_t start = (ctr_.requests.get()) % ns;
+                            for (size_t k = 0; k < ns; ++k) {
+                                const size_t s = (start + k) % ns;
+                                if (!up(s)) continue;
+                                const uint64_t load = uint64_t(us.busy[s]) * 1000 / uc.servers[s].weight;
+                                if (load < best) {
+                                    best = load;
+                                    server = static_cast<int>(s);
+                                }
+                            }
+                            break;
+                        }
+                        case config::balance_mode::consistent_hash: {
+                            uint64_t key = 0;
+                            switch (uc.hash_key) {
+                                case config::hash_key_kind::client_ip:
+                                    key = mix64(c.peer_addr);
+                                    break;
+                                case config::hash_key_kind::uri:
+                                    key = mix64(fnv1a(req.target));
+                                    break;
+                                case config::hash_key_kind::host:
+                                    key = mix64(fnv1a_lower(host));
+                                    break;
+                            }
+                            auto it = std::lower_bound(us.ring.begin(), us.ring.end(),
+                                                       std::make_pair(key, uint32_t{0}));
+                            for (size_t k = 0; k < us.ring.size(); ++k, ++it) {
+                                if (it == us.ring.end()) it = us.ring.begin();
+                                if (up(it->second)) {
+                                    server = static_cast<int>(it->second);
+                                    break;
+                                }
+                            }
+                            break;
+                        }
+                    }
+                }
+                if (server < 0) {
+                    ctr_.generated_503.inc();
+                    reject(c, 503, now);
+                    return false;
+                }
+                upconn *u = acquire(c, upstream, server, now, false);
+                if (u == nullptr) {
+                    ctr_.generated_503.inc();
+                    reject(c, 503, now);
+                    return false;
+                }
+                // Serialize the head toward the origin.
+                char addr[16];
+                std::snprintf(addr, sizeof addr, "%u.%u.%u.%u", c.peer_addr >> 24,
+                              (c.peer_addr >> 16) & 255, (c.peer_addr >> 8) & 255, c.peer_addr & 255);
+                http::forward_info fi;
+                fi.client_addr = cfg_.http.add_x_forwarded ? std::string_view(addr) : "";
+                fi.keep_alive = true;
+                fi.via_name = cfg_.http.via;
+                fi.request_version_minor = c.http10 ? 0 : 1;
+                char hostbuf[32];
+                const auto &srv = uc.servers[server];
+                std::snprintf(hostbuf, sizeof hostbuf, "%u.%u.%u.%u:%u", srv.addr >> 24,
+                              (srv.addr >> 16) & 255, (srv.addr >> 8) & 255, srv.addr & 255,
+                              srv.port);
+                fi.default_host = hostbuf;
+                const size_t hl = http::serialize_request_head(
+                    req, fi, std::span(scratch_.get(), scratch_size));
+                rte_mbuf *head = hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl), u->port)
+                                         : nullptr;
+                if (head == nullptr) {
+                    close_upconn(*u, true, now);
+                    ctr_.generated_502.inc();
+                    reject(c, hl == 0 ? 431 : 503, now);
+                    return false;
+                }
+                c.retries_left = 0;
+                if (req.body == http::body_kind::none && idempotent(req.m) && uc.retries > 0) {
+                    c.retry_head = rte_pktmbuf_clone(head, ports_[u->port].pool);
+                    c.retries_left = c.retry_head != nullptr ? uc.retries : 0;
+                }
+                u->ri = http::request_info::of(req);
+                u->t_sent = now;
+                srv_ctr_[upstream][server].requests.inc();
+                push(*u, head, now);
+                // The request body, then whatever follows it (pipelining).
+                c.framer.reset(req.body, req.content_length, limits_);
+                std::memmove(c.buf, c.buf + consumed, c.buf_len - consumed);
+                c.buf_len -= consumed;
+                c.hp.reset();
+                c.response_started = false;
+                timers_.cancel(c.timer);
+                if (req.body == http::body_kind::none) {
+                    c.state = client::st::wait;
+                    return true;
+                }
+                c.state = client::st::body;
+                timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
+                // Body bytes that arrived with the head: copied (small).
+                if (c.buf_len != 0) {
+                    const auto fr = c.framer.feed({c.buf, c.buf_len});
+                    if (fr.error) {
+                        ctr_.requests_rejected.inc();
+                        ctr_.rejected_by_reason[static_cast<uint8_t>(fr.err) & 63].inc();
+                        close_upconn(*u, true, now);
+                        reject(c, http::status_for(fr.err), now);
+                        return false;
+                    }
+                    if (fr.consumed != 0)
+                        push(*u, chain_of(c.buf, fr.consumed, u->port), now);
+                    std::memmove(c.buf, c.buf + fr.consumed, c.buf_len - fr.consumed);
+                    c.buf_len -= fr.consumed;
+                    if (fr.done) c.state = client::st::wait;
+                }
+                return true;
+            }
+            if (c.buf_len >= c.cap) {
+                ctr_.requests_rejected.inc();
+                ctr_.rejected_by_reason[static_cast<uint8_t>(http::parse_error::head_too_large)]
+                    .inc();
+                reject(c, 431, now);
+                return false;
+            }
+        }
+        // More bytes.
+        if (c.in_n == 0 && pull(c, now) == 0) {
+            if (c.eof) {
+                // End of the connection between requests (or mid-head).
+                close_client(c, now);
+            }
+            return false;
+        }
+        if (c.buf_len == 0 && c.requests > 0) {
+            // A new request began: its head must arrive in time.
+            timers_.arm(c.timer, now + cfg_.http.client_header_timeout_ms * ms);
+        }
+        net::tcp_rx_piece &p = c.front();
+        const uint32_t k = copy_out(p, c.buf + c.buf_len, c.cap - c.buf_len);
+        c.buf_len += k;
+        p.off += k;
+        p.len -= k;
+        if (p.len == 0) {
+            rte_pktmbuf_free(p.m);
+            c.pop();
+        }
+    }
+}
+
+void worker_proxy::client_body(client &c, uint64_t now) noexcept {
+    if (c.up == none) return;
+    upconn &u = upconns_[c.up];
+    if (!u.used || u.gen != c.up_gen) return;
+    for (;;) {
+        if (!flush(u, now)) return;  // the upstream is behind: read nothing more
+        if (c.in_n == 0 && pull(c, now) == 0) {
+            if (c.eof) {
+                // The client went away mid-body: the request cannot complete.
+                ctr_.client_gone.inc();
+                close_upconn(u, true, now);
+                c.up = none;
+                close_client(c, now);
+            }
+            return;
+        }
+        net::tcp_rx_piece &p = c.front();
+        const auto fr = feed_piece(c.framer, p);
+        if (fr.error) {
+            ctr_.requests_rejected.inc();
+            ctr_.rejected_by_reason[static_cast<uint8_t>(fr.err) & 63].inc();
+            close_upconn(u, true, now);
+            c.up = none;
+            reject(c, http::status_for(fr.err), now);
+            return;
+        }
+        if (cfg_.http.max_body_bytes != 0 && c.framer.payload_bytes() > cfg_.http.max_body_bytes) {
+            ctr_.body_too_large.inc();
+            close_upconn(u, true, now);
+            c.up = none;
+            reject(c, 413, now);
+            return;
+        }
+        if (fr.consumed != 0) {
+            bool whole = false;
+            rte_mbuf *m = split_front(p, fr.consumed, ports_[c.port].pool, whole);
+            if (whole) c.pop();
+            if (m == nullptr || !push(u, m, now)) {
+                ctr_.no_buffer.inc();
+                close_upconn(u, true, now);
+                c.up = none;
+                abort_client(c, now);
+                return;
+            }
+            timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
+        }
+        if (fr.done) {
+            c.state = client::st::wait;
+            timers_.cancel(c.timer);
+            return;
+        }
+    }
+}
+
+void worker_proxy::reject(client &c, uint16_t status, uint64_t now) noexcept {
+    if (c.up != none) {
+        upconn &u = upconns_[c.up];
+        if (u.used && u.gen == c.up_gen) close_upconn(u, true, now);
+        c.up = none;
+    }
+    if (status >= 500)
+        ctr_.responses_5xx.inc();
+    else
+        ctr_.responses_4xx.inc();
+    const size_t n = http::serialize_error(status, true, std::span(scratch_.get(), scratch_size));
+    push(c, chain_of(scratch_.get(), static_cast<uint32_t>(n), c.port), now);
+    close_client(c, now);
+}
+
+void worker_proxy::close_client(client &c, uint64_t now) noexcept {
+    c.state = client::st::closing;
+    c.closing = true;
+    timers_.arm(c.timer, now + cfg_.http.client_idle_timeout_ms * ms);  // bound the lingering
+    drop_input(c);
+    flush(c, now);
+}
+
+void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
+    ctr_.client_aborted.inc();
+    if (c.h.valid()) ports_[c.port].layer->abort(c.h, now);
+    // The closed event frees it.
+    c.state = client::st::closing;
+}
+
+void worker_proxy::free_client(client &c) noexcept {
+    timers_.cancel(c.timer);
+    drop_input(c);
+    for (uint32_t i = 0; i < c.out_n; ++i) rte_pktmbuf_free(c.out[i]);
+    c.out_n = 0;
+    if (c.retry_head != nullptr) {
+        rte_pktmbuf_free(c.retry_head);
+        c.retry_head = nullptr;
+    }
+    if (c.up != none) {
+        upconn &u = upconns_[c.up];
+        if (u.used && u.gen == c.up_gen && u.state != upconn::st::idle)
+            close_upconn(u, true, reactor::reactor::now_ns());
+        c.up = none;
+    }
+    if (c.h.valid()) {
+        slot_owner_[c.port][c.h.index] = none;
+        ports_[c.port].layer->abort(c.h, reactor::reactor::now_ns());
+        c.h = net::tcp_handle{};
+    }
+    c.used = false;
+    --nclients_;
+    --listener_active_[c.listener];
+    ctr_.client_closed.inc();
+    free_clients_[nfree_clients_++] = static_cast<uint32_t>(&c - clients_.get());
+}
+
+void worker_proxy::finish_response(client &c, upconn *u, bool reusable, uint64_t now) noexcept {
+    if (c.state == client::st::body) {
+        // The origin answered before the request body was through (RFC 9112
+        // §9.3: e.g. an early 413): the rest of the body cannot be told from
+        // a next request, so both connections end after this response.
+        c.keep_alive = false;
+        reusable = false;
+    }
+    if (u != nullptr) {
+        u->client = none;
+        release_upconn(*u, reusable, now);
+    }
+    c.up = none;
+    c.response_started = false;
+    if (c.retry_head != nullptr) {
+        rte_pktmbuf_free(c.retry_head);
+        c.retry_head = nullptr;
+    }
+    if (!c.keep_alive || draining_) {
+        if (draining_) ctr_.drained.inc();
+        close_client(c, now);
+        return;
+    }
+    c.state = client::st::head;
+    c.hp.reset();
+    timers_.arm(c.timer, now + cfg_.http.client_idle_timeout_ms * ms);
+    drive_client(c, now);
+}
+
+// ---------------------------------------------------------------- upstream
+
+uint16_t worker_proxy::port_for(uint32_t addr) const noexcept {
+    for (uint16_t i = 0; i < ports_.size(); ++i) {
+        const uint32_t mask =
+            ports_[i].prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - ports_[i].prefix_len);
+        if ((addr & mask) == (ports_[i].addr & mask)) return i;
+    }
+    for (uint16_t i = 0; i < ports_.size(); ++i)
+        if (ports_[i].has_gateway) return i;
+    return 0;
+}
+
+worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server, uint64_t now,
+                                            bool fresh_only) noexcept {
+    upstream_state &us = *ups_[upstream];
+    const auto &uc = cfg_.upstreams[upstream];
+    upconn *u = nullptr;
+    if (!fresh_only) {
+        // Most recently used idle connection first (LIFO: warm, least likely
+        // to have been closed by the origin's keep-alive timeout).
+        while (us.idle_head[server] != none) {
+            upconn &cand = upconns_[us.idle_head[server]];
+            us.idle_head[server] = cand.idle_next;
+            if (cand.idle_next != none) upconns_[cand.idle_next].idle_prev = none;
+            cand.idle_next = cand.idle_prev = none;
+            --us.nidle[server];
+            srv_ctr_[upstream][server].idle.dec();
+            if (cand.eof || !cand.h.valid()) {
+                close_upconn(cand, true, now);
+                continue;
+            }
+            u = &cand;
+            u->reused = true;
+            u->state = upconn::st::head;
+            ctr_.upstream_reused.inc();
+            timers_.arm(u->timer, now + uc.response_timeout_ms * ms);
+            break;
+        }
+    }
+    if (u == nullptr) {
+        if (nfree_upconns_ == 0) return nullptr;
+        const auto &srv = uc.servers[server];
+        const uint16_t port = port_for(srv.addr);
+        net::tcp_handle h;
+        if (ports_[port].layer->connect(net::ipv4_addr(srv.addr), srv.port, now, h) !=
+            net::tcp_layer::connect_result::ok)
+            return nullptr;
+        const uint32_t idx = free_upconns_[--nfree_upconns_];
+        u = &upconns_[idx];
+        u->used = true;
+        ++u->gen;
+        u->port = port;
+        u->h = h;
+        u->in_head = u->in_n = u->out_n = 0;
+        u->eof = u->closing = u->fin_sent = false;
+        u->buf_len = 0;
+        u->upstream = upstream;
+        u->server = server;
+        u->reused = false;
+        u->health = false;
+        u->state = upconn::st::connecting;
+        u->idle_next = u->idle_prev = none;
+        slot_owner_[port][h.index] = idx | kind_up;
+        ++nupconns_;
+        ctr_.upstream_connects.inc();
+        srv_ctr_[upstream][server].connections.inc();
+        timers_.arm(u->timer, now + uc.connect_timeout_ms * ms);
+    }
+    u->client = static_cast<uint32_t>(&c - clients_.get());
+    u->client_gen = c.gen;
+    u->hp.reset();
+    u->buf_len = 0;
+    c.up = static_cast<uint32_t>(u - upconns_.get());
+    c.up_gen = u->gen;
+    ++us.busy[server];
+    srv_ctr_[upstream][server].active.inc();
+    return u;
+}
+
+void worker_proxy::drive_upconn(upconn &u, uint64_t now) noexcept {
+    if (!u.used) return;
+    if (u.state == upconn::st::connecting) return;
+    if (u.state == upconn::st::idle) {
+        // Nothing is expected from an idle origin: EOF or stray bytes end it.
+        if (u.in_n != 0 || pull(u, now) != 0 || u.eof) close_upconn(u, u.in_n != 0, now);
+        return;
+    }
+    if (u.state == upconn::st::closing) {
+        drop_input(u);
+        while (pull(u, now) != 0) drop_input(u);
+        flush(u, now);
+        return;
+    }
+    flush(u, now);
+    // The request body may be waiting for room toward us.
+    if (u.client != none) {
+        client &c = clients_[u.client];
+        if (c.used && c.gen == u.client_gen && c.state == client::st::body && u.out_n == 0)
+            client_body(c, now);
+        if (!u.used) return;
+    }
+    for (int guard = 0; guard < 64 && u.used; ++guard) {
+        if (u.state == upconn::st::head) {
+            if (!upconn_head(u, now)) return;
+        } else if (u.state == upconn::st::body) {
+            upconn_body(u, now);
+            return;
+        } else {
+            return;
+        }
+    }
+}
+
+bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
+    client *cp = nullptr;
+    if (u.client != none) {
+        client &c = clients_[u.client];
+        if (c.used && c.gen == u.client_gen) cp = &c;
+    }
+    if (cp == nullptr && !u.health) {
+        close_upconn(u, true, now);
+        return false;
+    }
+    for (;;) {
+        if (u.buf_len != 0) {
+            http::response resp;
+            const auto r = http::parse_response(u.hp, {u.buf, u.buf_len}, u.ri, resp,
+                                                std::span(fields_.get(), limits_.max_headers),
+                                                limits_);
+            if (r.st == http::parse_result::status::error) {
+                ctr_.upstream_bad_response.inc();
+                upconn_failed(u, 502, true, now);
+                return false;
+            }
+            if (r.st == http::parse_result::status::done) {
+                const uint32_t consumed = r.consumed;
+                if (u.health) {
+                    const bool ok = resp.status >= 200 && resp.status < 400;
+                    if (!ok) ctr_.health_check_failed.inc();
+                    ups_[u.upstream]->hc_conn[u.server] = none;
+                    health_result(u.upstream, u.server, ok, now);
+                    close_upconn(u, true, now);
+                    return false;
+                }
+                client &c = *cp;
+                if (resp.status == 101) {  // no upgrades through ferry
+                    ctr_.upstream_bad_response.inc();
+                    upconn_failed(u, 502, false, now);
+                    return false;
+                }
+                auto &sc = srv_ctr_[u.upstream][u.server];
+                if (resp.status >= 200) {
+                    sc.latency_ns.inc(now - u.t_sent);
+                    sc.responses.inc();
+                    auto &h = shared_.health[u.upstream][u.server];
+                    if (h.consecutive_fails.load(std::memory_order_relaxed) != 0)
+                        h.consecutive_fails.store(0, std::memory_order_relaxed);
+                }
+                const bool until_close = resp.body == http::body_kind::until_close;
+                if (until_close) c.keep_alive = false;
+                http::forward_info fi;
+                fi.keep_alive = c.keep_alive && resp.status >= 200;
+                fi.via_name = cfg_.http.via;
+                const size_t hl = http::serialize_response_head(
+                    resp, fi, std::span(scratch_.get(), scratch_size));
+                rte_mbuf *head =
+                    hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl), c.port) : nullptr;
+                if (head == nullptr) {
+                    upconn_failed(u, 502, false, now);
+                    return false;
+                }
+                push(c, head, now);
+                c.response_started = true;
+                if (c.retry_head != nullptr) {
+                    rte_pktmbuf_free(c.retry_head);
+                    c.retry_head = nullptr;
+                }
+                switch (resp.status / 100) {
+                    case 1:
+                        ctr_.responses_1xx.inc();
+                        break;
+                    case 2:
+                        ctr_.responses_2xx.inc();
+                        break;
+                    case 3:
+                        ctr_.responses_3xx.inc();
+                        break;
+                    case 4:
+                        ctr_.responses_4xx.inc();
+                        break;
+                    default:
+                        ctr_.responses_5xx.inc();
+                        break;
+                }
+                std::memmove(u.buf, u.buf + consumed, u.buf_len - consumed);
+                u.buf_len -= consumed;
+                u.hp.reset();
+                if (resp.status < 200) {
+                    // 1xx: a complete message; the final response follows.
+                    c.response_started = false;
+                    continue;
+                }
+                u.resp_keep_alive = resp.keep_alive && !until_close;
+                u.framer.reset(resp.body, resp.content_length, limits_);
+                u.state = upconn::st::body;
+                const auto &uc = cfg_.upstreams[u.upstream];
+                timers_.arm(u.timer, now + uc.read_timeout_ms * ms);
+                // Body bytes that came with the head: copied (small).
+                if (u.buf_len != 0) {
+                    const auto fr = u.framer.feed({u.buf, u.buf_len});
+                    if (fr.error) {
+                        ctr_.upstream_bad_response.inc();
+                        upconn_failed(u, 502, true, now);
+                        return false;
+                    }
+                    if (fr.consumed != 0) push(c, chain_of(u.buf, fr.consumed, c.port), now);
+                    const bool extra = fr.consumed < u.buf_len;
+                    u.buf_len = 0;
+                    if (fr.done) {
+                        finish_response(c, &u, u.resp_keep_alive && !extra && u.in_n == 0, now);
+                        return false;
+                    }
+                    if (extra) {
+                        ctr_.upstream_bad_response.inc();
+                        upconn_failed(u, 502, true, now);
+                        return false;
+                    }
+                }
+                if (u.framer.done()) {  // no body
+                    finish_response(c, &u, u.resp_keep_alive && u.in_n == 0, now);
+                    return false;
+                }
+                return true;
+            }
+            if (u.buf_len >= u.cap) {
+                ctr_.upstream_bad_response.inc();
+                upconn_failed(u, 502, true, now);
+                return false;
+            }
+        }
+        if (u.in_n == 0 && pull(u, now) == 0) {
+            if (u.eof) {
+                // Closed before (the rest of) a response head.
+                upconn_failed(u, 502, true, now);
+            }
+            return false;
+        }
+        net::tcp_rx_piece &p = u.front();
+        const uint32_t k = copy_out(p, u.buf + u.buf_len, u.cap - u.buf_len);
+        u.buf_len += k;
+        p.off += k;
+        p.len -= k;
+        if (p.len == 0) {
+            rte_pktmbuf_free(p.m);
+            u.pop();
+        }
+    }
+}
+
+void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
+    client *cp = nullptr;
+    if (u.client != none) {
+        client &c = clients_[u.client];
+        if (c.used && c.gen == u.client_gen) cp = &c;
+    }
+    if (cp == nullptr) {
+        close_upconn(u, true, now);
+        return;
+    }
+    client &c = *cp;
+    const auto &uc = cfg_.upstreams[u.upstream];
+    for (;;) {
+        if (!flush(c, now)) return;  // the client is behind: read nothing more
+        if (u.in_n == 0 && pull(u, now) == 0) {
+            if (u.eof) {
+                if (u.framer.kind() == http::body_kind::until_close) {
+                    finish_response(c, &u, false, now);
+                } else {
+                    // Closed mid-body: the response is truncated.
+                    ctr_.upstream_bad_response.inc();
+                    upconn_failed(u, 502, true, now);
+                }
+            }
+            return;
+        }
+        net::tcp_rx_piece &p = u.front();
+        const auto fr = feed_piece(u.framer, p);
+        if (fr.error) {
+            ctr_.upstream_bad_response.inc();
+            upconn_failed(u, 502, true, now);
+            return;
+        }
+        if (fr.consumed != 0) {
+            bool whole = false;
+            rte_mbuf *m = split_front(p, fr.consumed, ports_[u.port].pool, whole);
+            if (whole) u.pop();
+            if (m == nullptr || !push(c, m, now)) {
+                ctr_.no_buffer.inc();
+                upconn_failed(u, 502, false, now);
+                return;
+            }
+            timers_.arm(u.timer, now + uc.read_timeout_ms * ms);
+        }
+        if (fr.done) {
+            const bool extra = u.in_n != 0;
+            finish_response(c, &u, u.resp_keep_alive && !extra && !u.eof, now);
+            return;
+        }
+    }
+}
+
+void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
+                                 uint64_t now) noexcept {
+    if (u.health) {
+        ctr_.health_check_failed.inc();
+        ups_[u.upstream]->hc_conn[u.server] = none;
+        health_result(u.upstream, u.server, false, now);
+        close_upconn(u, true, now);
+        return;
+    }
+    client *cp = nullptr;
+    if (u.client != none) {
+        client &c = clients_[u.client];
+        if (c.used && c.gen == u.client_gen) cp = &c;
+    }
+    const int upstream = u.upstream, server = u.server;
+    const bool reused = u.reused;
+    if (count_health && !reused) {
+        srv_ctr_[upstream][server].failures.inc();
+        health_result(upstream, server, false, now);
+    }
+    close_upconn(u, true, now);  // also ends its busy accounting for the client
+    if (cp == nullptr) return;
+    client &c = *cp;
+    c.up = none;
+    if (c.response_started) {
+        abort_client(c, now);
+        return;
+    }
+    // RFC 9110 §9.2.2: an idempotent request may be retried; only when the
+    // connection was a reused keep-alive one (the origin may have closed it
+    // just as we sent) and the request had no body.
+    if (reused && c.retry_head != nullptr && c.retries_left > 0 && c.state == client::st::wait) {
+        upconn *fresh = acquire(c, upstream, server, now, true);
+        if (fresh != nullptr) {
+            --c.retries_left;
+            ctr_.requests_retried.inc();
+            rte_mbuf *again = c.retries_left > 0 ? rte_pktmbuf_clone(c.retry_head, ports_[fresh->port].pool)
+                                                 : nullptr;
+            fresh->ri = u.ri;
+            fresh->t_sent = now;
+            push(*fresh, c.retry_head, now);
+            c.retry_head = again;
+            return;
+        }
+    }
+    if (status == 504)
+        ctr_.generated_504.inc();
+    else
+        ctr_.generated_502.inc();
+    reject(c, status, now);
+}
+
+void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexcept {
+    upstream_state &us = *ups_[u.upstream];
+    if (us.busy[u.server] > 0) --us.busy[u.server];
+    srv_ctr_[u.upstream][u.server].active.dec();
+    const auto &uc = cfg_.upstreams[u.upstream];
+    if (!reusable || draining_ || u.eof || us.nidle[u.server] >= uc.max_idle ||
+        cfg_.upstreams[u.upstream].pool != config::pool_mode::local) {
+        u.state = upconn::st::body;  // so close_upconn does not touch the idle list
+        close_upconn(u, !reusable, now);
+        return;
+    }
+    u.state = upconn::st::idle;
+    u.reused = false;
+    u.idle_prev = none;
+    u.idle_next = us.idle_head[u.server];
+    if (u.idle_next != none) upconns_[u.idle_next].idle_prev = static_cast<uint32_t>(&u - upconns_.get());
+    us.idle_head[u.server] = static_cast<uint32_t>(&u - upconns_.get());
+    ++us.nidle[u.server];
+    srv_ctr_[u.upstream][u.server].idle.inc();
+    timers_.arm(u.timer, now + cfg_.http.client_idle_timeout_ms * ms);
+}
+
+void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
+    if (!u.used) return;
+    upstream_state &us = *ups_[u.upstream];
+    if (u.state == upconn::st::idle) {
+        const uint32_t idx = static_cast<uint32_t>(&u - upconns_.get());
+        if (u.idle_prev != none)
+            upconns_[u.idle_prev].idle_next = u.idle_next;
+        else if (us.idle_head[u.server] == idx)
+            us.idle_head[u.server] = u.idle_next;
+        if (u.idle_next != none) upconns_[u.idle_next].idle_prev = u.idle_prev;
+        u.idle_next = u.idle_prev = none;
+        --us.nidle[u.server];
+        srv_ctr_[u.upstream][u.server].idle.dec();
+    } else if (u.client != none) {
+        // Still counted busy for a client.
+        if (us.busy[u.server] > 0) --us.busy[u.server];
+        srv_ctr_[u.upstream][u.server].active.dec();
+        u.client = none;
+    }
+    timers_.cancel(u.timer);
+    drop_input(u);
+    if (!u.h.valid()) {
+        free_upconn(u);
+        return;
+    }
+    if (abort) {
+        ctr_.upstream_aborted.inc();
+        ports_[u.port].layer->abort(u.h, now);  // its closed event frees it
+        u.state = upconn::st::closing;
+        return;
+    }
+    u.state = upconn::st::closing;
+    u.closing = true;
+    flush(u, now);
+}
+
+void worker_proxy::free_upconn(upconn &u) noexcept {
+    if (!u.used) return;
+    if (u.state == upconn::st::idle) {
+        upstream_state &us = *ups_[u.upstream];
+        const uint32_t idx = static_cast<uint32_t>(&u - upconns_.get());
+        if (u.idle_prev != none)
+            upconns_[u.idle_prev].idle_next = u.idle_next;
+        else if (us.idle_head[u.server] == idx)
+            us.idle_head[u.server] = u.idle_next;
+        if (u.idle_next != none) upconns_[u.idle_next].idle_prev = u.idle_prev;
+        --us.nidle[u.server];
+        srv_ctr_[u.upstream][u.server].idle.dec();
+    } else if (u.client != none) {
+        upstream_state &us = *ups_[u.upstream];
+        if (us.busy[u.server] > 0) --us.busy[u.server];
+        srv_ctr_[u.upstream][u.server].active.dec();
+    }
+    if (u.health && ups_[u.upstream]->hc_conn[u.server] == static_cast<uint32_t>(&u - upconns_.get()))
+        ups_[u.upstream]->hc_conn[u.server] = none;
+    timers_.cancel(u.timer);
+    drop_input(u);
+    for (uint32_t i = 0; i < u.out_n; ++i) rte_pktmbuf_free(u.out[i]);
+    u.out_n = 0;
+    if (u.h.valid()) {
+        slot_owner_[u.port][u.h.index] = none;
+        ports_[u.port].layer->abort(u.h, reactor::reactor::now_ns());
+        u.h = net::tcp_handle{};
+    }
+    u.used = false;
+    u.client = none;
+    u.health = false;
+    u.idle_next = u.idle_prev = none;
+    --nupconns_;
+    free_upconns_[nfree_upconns_++] = static_cast<uint32_t>(&u - upconns_.get());
+}
+
+void worker_proxy::health_result(int upstream, int server, bool ok, uint64_t now) noexcept {
+    auto &h = shared_.health[upstream][server];
+    const auto &uc = cfg_.upstreams[upstream];
+    if (ok) {
+        h.consecutive_fails.store(0, std::memory_order_relaxed);
+        if (h.down_until.load(std::memory_order_relaxed) != 0)
+            h.down_until.store(0, std::memory_order_relaxed);
+        return;
+    }
+    const uint32_t f = h.consecutive_fails.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (uc.max_fails != 0 && f >= uc.max_fails) {
+        h.down_until.store(now + uc.fail_timeout_ms * ms, std::memory_order_relaxed);
+        h.consecutive_fails.store(0, std::memory_order_relaxed);
+        h.marked_down.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void worker_proxy::run_health_checks(uint64_t now) noexcept {
+    uint64_t next = UINT64_MAX;
+    for (size_t ui = 0; ui < cfg_.upstreams.size(); ++ui) {
+        const auto &uc = cfg_.upstreams[ui];
+        if (uc.health_check_path.empty()) continue;
+        next = std::min<uint64_t>(next, now + uc.health_check_interval_ms * ms);
+        upstream_state &us = *ups_[ui];
+        for (size_t s = 0; s < uc.servers.size(); ++s) {
+            if (us.hc_conn[s] != none) continue;  // still running (its timer ends it)
+            if (nfree_upconns_ == 0) return;
+            const auto &srv = uc.servers[s];
+            const uint16_t port = port_for(srv.addr);
+            net::tcp_handle h;
+            if (ports_[port].layer->connect(net::ipv4_addr(srv.addr), srv.port, now, h) !=
+                net::tcp_layer::connect_result::ok)
+                continue;
+            const uint32_t idx = free_upconns_[--nfree_upconns_];
+            upconn &u = upconns_[idx];
+            u.used = true;
+            ++u.gen;
+            u.port = port;
+            u.h = h;
+            u.in_head = u.in_n = u.out_n = 0;
+            u.eof = u.closing = u.fin_sent = false;
+            u.buf_len = 0;
+            u.hp.reset();
+            u.upstream = static_cast<int>(ui);
+            u.server = static_cast<int>(s);
+            u.reused = false;
+            u.health = true;
+            u.client = none;
+            u.state = upconn::st::connecting;
+            u.ri = http::request_info{};
+            slot_owner_[port][h.index] = idx | kind_up;
+            ++nupconns_;
+            us.hc_conn[s] = idx;
+            ctr_.health_checks.inc();
+            char host[32];
+            std::snprintf(host, sizeof host, "%u.%u.%u.%u:%u", srv.addr >> 24,
+                          (srv.addr >> 16) & 255, (srv.addr >> 8) & 255, srv.addr & 255, srv.port);
+            const int n = std::snprintf(
+                scratch_.get(), scratch_size,
+                "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: ferry-health-check\r\n"
+                "Connection: close\r\n\r\n",
+                uc.health_check_path.c_str(),
+                uc.health_check_host.empty() ? host : uc.health_check_host.c_str());
+            push(u, chain_of(scratch_.get(), static_cast<uint32_t>(n), port), now);
+            timers_.arm(u.timer, now + uc.health_check_timeout_ms * ms);
+        }
+    }
+    if (next != UINT64_MAX && !draining_) timers_.arm(health_timer_, next);
+}
+
+// ---------------------------------------------------------------- timers
+
+void worker_proxy::client_timer_cb(void *ctx) noexcept {
+    auto &c = *static_cast<client *>(ctx);
+    worker_proxy &px = *c.px;
+    const uint64_t now = reactor::reactor::now_ns();
+    if (!c.used) return;
+    switch (c.state) {
+        case client::st::head:
+            if (c.buf_len == 0 && c.in_n == 0 && c.requests > 0) {
+                px.ctr_.timeouts_idle.inc();
+                px.close_client(c, now);
+            } else {
+                px.ctr_.timeouts_header.inc();
+                // RFC 9110 §15.5.9: 408 for a request that did not arrive in time.
+                px.reject(c, 408, now);
+            }
+            break;
+        case client::st::body:
+            px.ctr_.timeouts_body.inc();
+            px.reject(c, 408, now);
+            break;
+        case client::st::wait:
+            break;
+        case client::st::closing:
+            // Lingered too long with unsent data or no FIN answer: give up.
+            px.abort_client(c, now);
+            break;
+    }
+}
+
+void worker_proxy::upconn_timer_cb(void *ctx) noexcept {
+    auto &u = *static_cast<upconn *>(ctx);
+    worker_proxy &px = *u.px;
+    const uint64_t now = reactor::reactor::now_ns();
+    if (!u.used) return;
+    switch (u.state) {
+        case upconn::st::idle:
+            px.ctr_.upstream_closed_idle.inc();
+            px.close_upconn(u, false, now);
+            break;
+        case upconn::st::closing:
+            px.close_upconn(u, true, now);
+            break;
+        case upconn::st::connecting:
+            px.ctr_.upstream_connect_failed.inc();
+            px.ctr_.timeouts_upstream.inc();
+            px.upconn_failed(u, 504, true, now);
+            break;
+        case upconn::st::head:
+        case upconn::st::body:
+            px.ctr_.timeouts_upstream.inc();
+            px.upconn_failed(u, 504, true, now);
+            break;
+    }
+}
+
+void worker_proxy::health_timer_cb(void *ctx) noexcept {
+    auto &px = *static_cast<worker_proxy *>(ctx);
+    px.run_health_checks(reactor::reactor::now_ns());
+}
+
+// ---------------------------------------------------------------- drain
+
+void worker_proxy::begin_drain(uint64_t now) noexcept {
+    if (draining_) return;
+    draining_ = true;
+    timers_.cancel(health_timer_);
+    for (const auto &l : cfg_.listeners)
+        for (const port_ref &p : ports_) (void)p.layer->unlisten(l.port);
+    for (uint32_t i = 0; i < max_clients_; ++i) {
+        client &c = clients_[i];
+        if (!c.used) continue;
+        c.keep_alive = false;
+        if (c.state == client::st::head && c.buf_len == 0 && c.in_n == 0) {
+            ctr_.drained.inc();
+            close_client(c, now);
+        }
+    }
+    for (uint32_t i = 0; i < max_upconns_; ++i) {
+        upconn &u = upconns_[i];
+        if (u.used && (u.state == upconn::st::idle || u.health)) close_upconn(u, u.health, now);
+    }
+}
+
+void worker_proxy::abort_all(uint64_t now) noexcept {
+    for (uint32_t i = 0; i < max_clients_; ++i)
+        if (clients_[i].used && clients_[i].h.valid()) {
+            ctr_.drained.inc();
+            ports_[clients_[i].port].layer->abort(clients_[i].h, now);
+        }
+    for (uint32_t i = 0; i < max_upconns_; ++i)
+        if (upconns_[i].used && upconns_[i].h.valid())
+            ports_[upconns_[i].port].layer->abort(upconns_[i].h, now);
+}
+
+}  // namespace ferry::proxy

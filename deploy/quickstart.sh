@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # ferry quickstart, on a fresh Debian 12 machine as root:
 #   installs the packages, builds into build/, creates a private network
-#   namespace with a demo origin (nginx), starts ferry there on its embedded
-#   default (a net_tap NIC, 10.77.0.1/24), shows it working, and cleans up.
+#   namespace with a demo origin (nginx on 10.77.0.2:8080), starts ferry there
+#   on its embedded default (a net_tap NIC, 10.77.0.1/24, an HTTP proxy on port
+#   80 in front of the origin), proxies a curl and a 10 s wrk run through it,
+#   shows the counters, and cleans up.
 #
 #   deploy/quickstart.sh          run the demo and stop
 #   deploy/quickstart.sh --keep   leave ferry running until Ctrl-C
@@ -83,6 +85,17 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 ip netns exec "$ns" curl -s http://10.77.0.2:8080/ | sed 's/^/    /'
+
+step "curl through ferry: http://10.77.0.1/ (proxied to the origin)"
+ip netns exec "$ns" curl -s -i --max-time 10 http://10.77.0.1/ | sed 's/^/    /'
+code=$(ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' --max-time 10 http://10.77.0.1/)
+[ "$code" = 200 ] || { echo "quickstart: proxied request answered $code"; exit 1; }
+
+step "wrk through ferry: 10 s, 50 connections"
+ip netns exec "$ns" timeout 30 wrk -t 2 -c 50 -d 10s http://10.77.0.1/ | sed 's/^/    /'
+
+step "telemetry: /ferry/http and /ferry/upstreams"
+printf '/ferry/http\n/ferry/upstreams\n' | dpdk-telemetry.py -f "$prefix" | sed 's/^/    /'
 
 step "ping ferry (10.77.0.1) from the namespace"
 ip netns exec "$ns" ping -c 5 -i 0.2 10.77.0.1 | sed 's/^/    /'

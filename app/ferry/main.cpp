@@ -240,6 +240,7 @@ void print_effective(const loaded &l, const std::string &drivers_dir) {
         if (p.gateway) std::printf(", gateway %s", config::format_ipv4(*p.gateway).c_str());
         std::printf(", mtu %u, mbufs %u\n", p.mtu, p.mbufs);
     }
+    std::fputs(config::describe_proxy(c).c_str(), stdout);
 }
 
 int run(int argc, char **argv) {

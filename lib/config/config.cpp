@@ -22,12 +22,28 @@ constexpr int64_t max_workers = 128;
 constexpr int64_t max_ports = 32;
 
 constexpr std::string_view embedded_default_text =
-    R"(# ferry's built-in configuration: one net_tap port. The tap interface "ferry0" appears
-# in ferry's network namespace; give the kernel side an address in 10.77.0.0/24.
+    R"(# ferry's built-in configuration: one net_tap port and an HTTP proxy on port 80 in
+# front of a demo origin. The tap interface "ferry0" appears in ferry's network
+# namespace; give the kernel side 10.77.0.2/24 and run the origin at 10.77.0.2:8080
+# (deploy/quickstart.sh does both).
 [ferry]
 wakeup_mode = "conditional"
 idle_threshold_us = 200
 neighbor_timeout_s = 60
+
+[http]
+client_idle_timeout_ms = 60000
+
+[[listener]]
+name = "web"
+port = 80
+default_upstream = "demo"
+
+[[upstream]]
+name = "demo"
+pool = "local"
+  [[upstream.server]]
+  address = "10.77.0.2:8080"
 
 [[port]]
 name = "tap0"

@@ -82,6 +82,11 @@ def tap_queue(ns):
     so the test measures TCP, not the scheduler. Loss is injected on purpose
     in run_lossy."""
     ns.run(["ip", "link", "set", "ferry0", "txqueuelen", "10000"])
+    # The churn's client closes first, so its ports sit in TIME-WAIT (60 s on
+    # Linux): 100k connections need more than the default 28k ephemeral ports
+    # unless TIME-WAIT ports may be reused after 1 s (RFC 6191, timestamps on).
+    ns.run(["sysctl", "-q", "-w", "net.ipv4.tcp_tw_reuse=1"])
+    ns.run(["sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=1024 65000"])
 
 
 def quiesce(f, start_in_use, timeout=30):

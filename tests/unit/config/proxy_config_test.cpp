@@ -717,11 +717,16 @@ TEST(proxy_config, defaults_without_proxy_tables) {
     EXPECT_TRUE(r->upstreams.empty());
     EXPECT_EQ(describe_proxy(*r), "proxy: off (no [[listener]])\n");
 
-    // The embedded default runs no proxy either.
+    // The embedded default proxies port 80 to the demo origin.
     auto d = parse(embedded_default(), embedded_default_name);
     ASSERT_TRUE(d) << d.error().to_string();
-    EXPECT_TRUE(d->listeners.empty());
-    EXPECT_TRUE(d->upstreams.empty());
+    ASSERT_EQ(d->listeners.size(), 1u);
+    EXPECT_EQ(d->listeners[0].port, 80);
+    EXPECT_EQ(d->listeners[0].default_upstream_index, 0);
+    ASSERT_EQ(d->upstreams.size(), 1u);
+    ASSERT_EQ(d->upstreams[0].servers.size(), 1u);
+    EXPECT_EQ(format_endpoint(d->upstreams[0].servers[0].addr, d->upstreams[0].servers[0].port),
+              "10.77.0.2:8080");
 }
 
 TEST(proxy_config, defaults_of_a_minimal_proxy) {

@@ -374,7 +374,8 @@ result<ferry_config, error> parse(std::string_view toml_text, std::string_view s
 // "cannot read file: <errno text>"}.
 result<ferry_config, error> load_file(const std::string &path);
 // TOML text of the built-in configuration: one net_tap port "tap0" on iface "ferry0",
-// address 10.77.0.1/24, no gateway. Parse it with source_name embedded_default_name.
+// address 10.77.0.1/24, no gateway, and a proxy listener on port 80 whose default
+// upstream is the demo origin 10.77.0.2:8080. Parse it with source_name embedded_default_name.
 std::string_view embedded_default();
 inline constexpr std::string_view embedded_default_name = "<embedded default>";
 

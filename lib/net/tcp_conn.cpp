@@ -241,6 +241,11 @@ void tcp_conn::abort(uint64_t now) noexcept {
     if (state_ != tcp_state::closed) {
         ctr_.conn_aborted.inc();
         enter_closed(tcp_close_reason::aborted, now);
+    } else if (rq_.bytes() != 0) {
+        // Closed in order with data still unread (tcp_layer keeps such a
+        // connection readable): the application gives up on it.
+        rq_.clear();
+        close_reason_ = tcp_close_reason::aborted;
     }
 }
 

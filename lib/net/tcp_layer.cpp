@@ -623,6 +623,16 @@ std::size_t tcp_layer::poll_events(std::span<tcp_notice> out) noexcept {
         uint8_t ev = s.conn->take_events();
         const tcp_notice note{tcp_handle{idx, s.gen}, ev, s.local_port, s.active};
         if (s.conn->state() == tcp_state::closed) {
+            if (s.conn->close_reason() == tcp_close_reason::normal && s.conn->recv_queued() != 0) {
+                // An orderly close (e.g. TIME-WAIT ran out) with data the
+                // application has not read yet: it stays readable, as on
+                // Linux after shutdown(SHUT_WR); `closed` follows once
+                // recv() emptied the queue (after() lists the slot again).
+                out[n++] = tcp_notice{
+                    note.h, static_cast<uint8_t>((ev & ~tcp_event::closed) | tcp_event::readable),
+                    note.local_port, note.active};
+                continue;
+            }
             out[n++] = tcp_notice{note.h, static_cast<uint8_t>(ev | tcp_event::closed),
                                   note.local_port, note.active, s.conn->close_reason()};
             free_slot(idx);

@@ -482,5 +482,58 @@ TEST_F(TcpLayerTest, segments_of_other_queues_flows_are_handed_over) {
     EXPECT_EQ(out[0].h.flags, tcp_flag::syn | tcp_flag::ack);
 }
 
+TEST_F(TcpLayerTest, unread_data_survives_an_orderly_close_until_read) {
+    // We close first (FIN), the peer's data and FIN arrive, TIME-WAIT runs
+    // out: the data not read yet stays readable, `closed` comes after it.
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    const uint32_t iss = handshake(5000, 7, 100);
+    auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    const tcp_handle h = ev[0].h;
+    layer_->close(h, ms);  // FIN-WAIT-1
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(out[0].h.flags & tcp_flag::fin);
+    // The peer acknowledges our FIN and sends data and its own FIN.
+    send(seg(5000, 7, 101, tcp_flag::ack | tcp_flag::fin, iss + 2), from_string("abc"), 2 * ms);
+    take();
+    layer_->poll_timers(2 * ms + 61'000 * ms);  // 2*MSL passed: CLOSED
+    take();
+    ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_FALSE(ev[0].events & tcp_event::closed);
+    EXPECT_TRUE(ev[0].events & tcp_event::readable);
+    EXPECT_EQ(layer_->active(), 1u);
+    tcp_rx_piece p[4];
+    const std::size_t n = layer_->recv(h, p, 62'000 * ms);
+    ASSERT_EQ(n, 1u);
+    EXPECT_EQ(p[0].len, 3u);
+    rte_pktmbuf_free(p[0].m);
+    ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].events & tcp_event::closed);
+    EXPECT_EQ(ev[0].reason, tcp_close_reason::normal);
+    EXPECT_EQ(layer_->active(), 0u);
+}
+
+TEST_F(TcpLayerTest, abort_of_a_closed_connection_with_unread_data_frees_it) {
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    const uint32_t iss = handshake(5001, 7, 100);
+    const tcp_handle h = events().at(0).h;
+    layer_->close(h, ms);
+    take();
+    send(seg(5001, 7, 101, tcp_flag::ack | tcp_flag::fin, iss + 2), from_string("abc"), 2 * ms);
+    take();
+    layer_->poll_timers(62'000 * ms);
+    take();
+    ASSERT_EQ(events().size(), 1u);  // readable
+    layer_->abort(h, 62'000 * ms);
+    auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].events & tcp_event::closed);
+    EXPECT_EQ(ev[0].reason, tcp_close_reason::aborted);
+    EXPECT_EQ(layer_->active(), 0u);
+}
+
 }  // namespace
 }  // namespace ferry::net

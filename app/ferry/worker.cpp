@@ -133,9 +133,13 @@ void flush_tx(void *ctx, uint64_t now) {
 }
 
 // The inbox handler: messages other workers sent this one.
-void on_messages(void *ctx, unsigned, std::span<xcore::message> msgs, uint64_t now) {
+void on_messages(void *ctx, unsigned from, std::span<xcore::message> msgs, uint64_t now) {
     auto &w = *static_cast<worker *>(ctx);
-    for (const xcore::message &m : msgs) {
+    for (xcore::message &m : msgs) {
+        if (m.opcode >= proxy::op_first && w.proxy) {  // the proxy's range (shared pools)
+            w.proxy->on_message(from, m, now);
+            continue;
+        }
         switch (m.opcode) {
             case op_rx_frame:
                 if (m.flags < w.stacks.size()) {
@@ -267,6 +271,16 @@ std::string setup_worker(app_state &app, worker &w) {
         w.proxy = std::make_unique<proxy::worker_proxy>(app.cfg, refs, w.index, *app.proxy_shared,
                                                         w.loop->timers(),
                                                         reactor::reactor::now_ns());
+        if (app.mesh) {
+            // Shared upstream pools hand requests to the owning worker.
+            w.proxy->set_xcore(
+                app.mesh->workers(),
+                [](void *ctx, unsigned peer, const xcore::message &m) noexcept {
+                    auto &wk = *static_cast<worker *>(ctx);
+                    return wk.out != nullptr && wk.out->send(peer, m);
+                },
+                &w);
+        }
         if (std::string err = w.proxy->listen(); !err.empty()) return err;
         reactor::poller pp;
         pp.poll = [](void *ctx, uint64_t now) -> uint32_t {

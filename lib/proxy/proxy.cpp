@@ -3,13 +3,16 @@
 #include <rte_mbuf.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "ferry/http/serializer.h"
 #include "ferry/http/status.h"
 #include "ferry/net/tcp_conn.h"
 #include "ferry/reactor/reactor.h"
+#include "ferry/xcore/handle.h"
 
 namespace ferry::proxy {
 
@@ -20,6 +23,8 @@ constexpr uint32_t kind_up = 0x80000000u;
 constexpr uint64_t ms = 1'000'000;
 // Head buffers hold a head of up to max_header_bytes plus what arrived with it.
 constexpr uint32_t scratch_size = 96 * 1024;
+// Body pieces batched into one cross-core data message, up to this many bytes.
+constexpr uint32_t xcore_batch = 32 * 1024;
 
 // Trims the chain of `p` to exactly [p.off, p.off + p.len) and returns it
 // (frees the segments outside). Null (and everything freed) on failure.
@@ -165,6 +170,10 @@ struct worker_proxy::endpoint {
     uint32_t in_head = 0, in_n = 0;
     rte_mbuf *out[out_cap] = {};  // chains send() refused so far, in order
     uint32_t out_n = 0;
+    // Bit i: out[i] came in a cross-core data message and owes its sender a
+    // credit when the TCP send queue takes it (shared pools).
+    uint32_t cred_mask = 0;
+    bool is_up = false;     // an upconn (else a client)
     bool eof = false;       // the peer's FIN arrived (no data after `in`)
     bool closing = false;   // close once `out` is empty
     bool fin_sent = false;  // close() called
@@ -198,6 +207,18 @@ struct worker_proxy::client : worker_proxy::endpoint {
     int upstream = -1;
     rte_mbuf *retry_head = nullptr;  // a clone of the request head, for one retry
     uint32_t retries_left = 0;
+    // Shared pool, owner here: waiting in a shared connection's FIFO with
+    // its serialized head (the body is read once the connection is ours).
+    bool queued = false;
+    bool q_body = false;  // the request has a body (begin_body once attached)
+    rte_mbuf *q_head = nullptr;
+    http::request_info q_ri;
+    // Shared pool, owner elsewhere: the request went to worker xpeer.
+    bool remote = false;
+    uint16_t xpeer = 0;
+    uint16_t xgen = 0;     // request generation (the handle's), see proxy.h
+    uint32_t xcredit = 0;  // data messages we may still send
+    int server = -1;
 };
 
 struct worker_proxy::upconn : worker_proxy::endpoint {
@@ -211,6 +232,41 @@ struct worker_proxy::upconn : worker_proxy::endpoint {
     http::request_info ri;
     uint64_t t_sent = 0;
     uint32_t idle_prev = none, idle_next = none;
+    // Shared pool: `shared` for the connection's life; `slot` while it serves
+    // its slot (none once closing); `rq` the remote request it serves.
+    bool shared = false;
+    uint32_t slot = none;
+    uint32_t rq = none, rq_gen = 0;
+};
+
+// A request another worker handed over (B's side of the protocol in proxy.h).
+struct worker_proxy::rreq {
+    bool used = false;
+    bool queued = false;            // in its slot's FIFO
+    bool end = false;               // the whole request arrived (req_end / xf_end)
+    bool keep_alive = true;         // the client stays open after the response
+    bool response_started = false;  // resp_data sent
+    uint16_t from = 0, xgen = 0;
+    uint32_t agen = 0;  // allocation generation (FIFO entries, upconn links)
+    uint32_t cidx = 0, slot = none, up = none, up_gen = 0;
+    uint32_t credit = 0;  // resp_data we may still send
+    uint32_t retries_left = 0;
+    uint64_t handle = 0;
+    http::request_info ri;
+    rte_mbuf *retry_head = nullptr;
+    rte_mbuf *q[xcore_window] = {};  // chains received, not yet pushed to the upconn
+    uint32_t qh = 0, qn = 0;
+};
+
+struct worker_proxy::shared_slot {
+    int upstream = -1, server = -1;
+    uint32_t k = 0;
+    unsigned owner = 0;
+    uint32_t conn = none;  // the upconn serving this slot, or none
+    bool opened = false;   // a connection was opened before (reopen counts)
+    bool listed = false;   // in kick_list_
+    std::unique_ptr<job[]> q;  // FIFO (owner only), shared_fifo_cap entries
+    uint32_t qh = 0, qn = 0;
 };
 
 struct worker_proxy::upstream_state {
@@ -222,7 +278,8 @@ struct worker_proxy::upstream_state {
     std::vector<uint32_t> hc_conn;    // health check in flight per server
 };
 
-shared_state::shared_state(const config::ferry_config &cfg) {
+shared_state::shared_state(const config::ferry_config &cfg)
+    : xrows(std::make_unique<xcore_row[]>(max_workers)) {
     for (const auto &u : cfg.upstreams)
         health.push_back(std::make_unique<server_health[]>(u.servers.size()));
 }
@@ -266,6 +323,7 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     for (uint32_t i = 0; i < max_upconns_; ++i) {
         upconn &u = upconns_[i];
         u.px = this;
+        u.is_up = true;
         u.buf = buffers_.get() + size_t(cap) * (max_clients_ + i);
         u.cap = cap;
         u.timer.set_callback(upconn_timer_cb, &u);
@@ -296,9 +354,11 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
         srv_ctr_.push_back(std::make_unique<server_counters[]>(n));
     }
     health_timer_.set_callback(health_timer_cb, this);
+    init_shared();
 }
 
 worker_proxy::~worker_proxy() {
+    send_fn_ = nullptr;  // nothing goes out any more: xsend() frees instead
     timers_.cancel(health_timer_);
     for (uint32_t i = 0; i < max_clients_; ++i) {
         client &c = clients_[i];
@@ -309,6 +369,12 @@ worker_proxy::~worker_proxy() {
         upconn &u = upconns_[i];
         timers_.cancel(u.timer);
         if (u.used) free_upconn(u);
+    }
+    for (uint32_t i = 0; i < max_rreqs_; ++i)
+        if (rreqs_[i].used) free_rreq(rreqs_[i]);
+    for (backlog &b : backlog_) {
+        for (size_t i = 0; i < b.n; ++i) xcore::release(b.q[(b.head + i) % b.q.size()]);
+        b.n = 0;
     }
 }
 
@@ -332,11 +398,12 @@ std::string worker_proxy::listen() {
 bool worker_proxy::pending() const noexcept {
     for (const port_ref &p : ports_)
         if (p.layer->has_events()) return true;
-    return false;
+    return backlog_total_ != 0 || !kick_list_.empty();
 }
 
 uint32_t worker_proxy::poll(uint64_t now) noexcept {
     uint32_t work = 0;
+    if (backlog_total_ != 0 && retry_backlog()) ++work;
     net::tcp_notice notes[32];
     for (uint16_t p = 0; p < ports_.size(); ++p) {
         for (int round = 0; round < 8; ++round) {
@@ -346,6 +413,12 @@ uint32_t worker_proxy::poll(uint64_t now) noexcept {
             if (n < std::size(notes)) break;
         }
     }
+    if (!kick_list_.empty()) {
+        run_kicks(now);
+        ++work;
+    }
+    if (draining_ && has_shared_)
+        shared_.xrows[lcore_index_].clients_open.store(nclients_, std::memory_order_relaxed);
     return work;
 }
 
@@ -385,8 +458,18 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
             return;
         }
         if (n.events & net::tcp_event::connected && u.state == upconn::st::connecting) {
-            if (u.client == none && !u.health) {  // its client is gone
-                close_upconn(u, true, now);
+            if (u.client == none && u.rq == none && !u.health) {  // its client is gone
+                if (!u.shared) {
+                    close_upconn(u, true, now);
+                    return;
+                }
+                // A shared connection stays: the next job of its FIFO takes it.
+                u.state = upconn::st::idle;
+                srv_ctr_[u.upstream][u.server].idle.inc();
+                timers_.cancel(u.timer);
+                if (u.slot != none) kick(u.slot);
+                if (n.events & net::tcp_event::peer_fin) u.eof = true;
+                drive_upconn(u, now);
                 return;
             }
             u.state = upconn::st::head;
@@ -405,7 +488,7 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
         owner = none;
         c.h = net::tcp_handle{};
         if (c.state != client::st::closing || c.up != none) {
-            if (c.up != none) ctr_.client_gone.inc();
+            if (c.up != none || c.remote || c.queued) ctr_.client_gone.inc();
         }
         free_client(c);
         return;
@@ -448,6 +531,9 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     c.keep_alive = true;
     c.response_started = false;
     c.retry_head = nullptr;
+    c.cred_mask = 0;
+    c.queued = c.remote = false;
+    c.q_head = nullptr;
     slot_owner_[port][n.h.index] = idx;
     ++nclients_;
     ++listener_active_[li];
@@ -490,6 +576,11 @@ bool worker_proxy::flush(endpoint &e, uint64_t now) noexcept {
            ports_[e.port].layer->send(e.h, e.out[done], now) != 0)
         ++done;
     if (done != 0) {
+        if (e.cred_mask != 0) {
+            const uint32_t bits = done >= 32 ? e.cred_mask : e.cred_mask & ((1u << done) - 1);
+            e.cred_mask = done >= 32 ? 0 : e.cred_mask >> done;
+            if (bits != 0) credit_back(e, static_cast<uint32_t>(std::popcount(bits)));
+        }
         std::memmove(e.out, e.out + done, (e.out_n - done) * sizeof(rte_mbuf *));
         e.out_n -= done;
     }
@@ -510,6 +601,21 @@ bool worker_proxy::push(endpoint &e, rte_mbuf *chain, uint64_t now) noexcept {
     }
     e.out[e.out_n++] = chain;
     return true;
+}
+
+// Like push() for a chain that came in a cross-core data message: 1 when the
+// TCP send queue took it now (its credit is owed at once), 0 when it waits in
+// the out queue (flush() returns its credit), -1 when it was freed (out full).
+int worker_proxy::push_credited(endpoint &e, rte_mbuf *chain, uint64_t now) noexcept {
+    if (chain == nullptr) return -1;
+    if (e.out_n == 0 && e.h.valid() && ports_[e.port].layer->send(e.h, chain, now) != 0) return 1;
+    if (e.out_n == endpoint::out_cap) {
+        rte_pktmbuf_free(chain);
+        return -1;
+    }
+    e.cred_mask |= 1u << e.out_n;
+    e.out[e.out_n++] = chain;
+    return 0;
 }
 
 rte_mbuf *worker_proxy::chain_of(const char *data, uint32_t len, uint16_t port) noexcept {
@@ -565,6 +671,8 @@ void worker_proxy::drive_client(client &c, uint64_t now) noexcept {
                 if (!client_head(c, now)) return;
                 break;
             case client::st::body:
+                // A handed-over request's response may already be coming back.
+                if (c.remote && c.out_n != 0) flush(c, now);
                 client_body(c, now);
                 return;
             case client::st::wait:
@@ -644,8 +752,6 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                         break;
                     }
                     if (upstream < 0) upstream = cfg_.listeners[c.listener].default_upstream_index;
-                    if (upstream < 0 && cfg_.routes.empty() && cfg_.upstreams.size() == 1)
-                        upstream = 0;
                 }
                 if (upstream < 0) {
                     ctr_.generated_404.inc();
@@ -722,12 +828,28 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                     reject(c, 503, now);
                     return false;
                 }
-                upconn *u = acquire(c, upstream, server, now, false);
-                if (u == nullptr) {
-                    ctr_.generated_503.inc();
-                    reject(c, 503, now);
-                    return false;
+                // local pool: a connection of this lcore's own pool. shared: the
+                // next of the server's N connections, owned by worker k % n.
+                const bool shared_pool = uc.pool == config::pool_mode::shared;
+                upconn *u = nullptr;
+                uint32_t slot = none;
+                unsigned owner = lcore_index_;
+                if (!shared_pool) {
+                    u = acquire(c, upstream, server, now, false);
+                    if (u == nullptr) {
+                        ctr_.generated_503.inc();
+                        reject(c, 503, now);
+                        return false;
+                    }
+                } else {
+                    const uint32_t n = uc.shared_connections;
+                    uint32_t &rr = shared_rr_[upstream][server];
+                    const uint32_t k = rr;
+                    rr = rr + 1 == n ? 0 : rr + 1;
+                    slot = shared_base_[upstream] + static_cast<uint32_t>(server) * n + k;
+                    owner = slots_[slot].owner;
                 }
+                const uint16_t hport = u != nullptr ? u->port : port_for(uc.servers[server].addr);
                 // Serialize the head toward the origin.
                 char addr[16];
                 std::snprintf(addr, sizeof addr, "%u.%u.%u.%u", c.peer_addr >> 24,
@@ -745,23 +867,27 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                 fi.default_host = hostbuf;
                 const size_t hl = http::serialize_request_head(
                     req, fi, std::span(scratch_.get(), scratch_size));
-                rte_mbuf *head = hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl), u->port)
+                rte_mbuf *head = hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl), hport)
                                          : nullptr;
                 if (head == nullptr) {
-                    close_upconn(*u, true, now);
+                    if (u != nullptr) close_upconn(*u, true, now);
                     ctr_.generated_502.inc();
                     reject(c, hl == 0 ? 431 : 503, now);
                     return false;
                 }
+                const bool retryable =
+                    req.body == http::body_kind::none && idempotent(req.m) && uc.retries > 0;
                 c.retries_left = 0;
-                if (req.body == http::body_kind::none && idempotent(req.m) && uc.retries > 0) {
-                    c.retry_head = rte_pktmbuf_clone(head, ports_[u->port].pool);
+                if (retryable && owner == lcore_index_) {  // a remote owner keeps its own clone
+                    c.retry_head = rte_pktmbuf_clone(head, ports_[hport].pool);
                     c.retries_left = c.retry_head != nullptr ? uc.retries : 0;
                 }
-                u->ri = http::request_info::of(req);
-                u->t_sent = now;
-                srv_ctr_[upstream][server].requests.inc();
-                push(*u, head, now);
+                if (u != nullptr) {
+                    u->ri = http::request_info::of(req);
+                    u->t_sent = now;
+                    srv_ctr_[upstream][server].requests.inc();
+                    push(*u, head, now);
+                }
                 // The request body, then whatever follows it (pipelining).
                 c.framer.reset(req.body, req.content_length, limits_);
                 std::memmove(c.buf, c.buf + consumed, c.buf_len - consumed);
@@ -769,28 +895,74 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                 c.hp.reset();
                 c.response_started = false;
                 timers_.cancel(c.timer);
-                if (req.body == http::body_kind::none) {
-                    c.state = client::st::wait;
+                c.q_body = req.body != http::body_kind::none;
+                c.state = client::st::wait;
+                if (u != nullptr) return begin_body(c, *u, now);
+                const uint32_t cidx = static_cast<uint32_t>(&c - clients_.get());
+                if (owner == lcore_index_) {
+                    // Our own shared connection: wait in its FIFO (run_kicks
+                    // attaches; the body is read from then on).
+                    c.q_head = head;
+                    c.q_ri = http::request_info::of(req);
+                    c.queued = true;
+                    if (!shared_submit(slot, job{cidx, c.gen, false}, false)) {
+                        c.queued = false;
+                        rte_pktmbuf_free(c.q_head);
+                        c.q_head = nullptr;
+                        ctr_.shared_queue_full.inc();
+                        ctr_.generated_503.inc();
+                        reject(c, 503, now);
+                        return false;
+                    }
                     return true;
                 }
-                c.state = client::st::body;
-                timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
-                // Body bytes that arrived with the head: copied (small).
-                if (c.buf_len != 0) {
+                // Another worker owns it: hand the request over, with the body
+                // bytes that came with the head (one data message).
+                uint16_t flags = (c.keep_alive ? xf_keep_alive : 0) |
+                                 (req.m == http::method::head ? xf_head : 0) |
+                                 (retryable ? xf_retry : 0);
+                if (!c.q_body) {
+                    flags |= xf_end;
+                } else if (c.buf_len != 0) {
                     const auto fr = c.framer.feed({c.buf, c.buf_len});
                     if (fr.error) {
                         ctr_.requests_rejected.inc();
                         ctr_.rejected_by_reason[static_cast<uint8_t>(fr.err) & 63].inc();
-                        close_upconn(*u, true, now);
+                        rte_pktmbuf_free(head);
                         reject(c, http::status_for(fr.err), now);
                         return false;
                     }
-                    if (fr.consumed != 0)
-                        push(*u, chain_of(c.buf, fr.consumed, u->port), now);
+                    if (fr.consumed != 0) {
+                        rte_mbuf *body = chain_of(c.buf, fr.consumed, hport);
+                        if (body == nullptr || rte_pktmbuf_chain(head, body) != 0) {
+                            rte_pktmbuf_free(body);
+                            rte_pktmbuf_free(head);
+                            ctr_.generated_503.inc();
+                            reject(c, 503, now);
+                            return false;
+                        }
+                    }
                     std::memmove(c.buf, c.buf + fr.consumed, c.buf_len - fr.consumed);
                     c.buf_len -= fr.consumed;
-                    if (fr.done) c.state = client::st::wait;
+                    if (fr.done) flags |= xf_end;
                 }
+                if (!(flags & xf_end)) {
+                    c.state = client::st::body;
+                    timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
+                }
+                ++c.xgen;
+                c.remote = true;
+                c.xpeer = static_cast<uint16_t>(owner);
+                c.xcredit = xcore_window - 1;
+                c.server = server;
+                ++ups_[upstream]->busy[server];
+                ++inflight_to_[owner];
+                shared_.xrows[lcore_index_].inflight_to[owner].store(inflight_to_[owner],
+                                                                     std::memory_order_relaxed);
+                ctr_.xcore_requests_out.inc();
+                xsend(owner, op_req_head,
+                      xcore::conn_handle{static_cast<uint16_t>(lcore_index_), c.xgen, cidx}.pack(),
+                      flags, slot, head);
                 return true;
             }
             if (c.buf_len >= c.cap) {
@@ -825,7 +997,38 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
     }
 }
 
+// Request body bytes that came with the head (copied: small), toward the
+// upconn the request was just given; sets the client's state. False if the
+// client was rejected.
+bool worker_proxy::begin_body(client &c, upconn &u, uint64_t now) noexcept {
+    if (!c.q_body) {
+        c.state = client::st::wait;
+        return true;
+    }
+    c.state = client::st::body;
+    timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
+    if (c.buf_len != 0) {
+        const auto fr = c.framer.feed({c.buf, c.buf_len});
+        if (fr.error) {
+            ctr_.requests_rejected.inc();
+            ctr_.rejected_by_reason[static_cast<uint8_t>(fr.err) & 63].inc();
+            close_upconn(u, true, now);
+            reject(c, http::status_for(fr.err), now);
+            return false;
+        }
+        if (fr.consumed != 0) push(u, chain_of(c.buf, fr.consumed, u.port), now);
+        std::memmove(c.buf, c.buf + fr.consumed, c.buf_len - fr.consumed);
+        c.buf_len -= fr.consumed;
+        if (fr.done) c.state = client::st::wait;
+    }
+    return true;
+}
+
 void worker_proxy::client_body(client &c, uint64_t now) noexcept {
+    if (c.remote) {
+        client_body_remote(c, now);
+        return;
+    }
     if (c.up == none) return;
     upconn &u = upconns_[c.up];
     if (!u.used || u.gen != c.up_gen) return;
@@ -879,7 +1082,85 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
     }
 }
 
+// The request body of a handed-over request: zero-copy chains in req_body
+// messages (pieces batched up to xcore_batch), one message per credit.
+void worker_proxy::client_body_remote(client &c, uint64_t now) noexcept {
+    rte_mbuf *acc = nullptr;  // the batch being built (its credit is taken)
+    uint32_t acc_len = 0;
+    const uint64_t hnd =
+        xcore::conn_handle{static_cast<uint16_t>(lcore_index_), c.xgen,
+                           static_cast<uint32_t>(&c - clients_.get())}
+            .pack();
+    const unsigned peer = c.xpeer;
+    auto send_acc = [&] {
+        if (acc != nullptr) xsend(peer, op_req_body, hnd, 0, 0, acc);
+        acc = nullptr;
+        acc_len = 0;
+    };
+    for (;;) {
+        if (acc == nullptr && c.xcredit == 0) return;  // B has not taken the last ones yet
+        if (c.in_n == 0 && pull(c, now) == 0) {
+            send_acc();
+            if (c.eof) {
+                // The client went away mid-body: the request cannot complete.
+                ctr_.client_gone.inc();
+                abort_remote(c);
+                close_client(c, now);
+            }
+            return;
+        }
+        net::tcp_rx_piece &p = c.front();
+        const auto fr = feed_piece(c.framer, p);
+        if (fr.error) {
+            rte_pktmbuf_free(acc);
+            ctr_.requests_rejected.inc();
+            ctr_.rejected_by_reason[static_cast<uint8_t>(fr.err) & 63].inc();
+            reject(c, http::status_for(fr.err), now);
+            return;
+        }
+        if (cfg_.http.max_body_bytes != 0 && c.framer.payload_bytes() > cfg_.http.max_body_bytes) {
+            rte_pktmbuf_free(acc);
+            ctr_.body_too_large.inc();
+            reject(c, 413, now);
+            return;
+        }
+        if (fr.consumed != 0) {
+            bool whole = false;
+            rte_mbuf *m = split_front(p, fr.consumed, ports_[c.port].pool, whole);
+            if (whole) c.pop();
+            if (m == nullptr || (acc != nullptr && rte_pktmbuf_chain(acc, m) != 0)) {
+                rte_pktmbuf_free(m);
+                rte_pktmbuf_free(acc);
+                ctr_.no_buffer.inc();
+                abort_remote(c);
+                abort_client(c, now);
+                return;
+            }
+            if (acc == nullptr) {
+                acc = m;
+                --c.xcredit;
+            }
+            acc_len += fr.consumed;
+            timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
+        }
+        if (fr.done) {
+            send_acc();
+            xsend(peer, op_req_end, hnd, 0, 0, nullptr);
+            c.state = client::st::wait;
+            timers_.cancel(c.timer);
+            return;
+        }
+        if (acc_len >= xcore_batch) send_acc();
+    }
+}
+
 void worker_proxy::reject(client &c, uint16_t status, uint64_t now) noexcept {
+    abort_remote(c);
+    if (c.q_head != nullptr) {
+        rte_pktmbuf_free(c.q_head);
+        c.q_head = nullptr;
+    }
+    c.queued = false;
     if (c.up != none) {
         upconn &u = upconns_[c.up];
         if (u.used && u.gen == c.up_gen) close_upconn(u, true, now);
@@ -895,6 +1176,7 @@ void worker_proxy::reject(client &c, uint16_t status, uint64_t now) noexcept {
 }
 
 void worker_proxy::close_client(client &c, uint64_t now) noexcept {
+    abort_remote(c);
     c.state = client::st::closing;
     c.closing = true;
     timers_.arm(c.timer, now + cfg_.http.client_idle_timeout_ms * ms);  // bound the lingering
@@ -903,6 +1185,7 @@ void worker_proxy::close_client(client &c, uint64_t now) noexcept {
 }
 
 void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
+    abort_remote(c);
     ctr_.client_aborted.inc();
     if (c.h.valid()) ports_[c.port].layer->abort(c.h, now);
     // The closed event frees it.
@@ -911,9 +1194,16 @@ void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
 
 void worker_proxy::free_client(client &c) noexcept {
     timers_.cancel(c.timer);
+    abort_remote(c);  // B aborts its upstream side
     drop_input(c);
     for (uint32_t i = 0; i < c.out_n; ++i) rte_pktmbuf_free(c.out[i]);
     c.out_n = 0;
+    c.cred_mask = 0;
+    if (c.q_head != nullptr) {
+        rte_pktmbuf_free(c.q_head);
+        c.q_head = nullptr;
+    }
+    c.queued = false;
     if (c.retry_head != nullptr) {
         rte_pktmbuf_free(c.retry_head);
         c.retry_head = nullptr;
@@ -1026,6 +1316,9 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
         u->server = server;
         u->reused = false;
         u->health = false;
+        u->shared = false;
+        u->slot = u->rq = none;
+        u->cred_mask = 0;
         u->state = upconn::st::connecting;
         u->idle_next = u->idle_prev = none;
         slot_owner_[port][h.index] = idx | kind_up;
@@ -1066,6 +1359,8 @@ void worker_proxy::drive_upconn(upconn &u, uint64_t now) noexcept {
         if (c.used && c.gen == u.client_gen && c.state == client::st::body && u.out_n == 0)
             client_body(c, now);
         if (!u.used) return;
+    } else if (rreq *r = rreq_of(u); r != nullptr && r->qn != 0) {
+        pump_req(*r, u, now);
     }
     for (int guard = 0; guard < 64 && u.used; ++guard) {
         if (u.state == upconn::st::head) {
@@ -1081,15 +1376,21 @@ void worker_proxy::drive_upconn(upconn &u, uint64_t now) noexcept {
 
 bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
     client *cp = nullptr;
+    rreq *rp = nullptr;
     if (u.client != none) {
         client &c = clients_[u.client];
         if (c.used && c.gen == u.client_gen) cp = &c;
+    } else if (u.rq != none) {
+        rp = rreq_of(u);
     }
-    if (cp == nullptr && !u.health) {
+    if (cp == nullptr && rp == nullptr && !u.health) {
         close_upconn(u, true, now);
         return false;
     }
     for (;;) {
+        // A handed-over request: out of credit, the client's lcore has not
+        // taken the last chains yet; read nothing more.
+        if (rp != nullptr && rp->credit == 0) return false;
         if (u.buf_len != 0) {
             http::response resp;
             const auto r = http::parse_response(u.hp, {u.buf, u.buf_len}, u.ri, resp,
@@ -1110,7 +1411,6 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                     close_upconn(u, true, now);
                     return false;
                 }
-                client &c = *cp;
                 if (resp.status == 101) {  // no upgrades through ferry
                     ctr_.upstream_bad_response.inc();
                     upconn_failed(u, 502, false, now);
@@ -1125,23 +1425,38 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                         h.consecutive_fails.store(0, std::memory_order_relaxed);
                 }
                 const bool until_close = resp.body == http::body_kind::until_close;
-                if (until_close) c.keep_alive = false;
+                bool &keep_alive = cp != nullptr ? cp->keep_alive : rp->keep_alive;
+                if (until_close) keep_alive = false;
                 http::forward_info fi;
-                fi.keep_alive = c.keep_alive && resp.status >= 200;
+                fi.keep_alive = keep_alive && resp.status >= 200;
                 fi.via_name = cfg_.http.via;
                 const size_t hl = http::serialize_response_head(
                     resp, fi, std::span(scratch_.get(), scratch_size));
                 rte_mbuf *head =
-                    hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl), c.port) : nullptr;
+                    hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl),
+                                       cp != nullptr ? cp->port : u.port)
+                            : nullptr;
                 if (head == nullptr) {
                     upconn_failed(u, 502, false, now);
                     return false;
                 }
-                push(c, head, now);
-                c.response_started = true;
-                if (c.retry_head != nullptr) {
-                    rte_pktmbuf_free(c.retry_head);
-                    c.retry_head = nullptr;
+                // Remote: the head leaves with the body bytes that came with it
+                // (one resp_data); a 1xx leaves at once.
+                rte_mbuf *rhead = nullptr;
+                if (cp != nullptr) {
+                    client &c = *cp;
+                    push(c, head, now);
+                    c.response_started = true;
+                    if (c.retry_head != nullptr) {
+                        rte_pktmbuf_free(c.retry_head);
+                        c.retry_head = nullptr;
+                    }
+                } else {
+                    if (rp->retry_head != nullptr) {
+                        rte_pktmbuf_free(rp->retry_head);
+                        rp->retry_head = nullptr;
+                    }
+                    rhead = head;
                 }
                 switch (resp.status / 100) {
                     case 1:
@@ -1165,9 +1480,21 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                 u.hp.reset();
                 if (resp.status < 200) {
                     // 1xx: a complete message; the final response follows.
-                    c.response_started = false;
+                    if (cp != nullptr) {
+                        cp->response_started = false;
+                    } else {
+                        --rp->credit;
+                        xsend(rp->from, op_resp_data, rp->handle, xf_interim, 0, rhead);
+                    }
                     continue;
                 }
+                auto send_rhead = [&] {
+                    if (rhead == nullptr) return;
+                    --rp->credit;
+                    rp->response_started = true;
+                    xsend(rp->from, op_resp_data, rp->handle, 0, 0, rhead);
+                    rhead = nullptr;
+                };
                 u.resp_keep_alive = resp.keep_alive && !until_close;
                 u.framer.reset(resp.body, resp.content_length, limits_);
                 u.state = upconn::st::body;
@@ -1177,15 +1504,32 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                 if (u.buf_len != 0) {
                     const auto fr = u.framer.feed({u.buf, u.buf_len});
                     if (fr.error) {
+                        rte_pktmbuf_free(rhead);
                         ctr_.upstream_bad_response.inc();
                         upconn_failed(u, 502, true, now);
                         return false;
                     }
-                    if (fr.consumed != 0) push(c, chain_of(u.buf, fr.consumed, c.port), now);
+                    if (fr.consumed != 0) {
+                        rte_mbuf *body =
+                            chain_of(u.buf, fr.consumed, cp != nullptr ? cp->port : u.port);
+                        if (cp != nullptr) {
+                            push(*cp, body, now);
+                        } else if (body == nullptr || rte_pktmbuf_chain(rhead, body) != 0) {
+                            rte_pktmbuf_free(body);
+                            rte_pktmbuf_free(rhead);
+                            upconn_failed(u, 502, false, now);
+                            return false;
+                        }
+                    }
                     const bool extra = fr.consumed < u.buf_len;
                     u.buf_len = 0;
+                    if (rp != nullptr) send_rhead();
                     if (fr.done) {
-                        finish_response(c, &u, u.resp_keep_alive && !extra && u.in_n == 0, now);
+                        const bool reusable = u.resp_keep_alive && !extra && u.in_n == 0;
+                        if (cp != nullptr)
+                            finish_response(*cp, &u, reusable, now);
+                        else
+                            finish_rreq(u, *rp, reusable, now);
                         return false;
                     }
                     if (extra) {
@@ -1194,8 +1538,13 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                         return false;
                     }
                 }
+                if (rp != nullptr) send_rhead();
                 if (u.framer.done()) {  // no body
-                    finish_response(c, &u, u.resp_keep_alive && u.in_n == 0, now);
+                    const bool reusable = u.resp_keep_alive && u.in_n == 0;
+                    if (cp != nullptr)
+                        finish_response(*cp, &u, reusable, now);
+                    else
+                        finish_rreq(u, *rp, reusable, now);
                     return false;
                 }
                 return true;
@@ -1230,6 +1579,9 @@ void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
     if (u.client != none) {
         client &c = clients_[u.client];
         if (c.used && c.gen == u.client_gen) cp = &c;
+    } else if (rreq *r = rreq_of(u)) {
+        upconn_body_remote(u, *r, now);
+        return;
     }
     if (cp == nullptr) {
         close_upconn(u, true, now);
@@ -1277,6 +1629,70 @@ void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
     }
 }
 
+// The response body of a handed-over request: zero-copy chains in resp_data
+// messages (batched up to xcore_batch), one message per credit.
+void worker_proxy::upconn_body_remote(upconn &u, rreq &r, uint64_t now) noexcept {
+    const auto &uc = cfg_.upstreams[u.upstream];
+    rte_mbuf *acc = nullptr;  // the batch being built (its credit is taken)
+    uint32_t acc_len = 0;
+    auto send_acc = [&] {
+        if (acc != nullptr) {
+            r.response_started = true;
+            xsend(r.from, op_resp_data, r.handle, 0, 0, acc);
+        }
+        acc = nullptr;
+        acc_len = 0;
+    };
+    for (;;) {
+        if (acc == nullptr && r.credit == 0) return;  // read nothing more
+        if (u.in_n == 0 && pull(u, now) == 0) {
+            send_acc();
+            if (u.eof) {
+                if (u.framer.kind() == http::body_kind::until_close) {
+                    finish_rreq(u, r, false, now);
+                } else {
+                    ctr_.upstream_bad_response.inc();
+                    upconn_failed(u, 502, true, now);
+                }
+            }
+            return;
+        }
+        net::tcp_rx_piece &p = u.front();
+        const auto fr = feed_piece(u.framer, p);
+        if (fr.error) {
+            send_acc();  // in order: the client's lcore aborts the client anyway
+            ctr_.upstream_bad_response.inc();
+            upconn_failed(u, 502, true, now);
+            return;
+        }
+        if (fr.consumed != 0) {
+            bool whole = false;
+            rte_mbuf *m = split_front(p, fr.consumed, ports_[u.port].pool, whole);
+            if (whole) u.pop();
+            if (m == nullptr || (acc != nullptr && rte_pktmbuf_chain(acc, m) != 0)) {
+                rte_pktmbuf_free(m);
+                send_acc();
+                ctr_.no_buffer.inc();
+                upconn_failed(u, 502, false, now);
+                return;
+            }
+            if (acc == nullptr) {
+                acc = m;
+                --r.credit;
+            }
+            acc_len += fr.consumed;
+            timers_.arm(u.timer, now + uc.read_timeout_ms * ms);
+        }
+        if (fr.done) {
+            send_acc();
+            const bool extra = u.in_n != 0;
+            finish_rreq(u, r, u.resp_keep_alive && !extra && !u.eof, now);
+            return;
+        }
+        if (acc_len >= xcore_batch) send_acc();
+    }
+}
+
 void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
                                  uint64_t now) noexcept {
     if (u.health) {
@@ -1292,12 +1708,44 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
         if (c.used && c.gen == u.client_gen) cp = &c;
     }
     const int upstream = u.upstream, server = u.server;
+    const uint16_t uport = u.port;
     const bool reused = u.reused;
+    const uint32_t slot = u.slot;
+    const http::request_info ri = u.ri;
     if (count_health && !reused) {
         srv_ctr_[upstream][server].failures.inc();
         health_result(upstream, server, false, now);
     }
+    // A handed-over request: detach it first (close_upconn would answer 502).
+    rreq *rp = rreq_of(u);
+    if (rp != nullptr) {
+        u.rq = none;
+        u.cred_mask = 0;
+        srv_ctr_[upstream][server].active.dec();
+        rp->up = none;
+    }
     close_upconn(u, true, now);  // also ends its busy accounting for the client
+    if (rp != nullptr) {
+        rreq &r = *rp;
+        if (reused && r.retry_head != nullptr && r.retries_left > 0 && r.end &&
+            !r.response_started && slot != none && r.qn == 0) {
+            --r.retries_left;
+            ctr_.requests_retried.inc();
+            rte_mbuf *again =
+                r.retries_left > 0 ? rte_pktmbuf_clone(r.retry_head, ports_[uport].pool) : nullptr;
+            r.q[r.qh] = r.retry_head;
+            r.qn = 1;
+            r.retry_head = again;
+            r.queued = true;
+            if (shared_submit(slot, job{static_cast<uint32_t>(rp - rreqs_.get()), r.agen, true},
+                              true))
+                return;
+            r.queued = false;
+        }
+        xsend(r.from, op_resp_error, r.handle, 0, status, nullptr);
+        free_rreq(r);
+        return;
+    }
     if (cp == nullptr) return;
     client &c = *cp;
     c.up = none;
@@ -1309,13 +1757,30 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
     // connection was a reused keep-alive one (the origin may have closed it
     // just as we sent) and the request had no body.
     if (reused && c.retry_head != nullptr && c.retries_left > 0 && c.state == client::st::wait) {
-        upconn *fresh = acquire(c, upstream, server, now, true);
-        if (fresh != nullptr) {
+        if (slot != none) {
+            // Shared pool: first in line for the slot's next connection.
+            --c.retries_left;
+            ctr_.requests_retried.inc();
+            rte_mbuf *again = c.retries_left > 0
+                                  ? rte_pktmbuf_clone(c.retry_head, ports_[c.port].pool)
+                                  : nullptr;
+            c.q_head = c.retry_head;
+            c.retry_head = again;
+            c.q_ri = ri;
+            c.q_body = false;
+            c.queued = true;
+            if (shared_submit(slot, job{static_cast<uint32_t>(cp - clients_.get()), c.gen, false},
+                              true))
+                return;
+            c.queued = false;
+            rte_pktmbuf_free(c.q_head);
+            c.q_head = nullptr;
+        } else if (upconn *fresh = acquire(c, upstream, server, now, true); fresh != nullptr) {
             --c.retries_left;
             ctr_.requests_retried.inc();
             rte_mbuf *again = c.retries_left > 0 ? rte_pktmbuf_clone(c.retry_head, ports_[fresh->port].pool)
                                                  : nullptr;
-            fresh->ri = u.ri;
+            fresh->ri = ri;
             fresh->t_sent = now;
             push(*fresh, c.retry_head, now);
             c.retry_head = again;
@@ -1333,9 +1798,12 @@ void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexce
     upstream_state &us = *ups_[u.upstream];
     if (us.busy[u.server] > 0) --us.busy[u.server];
     srv_ctr_[u.upstream][u.server].active.dec();
+    if (u.shared) {
+        shared_release(u, reusable, now);
+        return;
+    }
     const auto &uc = cfg_.upstreams[u.upstream];
-    if (!reusable || draining_ || u.eof || us.nidle[u.server] >= uc.max_idle ||
-        cfg_.upstreams[u.upstream].pool != config::pool_mode::local) {
+    if (!reusable || draining_ || u.eof || us.nidle[u.server] >= uc.max_idle) {
         u.state = upconn::st::body;  // so close_upconn does not touch the idle list
         close_upconn(u, !reusable, now);
         return;
@@ -1354,7 +1822,7 @@ void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexce
 void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
     if (!u.used) return;
     upstream_state &us = *ups_[u.upstream];
-    if (u.state == upconn::st::idle) {
+    if (u.state == upconn::st::idle && !u.shared) {
         const uint32_t idx = static_cast<uint32_t>(&u - upconns_.get());
         if (u.idle_prev != none)
             upconns_[u.idle_prev].idle_next = u.idle_next;
@@ -1364,11 +1832,32 @@ void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
         u.idle_next = u.idle_prev = none;
         --us.nidle[u.server];
         srv_ctr_[u.upstream][u.server].idle.dec();
+    } else if (u.state == upconn::st::idle) {  // shared: no idle list
+        srv_ctr_[u.upstream][u.server].idle.dec();
     } else if (u.client != none) {
         // Still counted busy for a client.
         if (us.busy[u.server] > 0) --us.busy[u.server];
         srv_ctr_[u.upstream][u.server].active.dec();
         u.client = none;
+    }
+    if (u.rq != none) {
+        // A handed-over request still on it: its client's lcore answers 502.
+        rreq *r = rreq_of(u);
+        u.rq = none;
+        srv_ctr_[u.upstream][u.server].active.dec();
+        if (r != nullptr) {
+            r->up = none;
+            xsend(r->from, op_resp_error, r->handle, 0, 502, nullptr);
+            free_rreq(*r);
+        }
+    }
+    u.cred_mask = 0;
+    if (u.slot != none) {
+        // The slot's next job opens a fresh connection.
+        shared_slot &sl = slots_[u.slot];
+        if (sl.conn == static_cast<uint32_t>(&u - upconns_.get())) sl.conn = none;
+        kick(u.slot);
+        u.slot = none;
     }
     timers_.cancel(u.timer);
     drop_input(u);
@@ -1389,7 +1878,7 @@ void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
 
 void worker_proxy::free_upconn(upconn &u) noexcept {
     if (!u.used) return;
-    if (u.state == upconn::st::idle) {
+    if (u.state == upconn::st::idle && !u.shared) {
         upstream_state &us = *ups_[u.upstream];
         const uint32_t idx = static_cast<uint32_t>(&u - upconns_.get());
         if (u.idle_prev != none)
@@ -1399,10 +1888,28 @@ void worker_proxy::free_upconn(upconn &u) noexcept {
         if (u.idle_next != none) upconns_[u.idle_next].idle_prev = u.idle_prev;
         --us.nidle[u.server];
         srv_ctr_[u.upstream][u.server].idle.dec();
+    } else if (u.state == upconn::st::idle) {  // shared: no idle list
+        srv_ctr_[u.upstream][u.server].idle.dec();
     } else if (u.client != none) {
         upstream_state &us = *ups_[u.upstream];
         if (us.busy[u.server] > 0) --us.busy[u.server];
         srv_ctr_[u.upstream][u.server].active.dec();
+    }
+    if (u.rq != none) {
+        rreq *r = rreq_of(u);
+        u.rq = none;
+        srv_ctr_[u.upstream][u.server].active.dec();
+        if (r != nullptr) {
+            r->up = none;
+            xsend(r->from, op_resp_error, r->handle, 0, 502, nullptr);
+            free_rreq(*r);
+        }
+    }
+    if (u.slot != none) {
+        shared_slot &sl = slots_[u.slot];
+        if (sl.conn == static_cast<uint32_t>(&u - upconns_.get())) sl.conn = none;
+        kick(u.slot);
+        u.slot = none;
     }
     if (u.health && ups_[u.upstream]->hc_conn[u.server] == static_cast<uint32_t>(&u - upconns_.get()))
         ups_[u.upstream]->hc_conn[u.server] = none;
@@ -1410,6 +1917,7 @@ void worker_proxy::free_upconn(upconn &u) noexcept {
     drop_input(u);
     for (uint32_t i = 0; i < u.out_n; ++i) rte_pktmbuf_free(u.out[i]);
     u.out_n = 0;
+    u.cred_mask = 0;
     if (u.h.valid()) {
         slot_owner_[u.port][u.h.index] = none;
         ports_[u.port].layer->abort(u.h, reactor::reactor::now_ns());
@@ -1418,6 +1926,7 @@ void worker_proxy::free_upconn(upconn &u) noexcept {
     u.used = false;
     u.client = none;
     u.health = false;
+    u.shared = false;
     u.idle_next = u.idle_prev = none;
     --nupconns_;
     free_upconns_[nfree_upconns_++] = static_cast<uint32_t>(&u - upconns_.get());
@@ -1470,6 +1979,9 @@ void worker_proxy::run_health_checks(uint64_t now) noexcept {
             u.server = static_cast<int>(s);
             u.reused = false;
             u.health = true;
+            u.shared = false;
+            u.slot = u.rq = none;
+            u.cred_mask = 0;
             u.client = none;
             u.state = upconn::st::connecting;
             u.ri = http::request_info{};
@@ -1491,6 +2003,653 @@ void worker_proxy::run_health_checks(uint64_t now) noexcept {
         }
     }
     if (next != UINT64_MAX && !draining_) timers_.arm(health_timer_, next);
+}
+
+// ---------------------------------------------------------------- shared pools
+
+void worker_proxy::set_xcore(unsigned workers, xcore_send_fn send, void *ctx) {
+    send_fn_ = send;
+    send_ctx_ = ctx;
+    nworkers_ = send != nullptr ? std::clamp(workers, 1u, shared_state::max_workers) : 1;
+    if (const char *e = std::getenv("FERRY_XCORE_REFUSE_EVERY"); e != nullptr)
+        refuse_every_ = static_cast<uint32_t>(std::strtoul(e, nullptr, 10));
+    init_shared();
+}
+
+void worker_proxy::init_shared() {
+    const size_t nup = cfg_.upstreams.size();
+    has_shared_ = false;
+    shared_base_.assign(nup, 0);
+    shared_rr_.assign(nup, {});
+    uint32_t id = 0;
+    for (size_t ui = 0; ui < nup; ++ui) {
+        const auto &uc = cfg_.upstreams[ui];
+        if (uc.pool != config::pool_mode::shared) continue;
+        has_shared_ = true;
+        shared_base_[ui] = id;
+        // Each lcore starts at its own k, so the lcores' first requests
+        // spread over the connections (and over the owners).
+        shared_rr_[ui].assign(uc.servers.size(), lcore_index_ % uc.shared_connections);
+        id += static_cast<uint32_t>(uc.servers.size()) * uc.shared_connections;
+    }
+    nslots_ = id;
+    slots_ = std::make_unique<shared_slot[]>(std::max<uint32_t>(1, nslots_));
+    uint32_t owned = 0;
+    for (size_t ui = 0; ui < nup; ++ui) {
+        const auto &uc = cfg_.upstreams[ui];
+        if (uc.pool != config::pool_mode::shared) continue;
+        for (uint32_t s = 0; s < uc.servers.size(); ++s)
+            for (uint32_t k = 0; k < uc.shared_connections; ++k) {
+                shared_slot &sl = slots_[shared_base_[ui] + s * uc.shared_connections + k];
+                sl.upstream = static_cast<int>(ui);
+                sl.server = static_cast<int>(s);
+                sl.k = k;
+                sl.owner = k % nworkers_;
+                if (sl.owner == lcore_index_) {
+                    sl.q = std::make_unique<job[]>(shared_fifo_cap);
+                    ++owned;
+                }
+            }
+    }
+    kick_list_.clear();
+    kick_list_.reserve(2 * size_t(nslots_) + 16);
+    const bool cross = has_shared_ && nworkers_ > 1;
+    max_rreqs_ = cross && owned != 0
+                     ? std::min<uint32_t>(owned * (shared_fifo_cap + 1), 4 * max_clients_)
+                     : 0;
+    rreqs_ = std::make_unique<rreq[]>(std::max<uint32_t>(1, max_rreqs_));
+    free_rreqs_ = std::make_unique<uint32_t[]>(std::max<uint32_t>(1, max_rreqs_));
+    nfree_rreqs_ = 0;
+    nrreqs_ = 0;
+    for (uint32_t i = 0; i < max_rreqs_; ++i) free_rreqs_[nfree_rreqs_++] = max_rreqs_ - 1 - i;
+    const size_t table = cross ? size_t(nworkers_) * max_clients_ : 0;
+    rreq_of_ = std::make_unique<uint32_t[]>(std::max<size_t>(1, table));
+    std::fill_n(rreq_of_.get(), std::max<size_t>(1, table), none);
+    backlog_.assign(cross ? nworkers_ : 0, backlog{});
+    for (backlog &b : backlog_) b.q.resize(256);
+    backlog_total_ = 0;
+    inflight_to_.assign(nworkers_, 0);
+}
+
+void worker_proxy::xsend(unsigned peer, uint16_t op, uint64_t handle, uint16_t flags,
+                         uint32_t arg, rte_mbuf *m) noexcept {
+    xcore::message msg;
+    msg.mbuf = m;
+    msg.handle = handle;
+    msg.opcode = op;
+    msg.flags = flags;
+    msg.arg = arg;
+    if (send_fn_ == nullptr || peer >= backlog_.size()) {  // shutting down
+        xcore::release(msg);
+        return;
+    }
+    backlog &b = backlog_[peer];
+    const bool refuse = refuse_every_ != 0 && ++refuse_n_ % refuse_every_ == 0;
+    if (b.n == 0 && !refuse && send_fn_(send_ctx_, peer, msg)) {
+        ctr_.xcore_msgs_out.inc();
+        return;
+    }
+    // The outbox's lane is full: keep it, in order, for the next poll.
+    ctr_.xcore_send_retry.inc();
+    if (b.n == b.q.size()) {
+        // Grows only while the peer does not drain its ring: bounded by the
+        // credits (xcore_window + 3 messages per request).
+        std::vector<xcore::message> bigger(b.q.size() * 2);
+        for (size_t i = 0; i < b.n; ++i) bigger[i] = b.q[(b.head + i) % b.q.size()];
+        b.q.swap(bigger);
+        b.head = 0;
+    }
+    b.q[(b.head + b.n) % b.q.size()] = msg;
+    ++b.n;
+    ++backlog_total_;
+}
+
+bool worker_proxy::retry_backlog() noexcept {
+    bool moved = false;
+    for (unsigned peer = 0; peer < backlog_.size(); ++peer) {
+        backlog &b = backlog_[peer];
+        while (b.n != 0 && send_fn_ != nullptr && send_fn_(send_ctx_, peer, b.q[b.head])) {
+            b.head = (b.head + 1) % b.q.size();
+            --b.n;
+            --backlog_total_;
+            ctr_.xcore_msgs_out.inc();
+            moved = true;
+        }
+        if (b.n == 0) b.head = 0;
+    }
+    return moved;
+}
+
+// Chains of a cross-core data message reached e's TCP send queue: the sender
+// may send n more.
+void worker_proxy::credit_back(endpoint &e, uint32_t n) noexcept {
+    if (!e.is_up) {
+        client &c = static_cast<client &>(e);
+        if (!c.remote) return;
+        xsend(c.xpeer, op_credit,
+              xcore::conn_handle{static_cast<uint16_t>(lcore_index_), c.xgen,
+                                 static_cast<uint32_t>(&c - clients_.get())}
+                  .pack(),
+              0, n, nullptr);
+        return;
+    }
+    if (rreq *r = rreq_of(static_cast<upconn &>(e))) xsend(r->from, op_credit, r->handle, 0, n, nullptr);
+}
+
+worker_proxy::rreq *worker_proxy::rreq_of(upconn &u) noexcept {
+    if (u.rq == none) return nullptr;
+    rreq &r = rreqs_[u.rq];
+    return r.used && r.agen == u.rq_gen ? &r : nullptr;
+}
+
+bool worker_proxy::job_valid(const job &j) const noexcept {
+    if (!j.remote) {
+        const client &c = clients_[j.idx];
+        return c.used && c.gen == j.gen && c.queued;
+    }
+    const rreq &r = rreqs_[j.idx];
+    return r.used && r.agen == j.gen && r.queued;
+}
+
+// Queues a job on its slot's FIFO (at the front for a retry). False if full.
+bool worker_proxy::shared_submit(uint32_t slot, job j, bool front) noexcept {
+    shared_slot &sl = slots_[slot];
+    if (sl.q == nullptr) return false;
+    if (sl.qn == shared_fifo_cap) {
+        // Drop the entries of jobs that went away meanwhile.
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < sl.qn; ++i) {
+            const job &x = sl.q[(sl.qh + i) % shared_fifo_cap];
+            if (job_valid(x)) sl.q[(sl.qh + kept++) % shared_fifo_cap] = x;
+        }
+        sl.qn = kept;
+        if (sl.qn == shared_fifo_cap) return false;
+    }
+    if (front) {
+        sl.qh = (sl.qh + shared_fifo_cap - 1) % shared_fifo_cap;
+        sl.q[sl.qh] = j;
+    } else {
+        sl.q[(sl.qh + sl.qn) % shared_fifo_cap] = j;
+    }
+    ++sl.qn;
+    kick(slot);
+    return true;
+}
+
+void worker_proxy::kick(uint32_t slot) noexcept {
+    shared_slot &sl = slots_[slot];
+    if (sl.listed) return;
+    sl.listed = true;
+    kick_list_.push_back(slot);
+}
+
+// Gives each kicked slot's connection its next job, opening (or reopening)
+// the connection when there is none.
+void worker_proxy::run_kicks(uint64_t now) noexcept {
+    for (size_t i = 0; i < kick_list_.size(); ++i) {
+        const uint32_t si = kick_list_[i];
+        shared_slot &sl = slots_[si];
+        sl.listed = false;
+        if (sl.q == nullptr) continue;
+        for (uint32_t guard = 0; guard < 2 * shared_fifo_cap + 4; ++guard) {
+            while (sl.qn != 0 && !job_valid(sl.q[sl.qh])) {
+                sl.qh = (sl.qh + 1) % shared_fifo_cap;
+                --sl.qn;
+            }
+            upconn *u = sl.conn != none ? &upconns_[sl.conn] : nullptr;
+            if (u != nullptr && (u->client != none || u->rq != none)) break;  // busy
+            if (u != nullptr && u->state != upconn::st::idle &&
+                u->state != upconn::st::connecting) {
+                close_upconn(*u, true, now);  // no job on a connection mid-exchange
+                continue;
+            }
+            if (sl.qn == 0) {
+                if (u != nullptr && draining_ && u->state == upconn::st::idle)
+                    close_upconn(*u, false, now);
+                break;
+            }
+            if (u != nullptr && u->state == upconn::st::idle &&
+                (u->eof || !u->h.valid() || u->in_n != 0)) {
+                close_upconn(*u, true, now);
+                continue;
+            }
+            if (u == nullptr) {
+                u = open_shared(si, now);
+                if (u == nullptr) {
+                    const job j = sl.q[sl.qh];
+                    sl.qh = (sl.qh + 1) % shared_fifo_cap;
+                    --sl.qn;
+                    fail_job(j, 503, now);
+                    continue;
+                }
+            }
+            const job j = sl.q[sl.qh];
+            sl.qh = (sl.qh + 1) % shared_fifo_cap;
+            --sl.qn;
+            attach(si, *u, j, now);
+            break;
+        }
+    }
+    kick_list_.clear();
+}
+
+void worker_proxy::fail_job(const job &j, uint16_t status, uint64_t now) noexcept {
+    if (!j.remote) {
+        client &c = clients_[j.idx];
+        c.queued = false;
+        if (status == 504)
+            ctr_.generated_504.inc();
+        else if (status == 503)
+            ctr_.generated_503.inc();
+        else
+            ctr_.generated_502.inc();
+        reject(c, status, now);  // frees q_head
+        return;
+    }
+    rreq &r = rreqs_[j.idx];
+    r.queued = false;
+    xsend(r.from, op_resp_error, r.handle, 0, status, nullptr);
+    free_rreq(r);
+}
+
+worker_proxy::upconn *worker_proxy::open_shared(uint32_t si, uint64_t now) noexcept {
+    shared_slot &sl = slots_[si];
+    if (nfree_upconns_ == 0) return nullptr;
+    const auto &uc = cfg_.upstreams[sl.upstream];
+    const auto &srv = uc.servers[sl.server];
+    const uint16_t port = port_for(srv.addr);
+    net::tcp_handle h;
+    if (ports_[port].layer->connect(net::ipv4_addr(srv.addr), srv.port, now, h) !=
+        net::tcp_layer::connect_result::ok)
+        return nullptr;
+    const uint32_t idx = free_upconns_[--nfree_upconns_];
+    upconn &u = upconns_[idx];
+    u.used = true;
+    ++u.gen;
+    u.port = port;
+    u.h = h;
+    u.in_head = u.in_n = u.out_n = 0;
+    u.cred_mask = 0;
+    u.eof = u.closing = u.fin_sent = false;
+    u.buf_len = 0;
+    u.hp.reset();
+    u.upstream = sl.upstream;
+    u.server = sl.server;
+    u.reused = false;
+    u.health = false;
+    u.shared = true;
+    u.slot = si;
+    u.client = u.rq = none;
+    u.state = upconn::st::connecting;
+    u.idle_next = u.idle_prev = none;
+    slot_owner_[port][h.index] = idx | kind_up;
+    ++nupconns_;
+    sl.conn = idx;
+    if (sl.opened) ctr_.shared_reconnects.inc();
+    sl.opened = true;
+    ctr_.upstream_connects.inc();
+    srv_ctr_[sl.upstream][sl.server].connections.inc();
+    timers_.arm(u.timer, now + uc.connect_timeout_ms * ms);
+    return &u;
+}
+
+// The job takes the slot's connection (idle, or still connecting).
+void worker_proxy::attach(uint32_t si, upconn &u, const job &j, uint64_t now) noexcept {
+    const shared_slot &sl = slots_[si];
+    const auto &uc = cfg_.upstreams[sl.upstream];
+    const uint32_t uidx = static_cast<uint32_t>(&u - upconns_.get());
+    if (u.state == upconn::st::idle) {
+        u.reused = true;
+        u.state = upconn::st::head;
+        srv_ctr_[sl.upstream][sl.server].idle.dec();
+        ctr_.upstream_reused.inc();
+        timers_.arm(u.timer, now + uc.response_timeout_ms * ms);
+    }
+    u.hp.reset();
+    u.buf_len = 0;
+    u.cred_mask = 0;
+    u.t_sent = now;
+    srv_ctr_[sl.upstream][sl.server].requests.inc();
+    srv_ctr_[sl.upstream][sl.server].active.inc();
+    if (!j.remote) {
+        client &c = clients_[j.idx];
+        c.queued = false;
+        u.client = j.idx;
+        u.client_gen = c.gen;
+        c.up = uidx;
+        c.up_gen = u.gen;
+        ++ups_[sl.upstream]->busy[sl.server];
+        u.ri = c.q_ri;
+        rte_mbuf *head = c.q_head;
+        c.q_head = nullptr;
+        push(u, head, now);
+        if (begin_body(c, u, now) && c.used && c.state == client::st::body) client_body(c, now);
+        return;
+    }
+    rreq &r = rreqs_[j.idx];
+    r.queued = false;
+    u.rq = j.idx;
+    u.rq_gen = r.agen;
+    r.up = uidx;
+    r.up_gen = u.gen;
+    u.ri = r.ri;
+    pump_req(r, u, now);
+}
+
+// A shared connection's job ended: keep it for the next one, or close it
+// (the slot reopens for the next job).
+void worker_proxy::shared_release(upconn &u, bool reusable, uint64_t now) noexcept {
+    u.cred_mask = 0;
+    if (!reusable || u.eof || !u.h.valid() || u.slot == none) {
+        u.state = upconn::st::body;
+        close_upconn(u, !reusable, now);
+        return;
+    }
+    u.state = upconn::st::idle;
+    u.reused = false;
+    srv_ctr_[u.upstream][u.server].idle.inc();
+    timers_.cancel(u.timer);  // shared connections have no idle timeout
+    kick(u.slot);
+}
+
+// Moves the chains a remote request brought into its upstream connection.
+void worker_proxy::pump_req(rreq &r, upconn &u, uint64_t now) noexcept {
+    uint32_t owed = 0;
+    while (r.qn != 0 && u.out_n < endpoint::out_cap) {
+        rte_mbuf *m = r.q[r.qh];
+        r.q[r.qh] = nullptr;
+        r.qh = (r.qh + 1) % xcore_window;
+        --r.qn;
+        if (push_credited(u, m, now) == 1) ++owed;
+    }
+    if (owed != 0) xsend(r.from, op_credit, r.handle, 0, owed, nullptr);
+}
+
+// The response of a remote request is complete.
+void worker_proxy::finish_rreq(upconn &u, rreq &r, bool reusable, uint64_t now) noexcept {
+    // Early response (the request was not all through): as in local mode,
+    // both connections end after it.
+    const bool complete = r.end && r.qn == 0;
+    xsend(r.from, op_resp_end, r.handle, 0, r.keep_alive && complete ? 1 : 0, nullptr);
+    u.rq = none;
+    u.cred_mask = 0;
+    srv_ctr_[u.upstream][u.server].active.dec();
+    r.up = none;
+    free_rreq(r);
+    shared_release(u, reusable && complete, now);
+}
+
+void worker_proxy::free_rreq(rreq &r) noexcept {
+    if (!r.used) return;
+    while (r.qn != 0) {
+        rte_pktmbuf_free(r.q[r.qh]);
+        r.q[r.qh] = nullptr;
+        r.qh = (r.qh + 1) % xcore_window;
+        --r.qn;
+    }
+    r.qh = 0;
+    if (r.retry_head != nullptr) {
+        rte_pktmbuf_free(r.retry_head);
+        r.retry_head = nullptr;
+    }
+    const uint32_t idx = static_cast<uint32_t>(&r - rreqs_.get());
+    const size_t key = size_t(r.from) * max_clients_ + r.cidx;
+    if (rreq_of_[key] == idx) rreq_of_[key] = none;
+    if (r.up != none) {
+        upconn &u = upconns_[r.up];
+        if (u.used && u.gen == r.up_gen && u.rq == idx) {
+            u.rq = none;
+            u.cred_mask = 0;
+            srv_ctr_[u.upstream][u.server].active.dec();
+        }
+        r.up = none;
+    }
+    r.used = false;
+    r.queued = false;
+    ++r.agen;
+    --nrreqs_;
+    free_rreqs_[nfree_rreqs_++] = idx;
+}
+
+// The client's handed-over request ends here (aborted): tell its owner.
+void worker_proxy::abort_remote(client &c) noexcept {
+    if (!c.remote) return;
+    xsend(c.xpeer, op_req_abort,
+          xcore::conn_handle{static_cast<uint16_t>(lcore_index_), c.xgen,
+                             static_cast<uint32_t>(&c - clients_.get())}
+              .pack(),
+          0, 0, nullptr);
+    end_remote(c);
+}
+
+void worker_proxy::end_remote(client &c) noexcept {
+    if (!c.remote) return;
+    c.remote = false;
+    ++c.xgen;  // later messages of this request are stale
+    c.cred_mask = 0;
+    if (inflight_to_[c.xpeer] > 0) --inflight_to_[c.xpeer];
+    shared_.xrows[lcore_index_].inflight_to[c.xpeer].store(inflight_to_[c.xpeer],
+                                                           std::memory_order_relaxed);
+    if (c.upstream >= 0 && c.server >= 0) {
+        auto &busy = ups_[c.upstream]->busy[c.server];
+        if (busy > 0) --busy;
+    }
+}
+
+void worker_proxy::on_message(unsigned from, xcore::message &m, uint64_t now) noexcept {
+    ctr_.xcore_msgs_in.inc();
+    switch (m.opcode) {
+        case op_resp_data:
+        case op_resp_end:
+        case op_resp_error:
+            on_client_message(from, m, now);
+            break;
+        case op_req_head:
+        case op_req_body:
+        case op_req_end:
+        case op_req_abort:
+            on_owner_message(from, m, now);
+            break;
+        case op_credit:
+            // Credits flow both ways: the handle names our client when we
+            // are the client's side.
+            if (xcore::conn_handle::unpack(m.handle).lcore == lcore_index_)
+                on_client_message(from, m, now);
+            else
+                on_owner_message(from, m, now);
+            break;
+        default:
+            ctr_.xcore_stale.inc();
+            xcore::release(m);
+            break;
+    }
+    if (!kick_list_.empty()) run_kicks(now);
+}
+
+// The client's side (A): responses and credits for a handed-over request.
+void worker_proxy::on_client_message(unsigned from, xcore::message &m, uint64_t now) noexcept {
+    const xcore::conn_handle h = xcore::conn_handle::unpack(m.handle);
+    client *cp = nullptr;
+    if (h.lcore == lcore_index_ && h.index < max_clients_) {
+        client &c = clients_[h.index];
+        if (c.used && c.remote && c.xgen == h.generation && c.xpeer == from) cp = &c;
+    }
+    if (cp == nullptr) {
+        // The client is gone (or its request ended): free what came with it.
+        // The last credits of an aborted request land here too.
+        ctr_.xcore_stale.inc();
+        xcore::release(m);
+        return;
+    }
+    client &c = *cp;
+    switch (m.opcode) {
+        case op_resp_data: {
+            if (!(m.flags & xf_interim)) c.response_started = true;
+            const int r = push_credited(c, m.mbuf, now);
+            m.mbuf = nullptr;
+            if (r == 1) {
+                credit_back(c, 1);
+            } else if (r < 0) {
+                ctr_.no_buffer.inc();
+                abort_client(c, now);  // sends req_abort
+            }
+            break;
+        }
+        case op_resp_end:
+            end_remote(c);
+            if (m.arg == 0) c.keep_alive = false;
+            finish_response(c, nullptr, false, now);
+            break;
+        case op_resp_error: {
+            end_remote(c);
+            const uint16_t status = static_cast<uint16_t>(m.arg);
+            if (c.response_started) {
+                abort_client(c, now);
+                break;
+            }
+            if (status == 504)
+                ctr_.generated_504.inc();
+            else if (status == 503)
+                ctr_.generated_503.inc();
+            else
+                ctr_.generated_502.inc();
+            reject(c, status, now);
+            break;
+        }
+        case op_credit:
+            c.xcredit += m.arg;
+            if (c.state == client::st::body) client_body(c, now);
+            break;
+        default:
+            xcore::release(m);
+            break;
+    }
+}
+
+// The owner's side (B): requests handed over for our shared connections.
+void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t now) noexcept {
+    const xcore::conn_handle h = xcore::conn_handle::unpack(m.handle);
+    if (h.lcore != from || from >= nworkers_ || from == lcore_index_ || h.index >= max_clients_ ||
+        max_rreqs_ == 0) {
+        ctr_.xcore_stale.inc();
+        xcore::release(m);
+        return;
+    }
+    const size_t key = size_t(from) * max_clients_ + h.index;
+    const uint32_t ri = rreq_of_[key];
+    rreq *rp = nullptr;
+    if (ri != none && rreqs_[ri].used && rreqs_[ri].xgen == h.generation) rp = &rreqs_[ri];
+    if (m.opcode == op_req_head) {
+        if (rp != nullptr) {  // a second head for one request: cannot happen
+            ctr_.xcore_stale.inc();
+            xcore::release(m);
+            return;
+        }
+        if (ri != none && rreqs_[ri].used) {
+            // A request of this client slot we still hold: its client moved on.
+            rreq &old = rreqs_[ri];
+            upconn *ou = old.up != none ? &upconns_[old.up] : nullptr;
+            const bool on_conn = ou != nullptr && ou->used && ou->gen == old.up_gen && ou->rq == ri;
+            free_rreq(old);  // detaches it from its connection
+            if (on_conn) close_upconn(*ou, true, now);
+        }
+        const uint32_t slot = m.arg;
+        if (slot >= nslots_ || slots_[slot].q == nullptr) {
+            ctr_.xcore_stale.inc();
+            xcore::release(m);
+            xsend(from, op_resp_error, m.handle, 0, 502, nullptr);
+            return;
+        }
+        ctr_.xcore_requests_in.inc();
+        if (nfree_rreqs_ == 0) {
+            ctr_.shared_queue_full.inc();
+            xcore::release(m);
+            xsend(from, op_resp_error, m.handle, 0, 503, nullptr);
+            return;
+        }
+        const shared_slot &sl = slots_[slot];
+        const auto &uc = cfg_.upstreams[sl.upstream];
+        const uint32_t idx = free_rreqs_[--nfree_rreqs_];
+        rreq &r = rreqs_[idx];
+        r.used = true;
+        r.queued = true;
+        r.from = static_cast<uint16_t>(from);
+        r.xgen = h.generation;
+        r.cidx = h.index;
+        r.handle = m.handle;
+        r.slot = slot;
+        r.up = none;
+        r.end = m.flags & xf_end;
+        r.keep_alive = m.flags & xf_keep_alive;
+        r.response_started = false;
+        r.ri = http::request_info{};
+        r.ri.head = m.flags & xf_head;
+        r.credit = xcore_window;
+        r.retries_left = 0;
+        r.retry_head = nullptr;
+        if ((m.flags & xf_retry) && uc.retries > 0) {
+            r.retry_head = rte_pktmbuf_clone(m.mbuf, m.mbuf->pool);
+            if (r.retry_head != nullptr) r.retries_left = uc.retries;
+        }
+        r.qh = 0;
+        r.q[0] = m.mbuf;
+        r.qn = 1;
+        m.mbuf = nullptr;
+        rreq_of_[key] = idx;
+        ++nrreqs_;
+        if (!shared_submit(slot, job{idx, r.agen, true}, false)) {
+            ctr_.shared_queue_full.inc();
+            r.queued = false;
+            xsend(from, op_resp_error, r.handle, 0, 503, nullptr);
+            free_rreq(r);
+        }
+        return;
+    }
+    if (rp == nullptr) {
+        // The request ended here (answered, failed, or aborted) before this
+        // arrived. Credits for it are expected (the last ones of every
+        // response cross its resp_end) and not counted.
+        if (m.opcode != op_credit) ctr_.xcore_stale.inc();
+        xcore::release(m);
+        return;
+    }
+    rreq &r = *rp;
+    upconn *u = nullptr;
+    if (r.up != none && upconns_[r.up].used && upconns_[r.up].gen == r.up_gen &&
+        upconns_[r.up].rq == ri)
+        u = &upconns_[r.up];
+    switch (m.opcode) {
+        case op_req_body:
+            if (r.qn == xcore_window) {  // over its credit: cannot happen
+                ctr_.xcore_stale.inc();
+                xcore::release(m);
+                return;
+            }
+            r.q[(r.qh + r.qn) % xcore_window] = m.mbuf;
+            ++r.qn;
+            m.mbuf = nullptr;
+            if (u != nullptr) pump_req(r, *u, now);
+            break;
+        case op_req_end:
+            r.end = true;
+            break;
+        case op_req_abort:
+            // The client is gone: the response cannot be resynchronised, so
+            // the connection goes too (the slot reopens for its next job). A
+            // queued request just leaves (its FIFO entry is stale now).
+            ctr_.xcore_aborted.inc();
+            free_rreq(r);
+            if (u != nullptr) close_upconn(*u, true, now);
+            break;
+        case op_credit:
+            r.credit += m.arg;
+            if (u != nullptr && (u->state == upconn::st::head || u->state == upconn::st::body))
+                drive_upconn(*u, now);
+            break;
+        default:
+            xcore::release(m);
+            break;
+    }
 }
 
 // ---------------------------------------------------------------- timers
@@ -1522,6 +2681,7 @@ void worker_proxy::client_timer_cb(void *ctx) noexcept {
             px.abort_client(c, now);
             break;
     }
+    if (!px.kick_list_.empty()) px.run_kicks(now);
 }
 
 void worker_proxy::upconn_timer_cb(void *ctx) noexcept {
@@ -1548,6 +2708,7 @@ void worker_proxy::upconn_timer_cb(void *ctx) noexcept {
             px.upconn_failed(u, 504, true, now);
             break;
     }
+    if (!px.kick_list_.empty()) px.run_kicks(now);
 }
 
 void worker_proxy::health_timer_cb(void *ctx) noexcept {
@@ -1576,6 +2737,26 @@ void worker_proxy::begin_drain(uint64_t now) noexcept {
         upconn &u = upconns_[i];
         if (u.used && (u.state == upconn::st::idle || u.health)) close_upconn(u, u.health, now);
     }
+    if (has_shared_)
+        shared_.xrows[lcore_index_].clients_open.store(nclients_, std::memory_order_relaxed);
+    if (!kick_list_.empty()) run_kicks(now);
+}
+
+uint32_t worker_proxy::open_connections() const noexcept {
+    uint32_t n = nclients_ + nupconns_;
+    if (!has_shared_ || nworkers_ < 2) return n;
+    // Cross-core work: requests handed to us and not answered, messages not
+    // out yet, and any peer that may still hand us a request (it has clients,
+    // or has not begun draining: UINT32_MAX).
+    n += nrreqs_ + backlog_total_;
+    auto &rows = shared_.xrows;
+    if (draining_) rows[lcore_index_].clients_open.store(nclients_, std::memory_order_relaxed);
+    for (unsigned p = 0; p < nworkers_; ++p) {
+        if (p == lcore_index_) continue;
+        n += rows[p].inflight_to[lcore_index_].load(std::memory_order_relaxed);
+        if (rows[p].clients_open.load(std::memory_order_relaxed) != 0) ++n;
+    }
+    return n;
 }
 
 void worker_proxy::abort_all(uint64_t now) noexcept {

@@ -14,7 +14,8 @@
 //   client    a connection accepted on a listener port
 //   upconn    a connection this lcore opened to an upstream server (local
 //             pool: each lcore opens and keeps its own, so a client and its
-//             upstream connection always live on the same lcore)
+//             upstream connection always live on the same lcore; shared
+//             pool: see "Upstream pools" below, requests may cross lcores)
 // Every endpoint has an input queue of received pieces (tcp_rx_piece: mbuf
 // chain + range) it has not processed yet, and an output queue of chains the
 // TCP send queue refused for now. A message head is copied into the
@@ -50,7 +51,101 @@
 // else or no answer in time marks it down.
 //
 // Single-threaded: everything here runs on the owning lcore; the telemetry
-// thread reads only the counters (relaxed atomics) and the health words.
+// thread reads only the counters (relaxed atomics), the health words and the
+// drain words of shared_state.
+//
+// ---------------------------------------------------------------------------
+// Upstream pools: `local` and `shared` (DESIGN.md "Cross-core work").
+//
+// local   Each lcore opens, keeps (max_idle) and uses its own connections to
+//         every server: a client and its upstream connection always live on
+//         the same lcore, no cross-core work at all.
+// shared  A fixed number N (shared_connections) of connections per server in
+//         all, spread over the lcores (the Tempesta model): shared connection
+//         k (0..N-1) of server s is OWNED by worker k % nworkers, which opens
+//         it lazily, keeps it and reopens it after a close (counted as
+//         shared_reconnects). A shared connection carries one request at a
+//         time (no upstream pipelining) and has a FIFO of waiting requests
+//         (`job`s: clients of its own lcore and requests handed over by other
+//         lcores, in arrival order), bounded by shared_fifo_cap; a request
+//         that finds it full, or no free remote-request slot, gets 503
+//         (shared_queue_full). Idle shared connections have no idle timeout
+//         (the origin may close them; the next job reopens). In
+//         /ferry/upstreams they count as idle, or active while serving a job,
+//         on their owner.
+//
+// The client's worker A picks the server (the upstream's balancing) and then k
+// round robin over the server's N connections (a per-A counter); the owner is
+// B = k % nworkers. B == A: the request queues on A's own shared connection,
+// no messages. B != A: the request is handed to B over lib/xcore and its
+// response handed back, as 24-byte messages carrying mbuf chains (ownership
+// moves with the message: no copy, no allocation). Opcodes (xop, 16..31, the
+// app forwards every opcode >= 16 to on_message()):
+//
+//   A -> B  req_head   mbuf = the request head, already serialized on A (plus
+//                      the body bytes that came with it), arg = the shared
+//                      connection's id (shared_base[upstream] + s * N + k),
+//                      flags = xf_end (the request is complete: no body, or
+//                      all of it came with the head) | xf_keep_alive (the
+//                      client stays open after this response: B serializes
+//                      the response head) | xf_head (HEAD request) |
+//                      xf_retry (idempotent, no body: B may retry it once on a
+//                      fresh connection if a reused one fails before the head)
+//           req_body   mbuf = request body bytes (zero-copy: the client's rx
+//                      chains, trimmed; several pieces batched up to 32 KiB)
+//           req_end    the request body is complete
+//           req_abort  the client is gone (or A gave up): B aborts the upstream
+//                      connection if the request is on it (the response
+//                      cannot be resynchronised), or drops it from the FIFO
+//           credit     arg = n: n more resp_data may be sent
+//   B -> A  resp_data  mbuf = response bytes: the head serialized on B (with
+//                      the body bytes that came with it), or body chains
+//                      (zero-copy, batched); flags xf_interim: a complete 1xx
+//           resp_end   arg = 1 if the client may stay keep-alive
+//           resp_error arg = status: A answers 502/503/504 if nothing of the
+//                      response was sent to the client yet, else aborts (RST)
+//           credit     arg = n: n more req_head/req_body may be sent
+//
+// Every message's handle is A's client conn_handle{lcore = A's worker index,
+// generation = the client's request generation `xgen`, index = client slot}.
+// xgen changes when a handed-over request starts and when it ends (or the
+// client goes), so one handle names exactly one request of one client. B keys
+// its remote request (`rreq`) by (A, client slot) and checks the generation;
+// A checks its client's. A message for a request that ended or a client that
+// is gone (freed, or reused by another connection) is stale: its mbuf chain
+// is freed and it is counted (xcore_stale). Messages of one pair of workers
+// travel one SPSC ring in order, so req_head < req_body... < req_end and
+// resp_data... < resp_end/resp_error per request.
+//
+// Backpressure, both ways, credit based per request: the sender of data
+// messages (req_head/req_body from A, resp_data from B) may have at most
+// xcore_window of them outstanding; the receiver returns credit when a chain
+// was accepted by the destination's TCP send queue (push() handed it over at
+// once, or flush() drained it later from the endpoint's out queue: a bit per
+// out-queue entry says which chains owe credit). Out of credit, B stops
+// reading the upstream connection and A stops reading the client's body; the
+// TCP receive windows then close. When the outbox refuses a message (its
+// local queue to that peer is full) the message goes to a per-peer backlog,
+// retried in order at the next poll (xcore_send_retry): nothing is dropped,
+// nothing blocks. (Per peer rather than per endpoint: the order to a peer is
+// kept, and a req_abort survives its client's slot being freed. The backlog is
+// bounded by the credits: at most xcore_window + 3 messages per request.)
+//
+// Failures: B's upstream failing (refused, reset, bad response, timeout)
+// becomes resp_error; a client dying on A mid-request becomes req_abort; an
+// early response (before the request body ended) ends both connections, as
+// in local mode. Drain: a worker with shared pools stays in its drain loop
+// (open_connections() > 0) while it has clients, connections, remote requests
+// or backlog, while a peer still counts requests handed to it, and while a
+// peer still has clients that could hand it one (shared_state::xrows).
+//
+// Counters of every hand-off: xcore_requests_out (A), xcore_requests_in (B),
+// xcore_msgs_out / xcore_msgs_in, xcore_stale, xcore_aborted (B: req_abort
+// for a live request), xcore_send_retry, shared_queue_full, shared_reconnects.
+//
+// Test knob: FERRY_XCORE_REFUSE_EVERY=n in the environment makes every n-th
+// outbox send count as refused (the backlog path), for the integration test.
+// ---------------------------------------------------------------------------
 #pragma once
 
 #include <rte_mbuf.h>
@@ -67,6 +162,7 @@
 #include "ferry/http/parser.h"
 #include "ferry/net/tcp_layer.h"
 #include "ferry/reactor/timer_wheel.h"
+#include "ferry/xcore/message.h"
 
 namespace ferry::proxy {
 
@@ -103,7 +199,16 @@ namespace ferry::proxy {
     X(no_buffer,                "mbuf allocation failures while building heads (connection closed)")   \
     X(health_checks,            "active health checks sent")                                           \
     X(health_check_failed,      "active health checks that failed")                                    \
-    X(drained,                  "connections closed by a graceful shutdown")
+    X(drained,                  "connections closed by a graceful shutdown")                          \
+    X(xcore_requests_out,       "requests handed to the lcore owning their shared upstream connection") \
+    X(xcore_requests_in,        "requests received from another lcore for a shared connection owned here") \
+    X(xcore_msgs_out,           "proxy messages handed to the cross-core outbox")                      \
+    X(xcore_msgs_in,            "proxy messages received from other lcores")                           \
+    X(xcore_stale,              "proxy messages for a request or client that is gone (mbufs freed)")   \
+    X(xcore_aborted,            "requests handed over here whose client went away (upstream side aborted)") \
+    X(xcore_send_retry,         "proxy messages the outbox refused (lane full): kept and retried")    \
+    X(shared_queue_full,        "503: a shared connection's request FIFO (or the remote-request pool) was full") \
+    X(shared_reconnects,        "shared upstream connections reopened after a close")
 
 struct alignas(64) http_counters {
     FERRY_HTTP_COUNTERS(FERRY_COUNTER_MEMBER)
@@ -133,6 +238,35 @@ struct alignas(64) server_health {
     std::atomic<uint32_t> marked_down{0};  // times it went down (telemetry)
 };
 
+// Cross-core opcodes of the proxy (the app's are below 16; see the file
+// comment for the protocol).
+enum xop : uint16_t {
+    op_first = 16,
+    op_req_head = 16,
+    op_req_body = 17,
+    op_req_end = 18,
+    op_req_abort = 19,
+    op_resp_data = 20,
+    op_resp_end = 21,
+    op_resp_error = 22,
+    op_credit = 23,
+    op_last = 31,
+};
+// message::flags bits.
+inline constexpr uint16_t xf_end = 1;         // req_head: the request is complete
+inline constexpr uint16_t xf_keep_alive = 2;  // req_head: the client stays open
+inline constexpr uint16_t xf_head = 4;        // req_head: a HEAD request
+inline constexpr uint16_t xf_retry = 8;       // req_head: idempotent without body
+inline constexpr uint16_t xf_interim = 1;     // resp_data: a complete 1xx response
+// Data messages one request may have outstanding per direction.
+inline constexpr uint32_t xcore_window = 16;
+// Waiting requests per shared connection.
+inline constexpr uint32_t shared_fifo_cap = 256;
+
+// Sends one message to worker `peer` (the app: outbox::send). False when the
+// outbox's lane is full: the message was not taken.
+using xcore_send_fn = bool (*)(void *ctx, unsigned peer, const xcore::message &m) noexcept;
+
 // What the proxy of one lcore needs of each port.
 struct port_ref {
     net::tcp_layer *layer = nullptr;
@@ -148,6 +282,15 @@ struct shared_state {
     std::vector<std::unique_ptr<server_health[]>> health;
     // Set by the app on SIGTERM/SIGINT: stop accepting, finish in-flight work.
     std::atomic<bool> draining{false};
+    // Drain words of the shared pools, one row per worker, written by that
+    // worker only: requests it handed to each other worker and not finished,
+    // and (once it drains) its open clients (UINT32_MAX before it drains).
+    static constexpr unsigned max_workers = 128;
+    struct alignas(64) xcore_row {
+        std::atomic<uint32_t> inflight_to[max_workers];
+        std::atomic<uint32_t> clients_open{UINT32_MAX};
+    };
+    std::unique_ptr<xcore_row[]> xrows;
 };
 
 class worker_proxy {
@@ -162,6 +305,14 @@ public:
     worker_proxy(const worker_proxy &) = delete;
     worker_proxy &operator=(const worker_proxy &) = delete;
 
+    // Cross-core hand-off for shared pools: `workers` workers (this one is
+    // lcore_index), `send` delivers a message to a peer. Call before
+    // listen(); without it (or with one worker) every shared connection is
+    // owned here. Allocates the shared pools' tables.
+    void set_xcore(unsigned workers, xcore_send_fn send, void *ctx);
+    // A message another worker sent (opcode op_first..op_last); takes its mbuf.
+    void on_message(unsigned from, xcore::message &m, uint64_t now) noexcept;
+
     // Opens the listeners on every port. Error text, or "" on success.
     [[nodiscard]] std::string listen();
 
@@ -174,8 +325,9 @@ public:
     // upstream connections, lets in-flight requests finish (their clients
     // are closed after the response). Idempotent.
     void begin_drain(uint64_t now) noexcept;
-    // Connections still open (client + upstream).
-    [[nodiscard]] uint32_t open_connections() const noexcept { return nclients_ + nupconns_; }
+    // Connections still open (client + upstream); with shared pools also the
+    // cross-core work that keeps this worker in its drain loop (file comment).
+    [[nodiscard]] uint32_t open_connections() const noexcept;
     // Aborts everything still open (the drain timeout passed).
     void abort_all(uint64_t now) noexcept;
 
@@ -187,10 +339,17 @@ public:
 
     struct client;
     struct upconn;
+    struct rreq;
 
 private:
     struct endpoint;
     struct upstream_state;
+    struct shared_slot;
+    struct job {
+        uint32_t idx = 0;  // client or rreq slot
+        uint32_t gen = 0;  // its generation when queued
+        bool remote = false;
+    };
 
     // Events.
     void on_event(uint16_t port, const net::tcp_notice &n, uint64_t now) noexcept;
@@ -217,6 +376,35 @@ private:
     void free_upconn(upconn &u) noexcept;
     void health_result(int upstream, int server, bool ok, uint64_t now) noexcept;
     void run_health_checks(uint64_t now) noexcept;
+
+    // Shared pools.
+    void init_shared();
+    bool begin_body(client &c, upconn &u, uint64_t now) noexcept;
+    void upconn_body_remote(upconn &u, rreq &r, uint64_t now) noexcept;
+    bool shared_submit(uint32_t slot, job j, bool front) noexcept;
+    void kick(uint32_t slot) noexcept;
+    void run_kicks(uint64_t now) noexcept;
+    bool job_valid(const job &j) const noexcept;
+    void fail_job(const job &j, uint16_t status, uint64_t now) noexcept;
+    void attach(uint32_t slot, upconn &u, const job &j, uint64_t now) noexcept;
+    upconn *open_shared(uint32_t slot, uint64_t now) noexcept;
+    void shared_release(upconn &u, bool reusable, uint64_t now) noexcept;
+    rreq *rreq_of(upconn &u) noexcept;
+    void pump_req(rreq &r, upconn &u, uint64_t now) noexcept;
+    void finish_rreq(upconn &u, rreq &r, bool reusable, uint64_t now) noexcept;
+    void free_rreq(rreq &r) noexcept;
+
+    // Cross-core plumbing.
+    void xsend(unsigned peer, uint16_t op, uint64_t handle, uint16_t flags, uint32_t arg,
+               rte_mbuf *m) noexcept;
+    bool retry_backlog() noexcept;
+    void credit_back(endpoint &e, uint32_t n) noexcept;
+    int push_credited(endpoint &e, rte_mbuf *chain, uint64_t now) noexcept;
+    void client_body_remote(client &c, uint64_t now) noexcept;
+    void abort_remote(client &c) noexcept;
+    void end_remote(client &c) noexcept;
+    void on_client_message(unsigned from, xcore::message &m, uint64_t now) noexcept;
+    void on_owner_message(unsigned from, xcore::message &m, uint64_t now) noexcept;
 
     // Endpoint plumbing.
     uint32_t pull(endpoint &e, uint64_t now) noexcept;
@@ -258,6 +446,31 @@ private:
     std::unique_ptr<char[]> scratch_;
     uint32_t scratch_len_ = 0;
     reactor::timer health_timer_;
+
+    // Shared pools (see the file comment).
+    unsigned nworkers_ = 1;
+    xcore_send_fn send_fn_ = nullptr;
+    void *send_ctx_ = nullptr;
+    bool has_shared_ = false;
+    std::vector<uint32_t> shared_base_;                // per upstream: id of its (0, 0)
+    std::vector<std::vector<uint32_t>> shared_rr_;     // per upstream, server: next k
+    std::unique_ptr<shared_slot[]> slots_;             // per shared connection id
+    uint32_t nslots_ = 0;
+    std::vector<uint32_t> kick_list_;                  // slots to look at (each once)
+    std::unique_ptr<rreq[]> rreqs_;                    // requests from other workers
+    std::unique_ptr<uint32_t[]> free_rreqs_;
+    uint32_t max_rreqs_ = 0, nfree_rreqs_ = 0, nrreqs_ = 0;
+    std::unique_ptr<uint32_t[]> rreq_of_;              // [from * max_clients_ + client] -> rreq
+    // Per peer: messages the outbox refused, oldest first (a ring that grows
+    // only if the outbox stays full; see the file comment).
+    struct backlog {
+        std::vector<xcore::message> q;
+        size_t head = 0, n = 0;
+    };
+    std::vector<backlog> backlog_;
+    uint32_t backlog_total_ = 0;
+    uint32_t refuse_every_ = 0, refuse_n_ = 0;  // test knob (file comment)
+    std::vector<uint32_t> inflight_to_;                // requests handed to each peer, open
 };
 
 }  // namespace ferry::proxy

@@ -17,6 +17,7 @@
 #include "app.h"
 #include "cli.h"
 #include "ferry/base/log.h"
+#include "metrics.h"
 #include "ferry_build_config.h"
 
 RTE_LOG_REGISTER(ferry_logtype_app, ferry.app, INFO);
@@ -330,6 +331,7 @@ int run(int argc, char **argv) {
     const unsigned lcores = rte_lcore_count();
     const uint32_t nworkers = l.cfg.workers ? l.cfg.workers : lcores;
     int rc = 1;
+    std::unique_ptr<metrics_server> metrics;  // [admin] metrics_address
     if (nworkers > lcores) {
         // Each worker owns one lcore and one queue pair per port: two workers cannot
         // share an lcore, so this is fatal, not a warning.
@@ -404,6 +406,15 @@ int run(int argc, char **argv) {
         }
     }
 
+    if (l.cfg.admin.addr) {
+        // After the workers are set up (it reads them), before "ready".
+        auto m = metrics_server::start(app, *l.cfg.admin.addr, l.cfg.admin.port);
+        if (!m) {
+            std::fprintf(stderr, "ferry: %s\n", m.error().c_str());
+            goto out;
+        }
+        metrics = std::move(m.value());
+    }
     register_telemetry();
     APP_LOG(INFO, "ready: %zu port(s), %u worker(s), wakeup mode %s, config %s",
             app.ports.size(), nworkers, std::string(to_string(l.cfg.wakeup)).c_str(),
@@ -417,6 +428,8 @@ int run(int argc, char **argv) {
     rc = 0;
 
 out:
+    // The exporter reads everything below: its thread is joined first.
+    metrics.reset();
     // Connections and the test services hold mbufs of the ports' pools: free
     // them before the pools go (app is static, destroyed only after this).
     for (auto &w : app.workers) {

@@ -3,6 +3,7 @@
 // loads), ethdev stats and mempool counts (both safe from any thread).
 #include <rte_ethdev.h>
 #include <rte_mempool.h>
+#include <rte_ring.h>
 #include <rte_version.h>
 
 #include <cstdio>
@@ -207,6 +208,38 @@ int cmd_upstreams(const char *, const char *, rte_tel_data *d) {
     return 0;
 }
 
+// Per ordered worker pair "lcore<from>/lcore<to>": the cross-core ring's depth
+// now (rte_ring_count: a snapshot of its two tails, safe from any thread, as
+// DPDK's own /ring/info does), capacity, the producer's high-water mark and
+// its ring_full events (relaxed loads of the outbox's lane stats). Empty with
+// one worker (no rings).
+int cmd_rings(const char *, const char *, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    const xcore::mesh *m = the_app->mesh.get();
+    if (m == nullptr) return 0;
+    for (const auto &from : the_app->workers)
+        for (const auto &to : the_app->workers) {
+            rte_ring *r = m->ring(from->index, to->index);
+            if (r == nullptr || !from->out) continue;
+            // Depth first: it can only have been lower than the mark read after it.
+            const unsigned depth = rte_ring_count(r);
+            const xcore::outbox::lane_stats st = from->out->stats(to->index);
+            rte_tel_data *c = rte_tel_data_alloc();
+            if (c == nullptr) return -ENOMEM;
+            rte_tel_data_start_dict(c);
+            rte_tel_data_add_dict_int(c, "from_lcore", static_cast<int>(from->lcore));
+            rte_tel_data_add_dict_int(c, "to_lcore", static_cast<int>(to->lcore));
+            rte_tel_data_add_dict_u64(c, "depth", depth);
+            rte_tel_data_add_dict_u64(c, "capacity", rte_ring_get_capacity(r));
+            rte_tel_data_add_dict_u64(c, "high_water", st.high_water);
+            rte_tel_data_add_dict_u64(c, "ring_full", st.ring_full);
+            const std::string key =
+                "lcore" + std::to_string(from->lcore) + "/lcore" + std::to_string(to->lcore);
+            if (rte_tel_data_add_dict_container(d, key.c_str(), c, 0) != 0) return -ENOSPC;
+        }
+    return 0;
+}
+
 int cmd_lcores(const char *, const char *, rte_tel_data *d) {
     rte_tel_data_start_dict(d);
     const auto mode = the_app->settings.mode.load(std::memory_order_relaxed);
@@ -279,6 +312,11 @@ int cmd_config(const char *, const char *, rte_tel_data *d) {
                               the_app->settings.idle_threshold_ns.load(std::memory_order_relaxed) / 1000u);
     rte_tel_data_add_dict_u64(d, "neighbor_timeout_s", cfg.neighbor_timeout_s);
     rte_tel_data_add_dict_int(d, "ports", static_cast<int>(cfg.ports.size()));
+    // [admin]: "" when there is no metrics listener.
+    const std::string metrics =
+        cfg.admin.addr ? config::format_ipv4(*cfg.admin.addr) + ":" + std::to_string(cfg.admin.port)
+                       : "";
+    rte_tel_data_add_dict_string(d, "metrics_address", metrics.c_str());
     return 0;
 }
 
@@ -309,6 +347,9 @@ constexpr command commands[] = {
      "HTTP proxy per lcore and summed: requests, responses by class, rejections by reason."},
     {"/ferry/upstreams", cmd_upstreams,
      "Per <upstream>/<n>: server, state, pool, active/idle connections, requests, failures, latency."},
+    {"/ferry/rings", cmd_rings,
+     "Per lcore<from>/lcore<to>: the cross-core ring's depth, capacity, high-water mark, "
+     "ring_full events."},
 };
 
 }  // namespace

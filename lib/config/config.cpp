@@ -143,6 +143,8 @@ public:
              [this](const toml::node &n, const std::string &k) {
                  return proxy_.read_upstreams(n, k);
              }},
+            {"admin", false,
+             [this](const toml::node &n, const std::string &k) { return read_admin(n, k); }},
         };
         if (auto e = r_.walk(root, "", fields))
             return unexpected{*e};
@@ -248,6 +250,39 @@ private:
             return r_.at(*relay_to_node_, detail::join_key(key, "relay_to"),
                          "relay_to needs relay_port");
         return std::nullopt;
+    }
+
+    // [admin]: the metrics listener on a kernel socket. Only what cannot be bound on any
+    // host is refused here; whether this host has the address is for bind() at start-up.
+    std::optional<error> read_admin(const toml::node &n, const std::string &key) {
+        auto t = r_.table(n, key);
+        if (!t)
+            return t.error();
+        admin_config &c = cfg_.admin;
+        const reader::field fields[] = {
+            {"metrics_address", false,
+             [this, &c](const toml::node &v, const std::string &k) -> std::optional<error> {
+                 auto s = r_.string(v, k);
+                 if (!s)
+                     return s.error();
+                 const auto ep = detail::parse_ipv4_port(*s);
+                 if (!ep)
+                     return r_.at(v, k, "expected a.b.c.d:port, got '" + *s + "'");
+                 const uint32_t a = ep->first;
+                 // 224/4 multicast, 240/4 reserved (255.255.255.255 included): no TCP
+                 // listener can have them. 0.0.0.0 is INADDR_ANY, 127/8 the usual choice.
+                 if (a >= 0xe0000000u)
+                     return r_.at(v, k,
+                                  format_ipv4(a) + " cannot be listened on (" +
+                                      (a < 0xf0000000u ? "multicast" : "reserved or broadcast") +
+                                      "); use a local address such as 127.0.0.1, or 0.0.0.0");
+                 c.addr = a;
+                 c.port = ep->second;
+                 c.where = r_.pos(v.source());
+                 return std::nullopt;
+             }},
+        };
+        return r_.walk(**t, key, fields);
     }
 
     std::optional<error> read_ports(const toml::node &n, const std::string &key) {

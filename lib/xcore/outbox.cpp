@@ -14,6 +14,7 @@ outbox::outbox(mesh &m, unsigned self, reactor::reactor_counters &c,
     : self_(self),
       workers_(m.workers()),
       queue_size_(queue_size != 0 ? queue_size : m.ring_size()),
+      capacity_(m.ring_size()),
       c_(c),
       settings_(s),
       lanes_(new lane[m.workers()]),
@@ -51,9 +52,17 @@ void outbox::flush(uint64_t) noexcept {
         // The ring copies the messages and then publishes its producer tail
         // (rte_smp_wmb, then the tail store): a consumer that sees the tail
         // sees the messages. This burst is S2 of doorbell.h.
+        unsigned free_space = 0;
         const unsigned n =
-            rte_ring_sp_enqueue_burst_elem(l.ring, l.q, message_size, l.count, nullptr);
+            rte_ring_sp_enqueue_burst_elem(l.ring, l.q, message_size, l.count, &free_space);
         c_.enqueue_bursts.inc();
+        // The high-water mark from what the burst already computed (free
+        // entries as of its read of the consumer's tail, minus what it
+        // added; valid when it added nothing too): no extra access to the
+        // ring's shared lines, unlike an rte_ring_count() here.
+        const uint64_t depth = capacity_ - free_space;
+        if (depth > l.high_water.get())
+            l.high_water.set(depth);
         if (n != 0) {
             c_.msgs_out.inc(n);
             notify_[nnotify++] = static_cast<uint16_t>(p);
@@ -67,6 +76,7 @@ void outbox::flush(uint64_t) noexcept {
             // path, and it keeps every flush at exactly one burst per peer
             // (a circular queue would need two at the wrap).
             c_.ring_full.inc();
+            l.ring_full.inc();
             l.count -= n;
             if (n != 0)
                 std::memmove(l.q, l.q + n, l.count * sizeof(message));

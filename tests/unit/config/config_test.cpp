@@ -332,6 +332,38 @@ const bad_case bad_cases[] = {
      port_with("\n[[port]]\nname = \"tap1\"\nprofile = \"net_tap\"\niface = \"ferry1\"\n"
                "address = \"10.78.0.1/24\"\n[port.fault]\nrx_drop = 0.5\ntx_drop = 1.01\n"),
      "t.toml:14:11: key 'port[1].fault.tx_drop': must be in 0.0..1.0, got 1.01"},
+
+    // [admin]: the metrics listener's address.
+    {"admin_metrics_address_no_port", with_port("[admin]\nmetrics_address = \"127.0.0.1\"\n"),
+     "t.toml:2:19: key 'admin.metrics_address': expected a.b.c.d:port, got '127.0.0.1'"},
+    {"admin_metrics_address_port_zero",
+     with_port("[admin]\nmetrics_address = \"127.0.0.1:0\"\n"),
+     "t.toml:2:19: key 'admin.metrics_address': expected a.b.c.d:port, got '127.0.0.1:0'"},
+    {"admin_metrics_address_port_too_big",
+     with_port("[admin]\nmetrics_address = \"127.0.0.1:65536\"\n"),
+     "t.toml:2:19: key 'admin.metrics_address': expected a.b.c.d:port, got '127.0.0.1:65536'"},
+    {"admin_metrics_address_host_name",
+     with_port("[admin]\nmetrics_address = \"localhost:9180\"\n"),
+     "t.toml:2:19: key 'admin.metrics_address': expected a.b.c.d:port, got 'localhost:9180'"},
+    {"admin_metrics_address_leading_zero_octet",
+     with_port("[admin]\nmetrics_address = \"127.0.0.01:9180\"\n"),
+     "t.toml:2:19: key 'admin.metrics_address': expected a.b.c.d:port, got '127.0.0.01:9180'"},
+    {"admin_metrics_address_multicast",
+     with_port("[admin]\nmetrics_address = \"224.0.0.1:9180\"\n"),
+     "t.toml:2:19: key 'admin.metrics_address': 224.0.0.1 cannot be listened on (multicast); "
+     "use a local address such as 127.0.0.1, or 0.0.0.0"},
+    {"admin_metrics_address_broadcast",
+     with_port("[admin]\nmetrics_address = \"255.255.255.255:9180\"\n"),
+     "t.toml:2:19: key 'admin.metrics_address': 255.255.255.255 cannot be listened on "
+     "(reserved or broadcast); use a local address such as 127.0.0.1, or 0.0.0.0"},
+    {"admin_metrics_address_integer", with_port("[admin]\nmetrics_address = 9180\n"),
+     "t.toml:2:19: key 'admin.metrics_address': expected a string, got an integer"},
+    {"admin_unknown_key", with_port("[admin]\nmetrics_adress = \"127.0.0.1:9180\"\n"),
+     "t.toml:2:1: key 'admin.metrics_adress': unknown key (did you mean 'metrics_address'?)"},
+    {"admin_not_a_table", with_port("admin = \"127.0.0.1:9180\"\n"),
+     "t.toml:1:9: key 'admin': expected a table, got a string"},
+    {"admin_array_of_tables", with_port("[[admin]]\nmetrics_address = \"127.0.0.1:9180\"\n"),
+     "t.toml:1:1: key 'admin': expected a table, got an array"},
 };
 
 INSTANTIATE_TEST_SUITE_P(config, bad_config, testing::ValuesIn(bad_cases),
@@ -487,6 +519,35 @@ TEST(config_parse, tcp_test_relay) {
     EXPECT_EQ(r->tcp_test.relay_port, 8000);
     EXPECT_EQ(r->tcp_test.relay_addr, 0x0a4d0002u);
     EXPECT_EQ(r->tcp_test.relay_to_port, 65535);
+}
+
+TEST(config_parse, admin_metrics_address) {
+    auto r = parse(with_port("[admin]\nmetrics_address = \"127.0.0.1:9180\"\n"), "t.toml");
+    ASSERT_TRUE(r) << r.error().to_string();
+    ASSERT_TRUE(r->admin.addr.has_value());
+    EXPECT_EQ(*r->admin.addr, 0x7f000001u);
+    EXPECT_EQ(r->admin.port, 9180);
+    EXPECT_EQ(r->admin.where.file, "t.toml");
+    EXPECT_EQ(r->admin.where.line, 2u);
+    EXPECT_EQ(r->admin.where.column, 19u);
+
+    // Every address (INADDR_ANY) and the port limits.
+    auto any = parse(with_port("[admin]\nmetrics_address = \"0.0.0.0:65535\"\n"), "t.toml");
+    ASSERT_TRUE(any) << any.error().to_string();
+    EXPECT_EQ(any->admin.addr, 0u);
+    EXPECT_EQ(any->admin.port, 65535);
+    auto one = parse(with_port("[admin]\nmetrics_address = \"10.1.2.3:1\"\n"), "t.toml");
+    ASSERT_TRUE(one) << one.error().to_string();
+    EXPECT_EQ(one->admin.addr, 0x0a010203u);
+    EXPECT_EQ(one->admin.port, 1);
+
+    // Absent table, or a table without the key: no listener.
+    auto none = parse(port_tap0, "t.toml");
+    ASSERT_TRUE(none);
+    EXPECT_FALSE(none->admin.addr.has_value());
+    auto empty = parse(with_port("[admin]\n"), "t.toml");
+    ASSERT_TRUE(empty) << empty.error().to_string();
+    EXPECT_FALSE(empty->admin.addr.has_value());
 }
 
 TEST(config_parse, port_fault_keys) {

@@ -193,6 +193,61 @@ TEST(Outbox, BackpressureKeepsEverythingInOrder) {
     EXPECT_EQ(bell1.rings(), 0u);
 }
 
+// lane_stats: the high-water mark is the ring's depth right after a burst
+// (never above the capacity, never lowered by draining) and ring_full counts
+// this peer's partial bursts only; other peers and invalid indices read 0.
+TEST(Outbox, LaneStatsTrackHighWaterAndRingFull) {
+    auto m = make_mesh(3, 8, "t_stats");
+    ASSERT_NE(m, nullptr);
+    settings s;
+    test_bell b1, b2;
+    doorbell *bells[3] = {nullptr, &b1.bell, &b2.bell};
+    reactor_counters pc;
+    outbox out(*m, 0, pc, bells, s, 16);
+    auto hw = [&](unsigned p) { return out.stats(p).high_water; };
+    auto full = [&](unsigned p) { return out.stats(p).ring_full; };
+    EXPECT_EQ(hw(1), 0u);
+    EXPECT_EQ(full(1), 0u);
+    EXPECT_EQ(hw(0), 0u) << "self has no lane";
+    EXPECT_EQ(hw(3), 0u) << "out of range reads zero";
+
+    uint32_t seq = 0;
+    for (int i = 0; i < 5; ++i)
+        ASSERT_TRUE(out.send(1, msg(seq++)));
+    out.flush(0);
+    EXPECT_EQ(hw(1), 5u);
+    EXPECT_EQ(full(1), 0u);
+    EXPECT_EQ(hw(2), 0u) << "an idle peer's lane is untouched";
+
+    // The consumer takes 3 (depth 2); 2 more make it 4: the mark stays at 5.
+    message drop[8];
+    ASSERT_EQ(rte_ring_sc_dequeue_burst_elem(m->ring(0, 1), drop, message_size, 3, nullptr), 3u);
+    ASSERT_TRUE(out.send(1, msg(seq++)));
+    ASSERT_TRUE(out.send(1, msg(seq++)));
+    out.flush(0);
+    EXPECT_EQ(rte_ring_count(m->ring(0, 1)), 4u);
+    EXPECT_EQ(hw(1), 5u) << "a lower depth never lowers the mark";
+
+    // 16 queued, room for 4: the ring fills (mark = capacity) and the burst is partial.
+    while (out.send(1, msg(seq++))) {
+    }
+    out.flush(0);
+    EXPECT_EQ(hw(1), 8u);
+    EXPECT_EQ(full(1), 1u);
+    // A burst the full ring refuses entirely still counts, and the mark stays at capacity.
+    out.flush(0);
+    EXPECT_EQ(hw(1), 8u);
+    EXPECT_EQ(full(1), 2u);
+    EXPECT_EQ(pc.ring_full.get(), 2u) << "the lcore counter is the sum over lanes";
+
+    ASSERT_TRUE(out.send(2, msg(seq++)));
+    out.flush(0);
+    EXPECT_EQ(hw(2), 1u);
+    EXPECT_EQ(full(2), 0u);
+    EXPECT_EQ(full(1), 3u) << "peer 1's leftovers were retried in the same flush";
+    EXPECT_EQ(pc.ring_full.get(), 3u);
+}
+
 TEST(Outbox, OneBurstPerPeerPerFlush) {
     auto m = make_mesh(4, 64, "t_burst");
     ASSERT_NE(m, nullptr);

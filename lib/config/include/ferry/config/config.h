@@ -146,6 +146,16 @@
 //                                   #   ferry's own port addresses
 //   weight = 1                      # 1..1000, the server's relative share
 //
+//   [admin]                         # optional: the operator's side door. A kernel TCP
+//                                   #   socket served by a control thread (never a worker),
+//                                   #   in the network namespace ferry runs in; it is not
+//                                   #   one of ferry's DPDK ports
+//   metrics_address = "127.0.0.1:9180"  # optional, a.b.c.d:port (port 1..65535): HTTP/1.1
+//                                   #   GET /metrics (Prometheus text format 0.0.4) and
+//                                   #   GET /healthz. 0.0.0.0 = every kernel address; not
+//                                   #   a multicast, broadcast or 240/4 address. Absent =
+//                                   #   no listener. ferry exits 1 when it cannot bind it
+//
 // A driver profile (drivers-config/<name>.toml, see drivers-config/README.md):
 //
 //   [profile]
@@ -350,6 +360,15 @@ struct upstream_config {
     bool health_checks() const { return !health_check_path.empty(); }
 };
 
+// [admin]: see the file comment.
+struct admin_config {
+    // The metrics listener's IPv4 address, host byte order (0 = INADDR_ANY); nullopt =
+    // no metrics listener.
+    std::optional<uint32_t> addr;
+    uint16_t port = 0;  // 1..65535 when addr is set
+    source_pos where;   // the metrics_address value, for messages about it
+};
+
 struct ferry_config {
     std::string source;    // file path, or "<embedded default>"
     uint32_t workers = 0;  // 0 = one worker per EAL lcore
@@ -365,6 +384,7 @@ struct ferry_config {
     std::vector<listener_config> listeners;  // empty = no proxy
     std::vector<route_config> routes;        // file order = match order
     std::vector<upstream_config> upstreams;
+    admin_config admin;
 };
 
 // Parses and validates a whole configuration. source_name is used in error positions and

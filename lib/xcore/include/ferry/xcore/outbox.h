@@ -16,12 +16,23 @@
 // and the caller must stop reading from its source and retry after a flush
 // (room() says how much fits).
 //
-// Single-threaded: every member is called on the owning worker's lcore only.
+// Per-peer statistics (stats(): the ring's high-water mark and its ring_full
+// events) are the one exception to the single-thread rule: the owner
+// writes them with relaxed stores, any thread (telemetry, the metrics
+// exporter) reads them with relaxed loads (ferry/base/counter.h). The
+// high-water mark costs the hot path nothing shared: the depth comes from the
+// free_space the enqueue burst already computed from the consumer's tail, so a
+// flushed lane pays one compare (and, when the mark rises, one plain store)
+// on a line the owner already holds.
+//
+// Single-threaded: every member is called on the owning worker's lcore only
+// (stats() excepted, see above).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
+#include "ferry/base/counter.h"
 #include "ferry/reactor/doorbell.h"
 #include "ferry/reactor/reactor.h"
 #include "ferry/xcore/mesh.h"
@@ -87,20 +98,46 @@ public:
     [[nodiscard]] unsigned self() const noexcept { return self_; }
     [[nodiscard]] unsigned queue_size() const noexcept { return queue_size_; }
 
+    // What the lane to one peer saw since construction.
+    struct lane_stats {
+        // The deepest ring(self, peer) was right after one of this outbox's
+        // enqueue bursts (capacity minus the burst's free_space: the
+        // consumer may already have taken some by then, so this is the
+        // producer's view, never more than the ring's capacity). 0 before the
+        // first burst.
+        uint64_t high_water = 0;
+        // Enqueue bursts to this peer that left messages behind (the per-peer
+        // share of reactor_counters::ring_full).
+        uint64_t ring_full = 0;
+    };
+    // Any thread (relaxed loads; the two values are not a consistent pair).
+    // peer == self or peer >= workers: zeros.
+    [[nodiscard]] lane_stats stats(unsigned peer) const noexcept {
+        if (peer >= workers_ || peer == self_)
+            return {};
+        return {lanes_[peer].high_water.get(), lanes_[peer].ring_full.get()};
+    }
+
 private:
-    // Per peer; written by the owner only, so no false-sharing concern, but
-    // one line each keeps a flush over few peers to few lines.
+    // Per peer; written by the owner only (other threads just read the two
+    // stats, seldom: a scrape), so no false-sharing concern, but one line
+    // each keeps a flush over few peers to few lines (48 bytes used).
     struct alignas(64) lane {
         message *q = nullptr;  // queue_size_ entries, [0, count) queued, oldest first
         uint32_t count = 0;
         bool listed = false;  // in dirty_
         rte_ring *ring = nullptr;
         reactor::doorbell *bell = nullptr;
+        // Written by the owner at flush, read by any thread (stats()).
+        ferry::counter high_water;
+        ferry::counter ring_full;
     };
+    static_assert(sizeof(lane) == 64, "one cache line per lane");
 
     const unsigned self_;
     const unsigned workers_;
     const unsigned queue_size_;
+    const unsigned capacity_;  // of every ring (the mesh's ring_size, RING_F_EXACT_SZ)
     reactor::reactor_counters &c_;
     const reactor::settings &settings_;
     std::unique_ptr<lane[]> lanes_;

@@ -80,6 +80,10 @@ void tcp_test_app::reset(conn_state &s) noexcept {
     for (uint16_t i = 0; i < s.npend; ++i)
         rte_pktmbuf_free(s.pend[i]);
     s.npend = 0;
+    for (uint16_t i = 0; i < s.nowed; ++i)
+        rte_pktmbuf_free(s.owed[i]);
+    s.nowed = 0;
+    s.close_after_owed = false;
     s.k = kind::none;
     s.fin_seen = s.closing = false;
     s.generated = 0;
@@ -125,6 +129,17 @@ void tcp_test_app::handle(const net::tcp_notice &n, uint64_t now) noexcept {
             return;
         }
         if (n.events & net::tcp_event::peer_fin) s.fin_seen = true;
+        if (s.nowed != 0 || s.close_after_owed) {
+            // What a closed peer left for us, then its FIN.
+            uint16_t done = 0;
+            while (done < s.nowed && layer_.send(n.h, s.owed[done], now) != 0) ++done;
+            std::memmove(s.owed, s.owed + done, (s.nowed - done) * sizeof(rte_mbuf *));
+            s.nowed = static_cast<uint16_t>(s.nowed - done);
+            if (s.nowed == 0 && s.close_after_owed) {
+                s.close_after_owed = false;
+                layer_.close(n.h, now);
+            }
+        }
         pump_relay(n.h, s, now);  // this side -> its peer
         if (s.peer.valid()) {     // and the peer -> this side (this one may be writable now)
             conn_state &p = states_[s.peer.index];
@@ -246,10 +261,33 @@ void tcp_test_app::pump_relay(net::tcp_handle src, conn_state &s, uint64_t now) 
 void tcp_test_app::relay_closed(const net::tcp_notice &n, conn_state &s, uint64_t now) noexcept {
     const net::tcp_handle peer = s.peer;
     const bool orderly = n.reason == net::tcp_close_reason::normal;
-    reset(s);
-    if (!peer.valid()) return;
+    if (!peer.valid()) {
+        reset(s);
+        return;
+    }
     conn_state &p = states_[peer.index];
-    if (p.gen != peer.gen || !(p.peer == n.h)) return;
+    if (p.gen != peer.gen || !(p.peer == n.h)) {
+        reset(s);
+        return;
+    }
+    if (orderly && (s.npend != 0 || !s.closing)) {
+        // n.h ended in order but its data (and FIN) did not all reach the
+        // peer yet (backpressure): the peer still gets them.
+        for (uint16_t i = 0; i < s.npend && p.nowed < max_pending; ++i) p.owed[p.nowed++] = s.pend[i];
+        s.npend = 0;
+        p.close_after_owed = !s.closing;
+        s.closing = true;
+        // Flush what fits now; the peer's next `writable` event does the rest.
+        uint16_t done = 0;
+        while (done < p.nowed && layer_.send(peer, p.owed[done], now) != 0) ++done;
+        std::memmove(p.owed, p.owed + done, (p.nowed - done) * sizeof(rte_mbuf *));
+        p.nowed = static_cast<uint16_t>(p.nowed - done);
+        if (p.nowed == 0 && p.close_after_owed) {
+            p.close_after_owed = false;
+            layer_.close(peer, now);
+        }
+    }
+    reset(s);
     p.peer = net::tcp_handle{};
     if (!orderly) {
         // The other side must learn that the stream broke: RST, not FIN.

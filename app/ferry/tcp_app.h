@@ -51,6 +51,11 @@ private:
         uint16_t npend = 0;
         uint64_t generated = 0;  // source: bytes handed to send()
         net::tcp_handle peer;    // relay: the other side (pend holds chains for it)
+        // relay: chains owed to THIS connection by a peer that already
+        // closed in order; a FIN follows them (close_after_owed).
+        uint16_t nowed = 0;
+        bool close_after_owed = false;
+        rte_mbuf *owed[max_pending] = {};
         rte_mbuf *pend[max_pending] = {};
     };
 

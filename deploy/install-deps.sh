@@ -12,6 +12,8 @@ packages=(
   # test bed: namespaces, clients, origin, model checker
   iproute2 iputils-ping iputils-arping nftables procps
   python3 curl wrk nginx-light haproxy spin
+  # benchmark plots (perf/plot.py)
+  python3-matplotlib
 )
 
 if [ "$(id -u)" -ne 0 ]; then

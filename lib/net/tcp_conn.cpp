@@ -456,6 +456,15 @@ void tcp_conn::input_synchronized(const tcp_repr &h, rte_mbuf *payload, uint32_t
     // (challenge ACK)".
     if (rst) {
         rte_pktmbuf_free(payload);
+        if (state_ == tcp_state::time_wait) {
+            // RFC 1337 §3 (TIME-WAIT assassination): RFC 9293 would close
+            // here, but the exchange already completed in order, and a RST
+            // answering a late duplicate (the peer has no TCB any more) must
+            // neither cut TIME-WAIT short nor turn an orderly end into a
+            // reset for the application. Ignored, as on BSD.
+            ctr_.resets_ignored.inc();
+            return;
+        }
         if (h.seq != rcv_.nxt) {
             send_challenge_ack(now);
             return;

@@ -65,6 +65,10 @@
 //    and goes back to SND.UNA as without SACK; that go-back skips the ranges
 //    SACKed after the timeout (and does not count them in flight). Without
 //    SACK: NewReno (RFC 6582) with RFC 3042 Limited Transmit.
+//  - a RST in TIME-WAIT is ignored (RFC 1337 §3, as BSD), not acted on as
+//    RFC 9293 says: the exchange completed in order, and a peer answering a
+//    late duplicate with RST must not turn that into a reset for the
+//    application (counted in resets_ignored).
 //  - not handled: data in a SYN or SYN-ACK (dropped; the peer resends it),
 //    the urgent pointer (RFC 9293 §3.8.5, ignored), D-SACK (generating it,
 //    or using it to undo), sender-side SWS avoidance and Nagle, a FIN-WAIT-2

@@ -87,6 +87,7 @@ tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, 
     free_ = std::make_unique<uint32_t[]>(n);
     heap_ = std::make_unique<uint32_t[]>(n);
     ready_ = std::make_unique<uint32_t[]>(n);
+    zombies_ = std::make_unique<uint32_t[]>(n);
     // Load factor at most 1/2: linear probing stays short.
     const uint32_t buckets = next_pow2(2 * n);
     table_ = std::make_unique<uint32_t[]>(buckets);
@@ -610,6 +611,11 @@ void tcp_layer::abort(tcp_handle h, uint64_t now) noexcept {
 }
 
 std::size_t tcp_layer::poll_events(std::span<tcp_notice> out) noexcept {
+    // The previous batch is handled: its closed connections go now.
+    for (uint32_t i = 0; i < nzombies_; ++i) {
+        free_slot(zombies_[i]);
+    }
+    nzombies_ = 0;
     std::size_t n = 0;
     while (n < out.size() && ready_len_ != 0) {
         const uint32_t idx = ready_[ready_head_];
@@ -635,7 +641,7 @@ std::size_t tcp_layer::poll_events(std::span<tcp_notice> out) noexcept {
             }
             out[n++] = tcp_notice{note.h, static_cast<uint8_t>(ev | tcp_event::closed),
                                   note.local_port, note.active, s.conn->close_reason()};
-            free_slot(idx);
+            zombies_[nzombies_++] = idx;
             continue;
         }
         if (ev != 0) {

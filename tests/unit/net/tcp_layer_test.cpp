@@ -230,8 +230,16 @@ TEST_F(TcpLayerTest, passive_open_data_close_and_stale_handle) {
     ev = events();
     ASSERT_EQ(ev.size(), 1u);
     EXPECT_TRUE(ev[0].events & tcp_event::closed);
-    EXPECT_EQ(layer_->get(h), nullptr) << "a handle outlives its connection";
+    // Until the next poll_events() the slot is kept (nothing reuses it while
+    // the application handles this batch); the handle names a CLOSED
+    // connection, and calls on it do nothing.
+    ASSERT_NE(layer_->get(h), nullptr);
+    EXPECT_EQ(layer_->get(h)->state(), tcp_state::closed);
+    layer_->close(h, 0);
+    EXPECT_TRUE(take().empty());
     EXPECT_EQ(layer_->active(), 0u);
+    EXPECT_TRUE(events().empty());  // frees the slot
+    EXPECT_EQ(layer_->get(h), nullptr) << "a handle outlives its connection";
     EXPECT_EQ(nc_.conn_opened.get(), 1u);
     EXPECT_EQ(nc_.conn_closed.get(), 1u);
 
@@ -533,6 +541,27 @@ TEST_F(TcpLayerTest, abort_of_a_closed_connection_with_unread_data_frees_it) {
     EXPECT_TRUE(ev[0].events & tcp_event::closed);
     EXPECT_EQ(ev[0].reason, tcp_close_reason::aborted);
     EXPECT_EQ(layer_->active(), 0u);
+}
+
+TEST_F(TcpLayerTest, a_closed_slot_is_not_reused_within_the_batch_that_reports_it) {
+    // The application handles a batch of notices in order; if handling one
+    // opens a connection, that connection must not take the slot of a
+    // `closed` notice later in the same batch (the notice would then match it).
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    handshake(5002, 7, 100);
+    const tcp_handle a = events().at(0).h;
+    layer_->abort(a, ms);
+    take();
+    auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    ASSERT_TRUE(ev[0].events & tcp_event::closed);
+    tcp_handle b;
+    ASSERT_EQ(layer_->connect(peer_ip, 80, 2 * ms, b), tcp_layer::connect_result::ok);
+    take();
+    EXPECT_NE(b.index, a.index);
+    EXPECT_TRUE(events().empty());
+    EXPECT_EQ(layer_->get(a), nullptr);
+    EXPECT_NE(layer_->get(b), nullptr);
 }
 
 }  // namespace

@@ -160,8 +160,9 @@ public:
     [[nodiscard]] uint64_t next_deadline() const noexcept;
 
     // Moves up to out.size() connections with pending events to the caller
-    // (taking their events). A connection reported `closed` is freed: its
-    // handle is stale from then on. Returns how many were filled.
+    // (taking their events). A connection reported `closed` is freed at the
+    // next call: its handle is stale from then on (until then it names a
+    // CLOSED connection, so calls on it do nothing). Returns how many were filled.
     [[nodiscard]] std::size_t poll_events(std::span<tcp_notice> out) noexcept;
 
     // The connection behind h, or null when h is stale.
@@ -174,7 +175,7 @@ public:
     void close(tcp_handle h, uint64_t now) noexcept;
     void abort(tcp_handle h, uint64_t now) noexcept;
 
-    [[nodiscard]] uint32_t active() const noexcept { return in_use_; }
+    [[nodiscard]] uint32_t active() const noexcept { return in_use_ - nzombies_; }
     [[nodiscard]] uint32_t capacity() const noexcept { return cfg_.max_connections; }
     [[nodiscard]] const tcp_layer_config &config() const noexcept { return cfg_; }
 
@@ -236,6 +237,12 @@ private:
     std::unique_ptr<uint32_t[]> heap_;  // slot indices, min deadline first
     uint32_t heap_len_ = 0;
     std::unique_ptr<uint32_t[]> ready_;  // ring of slot indices with events
+    // Slots reported `closed` by the last poll_events(), freed at the start
+    // of the next one: while the application handles a batch, a slot it is
+    // told about cannot be reused by a connection opened in the same batch
+    // (whose notices would then carry the same index and be mistaken).
+    std::unique_ptr<uint32_t[]> zombies_;
+    uint32_t nzombies_ = 0;
     uint32_t ready_head_ = 0, ready_len_ = 0;
     std::unique_ptr<listener[]> listeners_;
     uint32_t nlisteners_ = 0;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "access_log.h"
 #include "app.h"
 #include "cli.h"
 #include "ferry/base/log.h"
@@ -36,6 +37,7 @@ app_state *the_app = nullptr;
 namespace {
 
 void on_stop_signal(int) { stop_requested.store(true, std::memory_order_relaxed); }
+void on_reopen_signal(int) { access_log_writer::request_reopen(); }
 void ignore_signal(int) {}
 
 // net_tap arms O_ASYNC on its queue fds with the first still-default realtime
@@ -58,23 +60,30 @@ void claim_realtime_signals() {
     }
 }
 
-// SIGINT/SIGTERM are blocked before rte_eal_init so that every thread DPDK
-// creates (lcores, interrupt and telemetry threads) inherits the mask and
-// only the main thread ever takes them: no EINTR in other threads.
+// SIGINT/SIGTERM (and SIGHUP) are blocked before rte_eal_init so that every
+// thread DPDK creates (lcores, interrupt and telemetry threads) inherits the
+// mask and only the main thread ever takes them: no EINTR in other threads.
 void block_stop_signals(sigset_t *set) {
     sigemptyset(set);
     sigaddset(set, SIGINT);
     sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, set, nullptr);
 }
 
-void install_stop_handlers(const sigset_t *set) {
+// With an access log, SIGHUP reopens it (logrotate); without one SIGHUP keeps
+// its default action (ferry ends), as before.
+void install_stop_handlers(const sigset_t *set, bool reopen_on_hup) {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+    if (reopen_on_hup) {
+        sa.sa_handler = on_reopen_signal;
+        sigaction(SIGHUP, &sa, nullptr);
+    }
     pthread_sigmask(SIG_UNBLOCK, set, nullptr);
 }
 
@@ -290,6 +299,18 @@ int run(int argc, char **argv) {
         return 0;
     }
 
+    // [http] access_log: opened now, so a path ferry cannot write fails before
+    // anything else starts. Without a [[listener]] there is nothing to log.
+    std::unique_ptr<access_log_writer> alog;
+    if (!l.cfg.http.access_log.empty() && !l.cfg.listeners.empty()) {
+        auto a = access_log_writer::open(l.cfg);
+        if (!a) {
+            std::fprintf(stderr, "ferry: %s\n", a.error().c_str());
+            return 1;
+        }
+        alog = std::move(a.value());
+    }
+
     claim_realtime_signals();
     sigset_t stop_set;
     block_stop_signals(&stop_set);
@@ -306,7 +327,7 @@ int run(int argc, char **argv) {
         rte_eal_cleanup();
         return 2;
     }
-    install_stop_handlers(&stop_set);
+    install_stop_handlers(&stop_set, alog != nullptr);
 
     static app_state app;  // lives until exit; telemetry callbacks may still run during cleanup
     the_app = &app;
@@ -406,6 +427,15 @@ int run(int argc, char **argv) {
         }
     }
 
+    if (alog) {
+        // One ring per worker; the proxies log into it from their first request.
+        for (auto &w : app.workers)
+            if (w->proxy) w->proxy->set_access_log(alog->add_sink(w->lcore));
+        if (std::string err = alog->start(); !err.empty()) {
+            std::fprintf(stderr, "ferry: %s\n", err.c_str());
+            goto out;
+        }
+    }
     if (l.cfg.admin.addr) {
         // After the workers are set up (it reads them), before "ready".
         auto m = metrics_server::start(app, *l.cfg.admin.addr, l.cfg.admin.port);
@@ -443,6 +473,9 @@ out:
         w->in.reset();
     }
     app.mesh.reset();  // frees frames still in the rings
+    // The proxies are gone (their destructors may have logged the requests
+    // still open): the writer drains every ring, writes and closes the file.
+    if (alog) alog->stop();
     for (auto &p : app.ports) net::port_close(p);
     rte_eal_cleanup();
     return rc;

@@ -14,9 +14,23 @@ namespace {
 constexpr std::string_view balance_names[] = {"round_robin", "least_conn", "consistent_hash"};
 constexpr std::string_view hash_key_names[] = {"client_ip", "uri", "host"};
 constexpr std::string_view pool_names[] = {"local", "shared"};
+constexpr std::string_view log_format_names[] = {"combined", "json"};
 
 constexpr int64_t max_timeout_ms = 3600000;  // an hour
 constexpr size_t max_path_bytes = 1024;
+constexpr size_t max_file_path_bytes = 4095;  // PATH_MAX - 1
+
+// access_log: "" (off), or an absolute file path without control characters.
+bool is_log_path(std::string_view s) {
+    if (s.empty())
+        return true;
+    if (s.size() > max_file_path_bytes || s[0] != '/' || s.back() == '/')
+        return false;
+    for (char c : s)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            return false;
+    return true;
+}
 
 std::string lowercase(std::string_view s) {
     std::string out(s);
@@ -180,7 +194,7 @@ std::optional<error> proxy_reader::read_http(const toml::node &n, const std::str
     if (!t)
         return t.error();
     http_config &h = cfg_.http;
-    const toml::node *via_node = nullptr;
+    const toml::node *via_node = nullptr, *log_node = nullptr, *log_format_node = nullptr;
     const reader::field fields[] = {
         {"client_header_timeout_ms", false,
          r_.integer_into(h.client_header_timeout_ms, 1, max_timeout_ms)},
@@ -200,6 +214,13 @@ std::optional<error> proxy_reader::read_http(const toml::node &n, const std::str
              r_, h.via, via_node, [](std::string_view s) { return is_simple_token(s, 32); },
              "must be 1..32 characters of [A-Za-z0-9._-]")},
         {"add_x_forwarded", false, r_.boolean_into(h.add_x_forwarded)},
+        {"access_log", false,
+         checked_string(r_, h.access_log, log_node, is_log_path,
+                        "must be \"\" (off) or an absolute file path (starting with '/', not "
+                        "ending with '/', at most 4095 bytes, no control characters)")},
+        {"access_log_format", false,
+         enum_into(r_, h.access_log_format, log_format_node, log_format_names,
+                   "access log format")},
     };
     return r_.walk(**t, key, fields);
 }
@@ -537,6 +558,10 @@ std::string_view to_string(pool_mode m) {
     return pool_names[static_cast<size_t>(m)];
 }
 
+std::string_view to_string(log_format f) {
+    return log_format_names[static_cast<size_t>(f)];
+}
+
 std::string format_endpoint(uint32_t addr, uint16_t port) {
     return format_ipv4(addr) + ":" + std::to_string(port);
 }
@@ -568,7 +593,11 @@ std::string describe_proxy(const ferry_config &c) {
            (h.max_body_bytes ? std::to_string(h.max_body_bytes) : std::string("unlimited")) +
            ", max_pipelined " + std::to_string(h.max_pipelined) + ", drain " +
            ms(h.drain_timeout_ms) + ", via " + h.via + ", x-forwarded " +
-           (h.add_x_forwarded ? "on" : "off") + "\n";
+           (h.add_x_forwarded ? "on" : "off") +
+           (h.access_log.empty() ? std::string()
+                                 : ", access_log " + h.access_log + " (" +
+                                       std::string(to_string(h.access_log_format)) + ")") +
+           "\n";
 
     for (const listener_config &l : c.listeners) {
         out += "listener " + l.name + ": port " + std::to_string(l.port) + ", max_connections " +

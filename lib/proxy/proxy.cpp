@@ -219,6 +219,17 @@ struct worker_proxy::client : worker_proxy::endpoint {
     uint16_t xgen = 0;     // request generation (the handle's), see proxy.h
     uint32_t xcredit = 0;  // data messages we may still send
     int server = -1;
+    // Access log (used only with a sink): the request whose record is in
+    // al_pending_ has not ended yet; when its first byte was read (0 = no
+    // request begun); response bytes handed to the connection for it; the
+    // final status the response head carried (0 = none yet); the hand-over
+    // time of a remote request.
+    bool al_open = false;
+    uint16_t peer_port = 0;
+    uint16_t al_status = 0;
+    uint64_t t_req = 0;
+    uint64_t resp_bytes = 0;
+    uint64_t t_xsent = 0;
 };
 
 struct worker_proxy::upconn : worker_proxy::endpoint {
@@ -231,6 +242,7 @@ struct worker_proxy::upconn : worker_proxy::endpoint {
     bool resp_keep_alive = false;
     http::request_info ri;
     uint64_t t_sent = 0;
+    uint64_t t_conn = 0;  // connected (0 = not yet)
     uint32_t idle_prev = none, idle_next = none;
     // Shared pool: `shared` for the connection's life; `slot` while it serves
     // its slot (none once closing); `rq` the remote request it serves.
@@ -458,6 +470,7 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
             return;
         }
         if (n.events & net::tcp_event::connected && u.state == upconn::st::connecting) {
+            u.t_conn = now;
             if (u.client == none && u.rq == none && !u.health) {  // its client is gone
                 if (!u.shared) {
                     close_upconn(u, true, now);
@@ -526,6 +539,11 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     c.state = client::st::head;
     c.listener = static_cast<uint16_t>(li);
     c.peer_addr = conn->tuple().remote_addr.value();
+    c.peer_port = conn->tuple().remote_port;
+    c.al_open = false;
+    c.al_status = 0;
+    c.t_req = 0;
+    c.resp_bytes = 0;
     c.up = none;
     c.requests = 0;
     c.keep_alive = true;
@@ -593,13 +611,17 @@ bool worker_proxy::flush(endpoint &e, uint64_t now) noexcept {
 
 bool worker_proxy::push(endpoint &e, rte_mbuf *chain, uint64_t now) noexcept {
     if (chain == nullptr) return false;
-    if (e.out_n == 0 && e.h.valid() && ports_[e.port].layer->send(e.h, chain, now) != 0)
+    const uint32_t len = chain->pkt_len;
+    if (e.out_n == 0 && e.h.valid() && ports_[e.port].layer->send(e.h, chain, now) != 0) {
+        if (!e.is_up) static_cast<client &>(e).resp_bytes += len;
         return true;
+    }
     if (e.out_n == endpoint::out_cap) {
         rte_pktmbuf_free(chain);
         return false;
     }
     e.out[e.out_n++] = chain;
+    if (!e.is_up) static_cast<client &>(e).resp_bytes += len;
     return true;
 }
 
@@ -608,6 +630,8 @@ bool worker_proxy::push(endpoint &e, rte_mbuf *chain, uint64_t now) noexcept {
 // the out queue (flush() returns its credit), -1 when it was freed (out full).
 int worker_proxy::push_credited(endpoint &e, rte_mbuf *chain, uint64_t now) noexcept {
     if (chain == nullptr) return -1;
+    const uint32_t len = chain->pkt_len;
+    if (!e.is_up) static_cast<client &>(e).resp_bytes += len;  // taken now or below (else aborted)
     if (e.out_n == 0 && e.h.valid() && ports_[e.port].layer->send(e.h, chain, now) != 0) return 1;
     if (e.out_n == endpoint::out_cap) {
         rte_pktmbuf_free(chain);
@@ -697,6 +721,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
     if (!flush(c, now)) return false;  // the previous response is not out yet
     for (;;) {
         if (c.buf_len != 0) {
+            if (c.t_req == 0) c.t_req = now;  // a pipelined head already in the buffer
             http::request req;
             const auto r = http::parse_request(c.hp, {c.buf, c.buf_len}, req,
                                                std::span(fields_.get(), limits_.max_headers),
@@ -718,6 +743,8 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                                 c.requests + 1 < cfg_.http.max_requests_per_connection);
                 ++c.requests;
                 ctr_.requests.inc();
+                if (alog_ != nullptr) al_begin(c, req, now);
+                c.t_req = 0;
                 if (req.m == http::method::connect || req.upgrade) {
                     reject(c, 501, now);  // no tunnels, no protocol upgrades
                     return false;
@@ -759,6 +786,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                     return false;
                 }
                 c.upstream = upstream;
+                if (c.al_open) al_rec(c).upstream = static_cast<int16_t>(upstream);
                 const auto &uc = cfg_.upstreams[upstream];
                 // Pick a server (hash keys come from this request).
                 int server = -1;
@@ -828,6 +856,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                     reject(c, 503, now);
                     return false;
                 }
+                if (c.al_open) al_rec(c).server = static_cast<int16_t>(server);
                 // local pool: a connection of this lcore's own pool. shared: the
                 // next of the server's N connections, owned by worker k % n.
                 const bool shared_pool = uc.pool == config::pool_mode::shared;
@@ -890,6 +919,8 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                 }
                 // The request body, then whatever follows it (pipelining).
                 c.framer.reset(req.body, req.content_length, limits_);
+                if (c.al_open && req.body != http::body_kind::none)
+                    al_rec(c).flags |= access_record::f_has_body;
                 std::memmove(c.buf, c.buf + consumed, c.buf_len - consumed);
                 c.buf_len -= consumed;
                 c.hp.reset();
@@ -952,6 +983,8 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                 }
                 ++c.xgen;
                 c.remote = true;
+                c.t_xsent = now;
+                if (c.al_open) al_rec(c).flags |= access_record::f_crossed;
                 c.xpeer = static_cast<uint16_t>(owner);
                 c.xcredit = xcore_window - 1;
                 c.server = server;
@@ -985,6 +1018,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
             // A new request began: its head must arrive in time.
             timers_.arm(c.timer, now + cfg_.http.client_header_timeout_ms * ms);
         }
+        if (c.t_req == 0) c.t_req = now;  // the request's first byte
         net::tcp_rx_piece &p = c.front();
         const uint32_t k = copy_out(p, c.buf + c.buf_len, c.cap - c.buf_len);
         c.buf_len += k;
@@ -1040,6 +1074,7 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
                 ctr_.client_gone.inc();
                 close_upconn(u, true, now);
                 c.up = none;
+                al_end(c, 499, true, now);
                 close_client(c, now);
             }
             return;
@@ -1105,6 +1140,7 @@ void worker_proxy::client_body_remote(client &c, uint64_t now) noexcept {
                 // The client went away mid-body: the request cannot complete.
                 ctr_.client_gone.inc();
                 abort_remote(c);
+                al_end(c, 499, true, now);
                 close_client(c, now);
             }
             return;
@@ -1155,6 +1191,9 @@ void worker_proxy::client_body_remote(client &c, uint64_t now) noexcept {
 }
 
 void worker_proxy::reject(client &c, uint16_t status, uint64_t now) noexcept {
+    // A head that did not parse (or never came: 408) still gets its line; a
+    // client already closing was answered before.
+    if (alog_ != nullptr && !c.al_open && c.state != client::st::closing) al_unparsed(c, now);
     abort_remote(c);
     if (c.q_head != nullptr) {
         rte_pktmbuf_free(c.q_head);
@@ -1172,6 +1211,10 @@ void worker_proxy::reject(client &c, uint16_t status, uint64_t now) noexcept {
         ctr_.responses_4xx.inc();
     const size_t n = http::serialize_error(status, true, std::span(scratch_.get(), scratch_size));
     push(c, chain_of(scratch_.get(), static_cast<uint32_t>(n), c.port), now);
+    if (c.al_open) {
+        c.al_status = status;
+        al_end(c, status, false, now);
+    }
     close_client(c, now);
 }
 
@@ -1186,6 +1229,7 @@ void worker_proxy::close_client(client &c, uint64_t now) noexcept {
 
 void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
     abort_remote(c);
+    al_end(c, 444, true, now);  // 444: ferry reset it before any response head
     ctr_.client_aborted.inc();
     if (c.h.valid()) ports_[c.port].layer->abort(c.h, now);
     // The closed event frees it.
@@ -1193,6 +1237,9 @@ void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
 }
 
 void worker_proxy::free_client(client &c) noexcept {
+    // Still open: the client closed or reset before its response was complete
+    // (499, as nginx logs it, when no response head went out).
+    if (c.al_open) al_end(c, 499, true, reactor::reactor::now_ns());
     timers_.cancel(c.timer);
     abort_remote(c);  // B aborts its upstream side
     drop_input(c);
@@ -1234,6 +1281,7 @@ void worker_proxy::finish_response(client &c, upconn *u, bool reusable, uint64_t
         c.keep_alive = false;
         reusable = false;
     }
+    al_end(c, 0, false, now);
     if (u != nullptr) {
         u->client = none;
         release_upconn(*u, reusable, now);
@@ -1253,6 +1301,117 @@ void worker_proxy::finish_response(client &c, upconn *u, bool reusable, uint64_t
     c.hp.reset();
     timers_.arm(c.timer, now + cfg_.http.client_idle_timeout_ms * ms);
     drive_client(c, now);
+}
+
+// ---------------------------------------------------------------- access log
+
+namespace {
+
+// Copies up to cap bytes of v into dst; sets len; true if v was cut.
+template <class Len>
+bool clip(char *dst, uint32_t cap, std::string_view v, Len &len) noexcept {
+    const size_t n = std::min<size_t>(v.size(), cap);
+    std::memcpy(dst, v.data(), n);
+    len = static_cast<Len>(n);
+    return n < v.size();
+}
+
+}  // namespace
+
+void worker_proxy::set_access_log(access_log_sink *sink) {
+    alog_ = sink;
+    al_pending_ = sink != nullptr ? std::make_unique<access_record[]>(max_clients_) : nullptr;
+}
+
+access_record &worker_proxy::al_rec(const client &c) noexcept {
+    return al_pending_[static_cast<size_t>(&c - clients_.get())];
+}
+
+// Everything the line needs of the head, copied now: the head buffer is
+// reused for the next request.
+void worker_proxy::al_begin(client &c, const http::request &req, uint64_t now) noexcept {
+    access_record &r = al_rec(c);
+    r.t_start = c.t_req != 0 ? c.t_req : now;
+    r.flags = access_record::f_parsed;
+    r.version_minor = req.version_minor;
+    r.client_addr = c.peer_addr;
+    r.client_port = c.peer_port;
+    r.upstream = r.server = -1;
+    r.uct_ns = r.urt_ns = access_record::no_time;
+    std::string_view referer, agent;
+    for (const http::header &h : req.headers) {
+        if (referer.empty() && iequals(h.name, "referer"))
+            referer = h.value;
+        else if (agent.empty() && iequals(h.name, "user-agent"))
+            agent = h.value;
+    }
+    bool cut = clip(r.method, access_record::method_cap, req.method_text, r.method_len);
+    cut |= clip(r.target, access_record::target_cap, req.target, r.target_len);
+    cut |= clip(r.host, access_record::host_cap, req.host.empty() ? req.authority : req.host,
+                r.host_len);
+    cut |= clip(r.referer, access_record::referer_cap, referer, r.referer_len);
+    cut |= clip(r.user_agent, access_record::user_agent_cap, agent, r.user_agent_len);
+    if (cut) r.flags |= access_record::f_truncated;
+    c.al_open = true;
+    c.al_status = 0;
+    c.resp_bytes = 0;
+}
+
+// A head that did not parse: its raw first line (up to CR or LF) stands for
+// the request line; nothing else of it is trusted.
+void worker_proxy::al_unparsed(client &c, uint64_t now) noexcept {
+    access_record &r = al_rec(c);
+    r.t_start = c.t_req != 0 ? c.t_req : now;
+    c.t_req = 0;
+    r.flags = 0;
+    r.version_minor = 1;
+    r.client_addr = c.peer_addr;
+    r.client_port = c.peer_port;
+    r.upstream = r.server = -1;
+    r.uct_ns = r.urt_ns = access_record::no_time;
+    r.method_len = 0;
+    r.host_len = r.referer_len = r.user_agent_len = 0;
+    const std::string_view buf(c.buf, c.buf_len);
+    const size_t eol = buf.find_first_of("\r\n");
+    if (clip(r.target, access_record::target_cap, buf.substr(0, eol), r.target_len))
+        r.flags |= access_record::f_truncated;
+    c.al_open = true;
+    c.al_status = 0;
+    c.resp_bytes = 0;
+}
+
+// A response head from the upstream for c's request (local side; a remote
+// one arrives in on_client_message). urt/uct count from the moment the
+// request was given to the connection (u.t_sent); a reused connection's
+// connect time is 0.
+void worker_proxy::al_head(client &c, const upconn &u, uint16_t status, uint64_t now) noexcept {
+    access_record &r = al_rec(c);
+    if (r.urt_ns == access_record::no_time) {
+        r.urt_ns = now - std::min(now, u.t_sent);
+        r.uct_ns = u.reused            ? 0
+                   : u.t_conn != 0     ? u.t_conn - std::min(u.t_conn, u.t_sent)
+                                       : access_record::no_time;
+    }
+    if (status >= 200) c.al_status = status;
+}
+
+void worker_proxy::al_end(client &c, uint16_t status_if_none, bool aborted, uint64_t now) noexcept {
+    if (!c.al_open) return;  // never set without a sink
+    c.al_open = false;
+    access_record &r = al_rec(c);
+    access_record *slot = alog_->reserve();
+    if (slot == nullptr) {
+        ctr_.access_log_dropped.inc();  // the writer fell behind: never wait for it
+        return;
+    }
+    r.t_end = now;
+    r.bytes_sent = c.resp_bytes;
+    r.body_bytes = (r.flags & access_record::f_has_body) ? c.framer.payload_bytes() : 0;
+    r.status = c.al_status != 0 ? c.al_status : status_if_none;
+    if (aborted) r.flags |= access_record::f_aborted;
+    std::memcpy(static_cast<void *>(slot), &r, sizeof r);
+    alog_->commit();
+    ctr_.access_log_records.inc();
 }
 
 // ---------------------------------------------------------------- upstream
@@ -1320,6 +1479,7 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
         u->slot = u->rq = none;
         u->cred_mask = 0;
         u->state = upconn::st::connecting;
+        u->t_conn = 0;
         u->idle_next = u->idle_prev = none;
         slot_owner_[port][h.index] = idx | kind_up;
         ++nupconns_;
@@ -1441,10 +1601,22 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                     return false;
                 }
                 // Remote: the head leaves with the body bytes that came with it
-                // (one resp_data); a 1xx leaves at once.
+                // (one resp_data); a 1xx leaves at once. Its arg tells A the
+                // status and the connect time, for the access log (proxy.h).
                 rte_mbuf *rhead = nullptr;
+                uint32_t head_arg = resp.status;
+                if (cp == nullptr) {
+                    uint32_t uct_ms = 0xffff;  // unknown
+                    if (u.reused)
+                        uct_ms = 0;
+                    else if (u.t_conn != 0)
+                        uct_ms = static_cast<uint32_t>(std::min<uint64_t>(
+                            (u.t_conn - std::min(u.t_conn, u.t_sent)) / ms, 0xfffe));
+                    head_arg |= uct_ms << 16;
+                }
                 if (cp != nullptr) {
                     client &c = *cp;
+                    if (c.al_open) al_head(c, u, resp.status, now);
                     push(c, head, now);
                     c.response_started = true;
                     if (c.retry_head != nullptr) {
@@ -1484,7 +1656,7 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                         cp->response_started = false;
                     } else {
                         --rp->credit;
-                        xsend(rp->from, op_resp_data, rp->handle, xf_interim, 0, rhead);
+                        xsend(rp->from, op_resp_data, rp->handle, xf_interim, head_arg, rhead);
                     }
                     continue;
                 }
@@ -1492,7 +1664,7 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                     if (rhead == nullptr) return;
                     --rp->credit;
                     rp->response_started = true;
-                    xsend(rp->from, op_resp_data, rp->handle, 0, 0, rhead);
+                    xsend(rp->from, op_resp_data, rp->handle, 0, head_arg, rhead);
                     rhead = nullptr;
                 };
                 u.resp_keep_alive = resp.keep_alive && !until_close;
@@ -1712,6 +1884,8 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
     const bool reused = u.reused;
     const uint32_t slot = u.slot;
     const http::request_info ri = u.ri;
+    if (cp != nullptr && cp->al_open && (reused || u.t_conn != 0))
+        al_rec(*cp).uct_ns = reused ? 0 : u.t_conn - std::min(u.t_conn, u.t_sent);
     if (count_health && !reused) {
         srv_ctr_[upstream][server].failures.inc();
         health_result(upstream, server, false, now);
@@ -1984,6 +2158,7 @@ void worker_proxy::run_health_checks(uint64_t now) noexcept {
             u.cred_mask = 0;
             u.client = none;
             u.state = upconn::st::connecting;
+            u.t_conn = 0;
             u.ri = http::request_info{};
             slot_owner_[port][h.index] = idx | kind_up;
             ++nupconns_;
@@ -2281,6 +2456,7 @@ worker_proxy::upconn *worker_proxy::open_shared(uint32_t si, uint64_t now) noexc
     u.slot = si;
     u.client = u.rq = none;
     u.state = upconn::st::connecting;
+    u.t_conn = 0;
     u.idle_next = u.idle_prev = none;
     slot_owner_[port][h.index] = idx | kind_up;
     ++nupconns_;
@@ -2485,6 +2661,16 @@ void worker_proxy::on_client_message(unsigned from, xcore::message &m, uint64_t 
     switch (m.opcode) {
         case op_resp_data: {
             if (!(m.flags & xf_interim)) c.response_started = true;
+            if (m.arg != 0 && c.al_open) {
+                // A response head (proxy.h): its status and connect time.
+                access_record &r = al_rec(c);
+                if (r.urt_ns == access_record::no_time) {
+                    r.urt_ns = now - std::min(now, c.t_xsent);
+                    const uint32_t uct_ms = m.arg >> 16;
+                    r.uct_ns = uct_ms == 0xffff ? access_record::no_time : uint64_t(uct_ms) * ms;
+                }
+                if (!(m.flags & xf_interim)) c.al_status = static_cast<uint16_t>(m.arg & 0xffff);
+            }
             const int r = push_credited(c, m.mbuf, now);
             m.mbuf = nullptr;
             if (r == 1) {
@@ -2762,6 +2948,7 @@ uint32_t worker_proxy::open_connections() const noexcept {
 void worker_proxy::abort_all(uint64_t now) noexcept {
     for (uint32_t i = 0; i < max_clients_; ++i)
         if (clients_[i].used && clients_[i].h.valid()) {
+            al_end(clients_[i], 444, true, now);  // the drain timeout cut it
             ctr_.drained.inc();
             ports_[clients_[i].port].layer->abort(clients_[i].h, now);
         }

@@ -45,6 +45,10 @@ std::string route_with(std::string_view lines) {
     return "[[route]]\n" + std::string(lines);
 }
 
+constexpr std::string_view log_path_rule =
+    "must be \"\" (off) or an absolute file path (starting with '/', not ending with '/', at "
+    "most 4095 bytes, no control characters)";
+
 struct bad_case {
     const char *name;
     std::string text;
@@ -89,6 +93,29 @@ const bad_case bad_cases[] = {
     {"http_timeout_float", cfg("[http]\nclient_idle_timeout_ms = 1.5\n"),
      "t.toml:7:26: key 'http.client_idle_timeout_ms': expected an integer, got a "
      "floating-point number"},
+    {"http_access_log_relative", cfg("[http]\naccess_log = \"logs/access.log\"\n"),
+     "t.toml:7:14: key 'http.access_log': " + std::string(log_path_rule) +
+         ", got 'logs/access.log'"},
+    {"http_access_log_directory", cfg("[http]\naccess_log = \"/var/log/ferry/\"\n"),
+     "t.toml:7:14: key 'http.access_log': " + std::string(log_path_rule) +
+         ", got '/var/log/ferry/'"},
+    {"http_access_log_control_char", cfg("[http]\naccess_log = \"/tmp/a\\tb.log\"\n"),
+     "t.toml:7:14: key 'http.access_log': " + std::string(log_path_rule) + ", got '/tmp/a\tb.log'"},
+    {"http_access_log_too_long", cfg("[http]\naccess_log = \"/" + std::string(4095, 'a') + "\"\n"),
+     "t.toml:7:14: key 'http.access_log': " + std::string(log_path_rule) + ", got '/" +
+         std::string(4095, 'a') + "'"},
+    {"http_access_log_not_string", cfg("[http]\naccess_log = true\n"),
+     "t.toml:7:14: key 'http.access_log': expected a string, got a boolean"},
+    {"http_access_log_format_unknown", cfg("[http]\naccess_log_format = \"clf\"\n"),
+     "t.toml:7:21: key 'http.access_log_format': unknown access log format 'clf' (expected "
+     "combined or json)"},
+    {"http_access_log_format_case", cfg("[http]\naccess_log_format = \"JSON\"\n"),
+     "t.toml:7:21: key 'http.access_log_format': unknown access log format 'JSON' (expected "
+     "combined or json)"},
+    {"http_access_log_format_not_string", cfg("[http]\naccess_log_format = 1\n"),
+     "t.toml:7:21: key 'http.access_log_format': expected a string, got an integer"},
+    {"http_access_log_typo", cfg("[http]\naccess_logs = \"/a.log\"\n"),
+     "t.toml:7:1: key 'http.access_logs': unknown key (did you mean 'access_log'?)"},
 
     // [[listener]]
     {"listener_single_table", cfg("[listener]\nname = \"web\"\nport = 80\n"),
@@ -778,6 +805,50 @@ TEST(proxy_config, defaults_of_a_minimal_proxy) {
               "2000 ms, response 30000 ms, read 30000 ms, write 30000 ms; retries 1, max_fails "
               "3 (down 10000 ms), health checks off\n"
               "  server 10.77.0.2:8080 weight 1\n");
+}
+
+TEST(proxy_config, access_log_keys) {
+    // Absent: off, combined.
+    auto d = parse(port_tap0, "t.toml");
+    ASSERT_TRUE(d) << d.error().to_string();
+    EXPECT_EQ(d->http.access_log, "");
+    EXPECT_EQ(d->http.access_log_format, log_format::combined);
+
+    struct ok_case {
+        std::string lines, path;
+        log_format format;
+    };
+    const ok_case oks[] = {
+        {"access_log = \"/var/log/ferry/access.log\"\n", "/var/log/ferry/access.log",
+         log_format::combined},
+        {"access_log = \"/a\"\naccess_log_format = \"json\"\n", "/a", log_format::json},
+        {"access_log_format = \"combined\"\naccess_log = \"/x y/a b.log\"\n", "/x y/a b.log",
+         log_format::combined},
+        {"access_log = \"\"\n", "", log_format::combined},  // explicitly off
+        {"access_log_format = \"json\"\n", "", log_format::json},  // accepted, unused
+        {"access_log = \"/" + std::string(4094, 'a') + "\"\n", "/" + std::string(4094, 'a'),
+         log_format::combined},  // 4095 bytes: the limit
+        {"access_log = \"/caf\\u00e9.log\"\n", "/caf\xc3\xa9.log", log_format::combined},
+    };
+    for (const ok_case &c : oks) {
+        auto r = parse(cfg("[http]\n" + c.lines), "t.toml");
+        ASSERT_TRUE(r) << r.error().to_string() << "\n" << c.lines;
+        EXPECT_EQ(r->http.access_log, c.path) << c.lines;
+        EXPECT_EQ(r->http.access_log_format, c.format) << c.lines;
+    }
+
+    EXPECT_EQ(to_string(log_format::combined), "combined");
+    EXPECT_EQ(to_string(log_format::json), "json");
+
+    // --check shows it on the http line, only when on.
+    auto r = parse(cfg("[http]\naccess_log = \"/var/log/ferry/access.log\"\n"
+                       "access_log_format = \"json\"\n[[listener]]\nname = \"web\"\nport = 80\n"),
+                   "t.toml");
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_NE(describe_proxy(*r).find("x-forwarded on, access_log /var/log/ferry/access.log "
+                                      "(json)\n"),
+              std::string::npos)
+        << describe_proxy(*r);
 }
 
 TEST(proxy_config, upstreams_without_listeners_are_described_as_unused) {

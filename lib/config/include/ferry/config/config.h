@@ -83,6 +83,13 @@
 //                                   #   finish their requests
 //   via = "ferry"                   # the Via header's pseudonym: 1..32 of [A-Za-z0-9._-]
 //   add_x_forwarded = true          # add X-Forwarded-For and X-Forwarded-Proto
+//   access_log = "/var/log/ferry/access.log"  # "" (default) = no access log; else an
+//                                   #   absolute path (starting with '/', not ending with
+//                                   #   '/'), at most 4095 bytes, no control characters.
+//                                   #   Opened (O_APPEND|O_CREAT, 0644) at start-up: ferry
+//                                   #   exits 1 when it cannot; reopened on SIGHUP
+//   access_log_format = "combined"  # combined | json (docs/OPERATIONS.md "Access log");
+//                                   #   accepted without access_log, and then unused
 //
 //   [[listener]]                    # optional, any number
 //   name = "web"                    # required, unique among listeners, 1..32 of [a-z0-9_]
@@ -291,9 +298,11 @@ struct tcp_test_config {
 enum class balance_mode : uint8_t { round_robin, least_conn, consistent_hash };
 enum class hash_key_kind : uint8_t { client_ip, uri, host };
 enum class pool_mode : uint8_t { local, shared };
+enum class log_format : uint8_t { combined, json };
 std::string_view to_string(balance_mode m);   // "round_robin" | "least_conn" | "consistent_hash"
 std::string_view to_string(hash_key_kind k);  // "client_ip" | "uri" | "host"
 std::string_view to_string(pool_mode m);      // "local" | "shared"
+std::string_view to_string(log_format f);     // "combined" | "json"
 
 // [http]: applies to every listener.
 struct http_config {
@@ -308,6 +317,8 @@ struct http_config {
     uint32_t drain_timeout_ms = 10000;
     std::string via = "ferry";
     bool add_x_forwarded = true;
+    std::string access_log;  // "" = no access log; else an absolute path
+    log_format access_log_format = log_format::combined;
 };
 
 struct listener_config {

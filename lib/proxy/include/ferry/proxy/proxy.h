@@ -143,6 +143,18 @@
 // xcore_msgs_out / xcore_msgs_in, xcore_stale, xcore_aborted (B: req_abort
 // for a live request), xcore_send_retry, shared_queue_full, shared_reconnects.
 //
+// Access log (access_log.h, docs/OPERATIONS.md "Access log"): with a sink
+// (set_access_log), the client's lcore writes one access_record per request
+// when it ends: in finish_response (the response is complete; for a
+// handed-over request that is A's resp_end), in reject (a generated error
+// response: 400..505, 408, and the 502/503/504 of a failed upstream), in
+// abort_client (reset mid-response: flagged aborted), and when the client
+// goes away first (free_client, 499) or the drain timeout aborts it (444). The
+// B side of a hand-over logs nothing: the first resp_data of every response
+// head carries arg = status | uct << 16 (the upstream connect time in ms,
+// saturated at 0xfffe; 0xffff = unknown) for A's record; body resp_data carry
+// arg = 0.
+//
 // Test knob: FERRY_XCORE_REFUSE_EVERY=n in the environment makes every n-th
 // outbox send count as refused (the backlog path), for the integration test.
 // ---------------------------------------------------------------------------
@@ -161,6 +173,7 @@
 #include "ferry/config/config.h"
 #include "ferry/http/parser.h"
 #include "ferry/net/tcp_layer.h"
+#include "ferry/proxy/access_log.h"
 #include "ferry/reactor/timer_wheel.h"
 #include "ferry/xcore/message.h"
 
@@ -208,7 +221,9 @@ namespace ferry::proxy {
     X(xcore_aborted,            "requests handed over here whose client went away (upstream side aborted)") \
     X(xcore_send_retry,         "proxy messages the outbox refused (lane full): kept and retried")    \
     X(shared_queue_full,        "503: a shared connection's request FIFO (or the remote-request pool) was full") \
-    X(shared_reconnects,        "shared upstream connections reopened after a close")
+    X(shared_reconnects,        "shared upstream connections reopened after a close")          \
+    X(access_log_records,       "access-log records handed to the log writer (one per request)")   \
+    X(access_log_dropped,       "access-log records dropped: the lcore's ring was full (writer behind)")
 
 struct alignas(64) http_counters {
     FERRY_HTTP_COUNTERS(FERRY_COUNTER_MEMBER)
@@ -310,6 +325,11 @@ public:
     // listen(); without it (or with one worker) every shared connection is
     // owned here. Allocates the shared pools' tables.
     void set_xcore(unsigned workers, xcore_send_fn send, void *ctx);
+    // The access log's ring of this lcore (null = no access log, the default).
+    // Call before the worker polls; allocates a pending record per client
+    // slot. The sink must outlive the proxy (its destructor may still log
+    // requests that were open).
+    void set_access_log(access_log_sink *sink);
     // A message another worker sent (opcode op_first..op_last); takes its mbuf.
     void on_message(unsigned from, xcore::message &m, uint64_t now) noexcept;
 
@@ -364,6 +384,17 @@ private:
     void close_client(client &c, uint64_t now) noexcept;
     void abort_client(client &c, uint64_t now) noexcept;
     void free_client(client &c) noexcept;
+
+    // Access log (file comment). al_begin: a request head was accepted;
+    // al_unparsed: a record for a head that did not parse (raw request line);
+    // al_head: a response head came from the upstream (local side);
+    // al_end: the request ended, writes its record (status_if_none when no
+    // final response head went out). All are no-ops without a sink.
+    void al_begin(client &c, const http::request &req, uint64_t now) noexcept;
+    void al_unparsed(client &c, uint64_t now) noexcept;
+    void al_head(client &c, const upconn &u, uint16_t status, uint64_t now) noexcept;
+    void al_end(client &c, uint16_t status_if_none, bool aborted, uint64_t now) noexcept;
+    access_record &al_rec(const client &c) noexcept;
 
     // Upstream side.
     upconn *acquire(client &c, int upstream, int server, uint64_t now, bool fresh_only) noexcept;
@@ -471,6 +502,10 @@ private:
     uint32_t backlog_total_ = 0;
     uint32_t refuse_every_ = 0, refuse_n_ = 0;  // test knob (file comment)
     std::vector<uint32_t> inflight_to_;                // requests handed to each peer, open
+
+    // Access log: the sink, and a record in the making per client slot.
+    access_log_sink *alog_ = nullptr;
+    std::unique_ptr<access_record[]> al_pending_;
 };
 
 }  // namespace ferry::proxy

@@ -368,6 +368,10 @@ print(got)
         r = ns.run(["wrk", "-t", "2", "-c", "400", "-d", f"{WRK_S}s", "--timeout", "5s",
                     f"{base}/nginx/index.html"], check=False, timeout=WRK_S + 60)
         print("  " + r.stdout.replace("\n", "\n  "))
+        if "Non-2xx" in r.stdout or "Socket errors" in r.stdout:
+            # What the proxy answered and why, for the failure report.
+            print(f"  http after wrk: {json.dumps(f.telemetry('/ferry/http')['sum'])}")
+            print(f"  upstreams after wrk: {json.dumps(f.telemetry('/ferry/upstreams'))}")
         check(r.returncode == 0 and "Socket errors" not in r.stdout
               and "Non-2xx" not in r.stdout, "wrk 400 connections: no socket errors, all 2xx")
         rps = [line for line in r.stdout.splitlines() if "Requests/sec" in line]

@@ -1437,11 +1437,7 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
         // to have been closed by the origin's keep-alive timeout).
         while (us.idle_head[server] != none) {
             upconn &cand = upconns_[us.idle_head[server]];
-            us.idle_head[server] = cand.idle_next;
-            if (cand.idle_next != none) upconns_[cand.idle_next].idle_prev = none;
-            cand.idle_next = cand.idle_prev = none;
-            --us.nidle[server];
-            srv_ctr_[upstream][server].idle.dec();
+            unaccount(cand);  // off the idle list
             if (cand.eof || !cand.h.valid()) {
                 close_upconn(cand, true, now);
                 continue;
@@ -1993,27 +1989,35 @@ void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexce
     timers_.arm(u.timer, now + cfg_.http.client_idle_timeout_ms * ms);
 }
 
-void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
-    if (!u.used) return;
+// Takes u out of the idle list and the idle gauge, or out of the busy count
+// of its client, exactly once: an idle connection leaves the idle state here,
+// so closing it afterwards (or freeing it) does not count it again.
+void worker_proxy::unaccount(upconn &u) noexcept {
     upstream_state &us = *ups_[u.upstream];
-    if (u.state == upconn::st::idle && !u.shared) {
-        const uint32_t idx = static_cast<uint32_t>(&u - upconns_.get());
-        if (u.idle_prev != none)
-            upconns_[u.idle_prev].idle_next = u.idle_next;
-        else if (us.idle_head[u.server] == idx)
-            us.idle_head[u.server] = u.idle_next;
-        if (u.idle_next != none) upconns_[u.idle_next].idle_prev = u.idle_prev;
-        u.idle_next = u.idle_prev = none;
-        --us.nidle[u.server];
+    if (u.state == upconn::st::idle) {
+        if (!u.shared) {  // shared connections are in no idle list
+            const uint32_t idx = static_cast<uint32_t>(&u - upconns_.get());
+            if (u.idle_prev != none)
+                upconns_[u.idle_prev].idle_next = u.idle_next;
+            else if (us.idle_head[u.server] == idx)
+                us.idle_head[u.server] = u.idle_next;
+            if (u.idle_next != none) upconns_[u.idle_next].idle_prev = u.idle_prev;
+            u.idle_next = u.idle_prev = none;
+            --us.nidle[u.server];
+        }
         srv_ctr_[u.upstream][u.server].idle.dec();
-    } else if (u.state == upconn::st::idle) {  // shared: no idle list
-        srv_ctr_[u.upstream][u.server].idle.dec();
+        u.state = upconn::st::closing;
     } else if (u.client != none) {
         // Still counted busy for a client.
         if (us.busy[u.server] > 0) --us.busy[u.server];
         srv_ctr_[u.upstream][u.server].active.dec();
         u.client = none;
     }
+}
+
+void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
+    if (!u.used) return;
+    unaccount(u);
     if (u.rq != none) {
         // A handed-over request still on it: its client's lcore answers 502.
         rreq *r = rreq_of(u);
@@ -2052,23 +2056,7 @@ void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
 
 void worker_proxy::free_upconn(upconn &u) noexcept {
     if (!u.used) return;
-    if (u.state == upconn::st::idle && !u.shared) {
-        upstream_state &us = *ups_[u.upstream];
-        const uint32_t idx = static_cast<uint32_t>(&u - upconns_.get());
-        if (u.idle_prev != none)
-            upconns_[u.idle_prev].idle_next = u.idle_next;
-        else if (us.idle_head[u.server] == idx)
-            us.idle_head[u.server] = u.idle_next;
-        if (u.idle_next != none) upconns_[u.idle_next].idle_prev = u.idle_prev;
-        --us.nidle[u.server];
-        srv_ctr_[u.upstream][u.server].idle.dec();
-    } else if (u.state == upconn::st::idle) {  // shared: no idle list
-        srv_ctr_[u.upstream][u.server].idle.dec();
-    } else if (u.client != none) {
-        upstream_state &us = *ups_[u.upstream];
-        if (us.busy[u.server] > 0) --us.busy[u.server];
-        srv_ctr_[u.upstream][u.server].active.dec();
-    }
+    unaccount(u);
     if (u.rq != none) {
         rreq *r = rreq_of(u);
         u.rq = none;

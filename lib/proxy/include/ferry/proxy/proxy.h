@@ -403,6 +403,7 @@ private:
     void upconn_body(upconn &u, uint64_t now) noexcept;
     void upconn_failed(upconn &u, uint16_t status, bool count_health, uint64_t now) noexcept;
     void release_upconn(upconn &u, bool reusable, uint64_t now) noexcept;
+    void unaccount(upconn &u) noexcept;
     void close_upconn(upconn &u, bool abort, uint64_t now) noexcept;
     void free_upconn(upconn &u) noexcept;
     void health_result(int upstream, int server, bool ok, uint64_t now) noexcept;

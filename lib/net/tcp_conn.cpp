@@ -1054,8 +1054,14 @@ void tcp_conn::send_ack(uint64_t now) noexcept {
     // <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, with SND.MAX for SND.NXT: after an
     // RTO SND.NXT goes back, and a pure ACK from below the peer's RCV.NXT
     // would be "not acceptable" there — its ACK field ignored, an ACK sent
-    // back, and two such ends would trade ACKs forever.
-    (void)emit_segment(tcp_flag::ack, snd_.max, 0, 0, now);
+    // back, and two such ends would trade ACKs forever. But never past the
+    // peer's window (SND.UNA + SND.WND; Linux's tcp_acceptable_seq()): a
+    // zero-window probe's octet is, and a peer with a closed window drops
+    // a segment starting there, its ACK field unread. Were both windows
+    // closed on data the other had not acknowledged, neither end would move.
+    const seq_num edge = snd_.una + static_cast<int32_t>(snd_.wnd);
+    const bool past = synchronized(state_) && snd_.max > edge;  // SND.WND known
+    (void)emit_segment(tcp_flag::ack, past ? edge : snd_.max, 0, 0, now);
 }
 
 void tcp_conn::send_challenge_ack(uint64_t now) noexcept {

@@ -271,6 +271,32 @@ TEST(TcpConnPersist, ProbeOctetTaken) {
     t.expect_seg({ACK | PSH, L + 1002, P + 1, 10000, pattern(2, 1)});
 }
 
+// After a probe, SND.MAX covers the probe's octet, which lies past the
+// peer's (zero) window. An ACK from SND.MAX would be out of the peer's window
+// there (Linux drops it: TCPACKSkippedSeq) and its ACK field unread: with
+// both ends' windows closed on data the other has not acknowledged, neither
+// would ever move. Pure ACKs come from the window's right edge then (as
+// Linux's tcp_acceptable_seq()).
+TEST(TcpConnPersist, AcksAfterProbeStayInsidePeerWindow) {
+    tcp_harness t;
+    t.establish_passive();
+    EXPECT_EQ(t.app_send(pattern(1000)), 1000u);
+    t.expect_seg({ACK | PSH, L + 1, P + 1, 10000, pattern(1000)});
+    t.send_seg({ACK, P + 1, L + 1001, 0});
+    EXPECT_EQ(t.app_send(pattern(3)), 3u);
+    t.advance_to(200 * ms);
+    t.expect_seg({ACK, L + 1001, P + 1, 10000, pattern(1)});
+    // The peer, window still closed, sends data: acknowledged from L + 1001.
+    t.send_seg({ACK, P + 1, L + 1001, 0, pattern(100)});
+    t.expect_seg({ACK, L + 1001, P + 101, 9900});
+    // An out-of-window duplicate of the peer's data gets the same.
+    t.send_seg({ACK, P + 1, L + 1001, 0, pattern(100)});
+    t.expect_seg({ACK, L + 1001, P + 101, 9900});
+    // Once the window opens, the probe's octet and the rest go from SND.UNA.
+    t.send_seg({ACK, P + 101, L + 1001, 1000});
+    t.expect_seg({ACK | PSH, L + 1001, P + 101, 9900, pattern(3)});
+}
+
 // ---- Layer 3: RFC 5961 ---------------------------------------------------
 
 TEST(TcpConnReset, ExactSequenceResets) {

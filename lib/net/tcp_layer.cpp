@@ -68,6 +68,8 @@ struct tcp_layer::slot {
     bool active = false;    // opened by connect()
     bool ready = false;     // in the ready ring
     bool in_table = false;  // in the flow table
+    bool detached = false;  // in TIME-WAIT, `closed` reported: the layer's alone
+    uint32_t tw_prev = none, tw_next = none;  // the TIME-WAIT FIFO, when detached
 };
 
 tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, net_counters &nc,
@@ -126,7 +128,7 @@ tcp_layer::connect_result tcp_layer::connect(ipv4_addr remote, uint16_t port, ui
     if (remote.value() == 0 || port == 0) {
         return connect_result::bad_address;
     }
-    if (nfree_ == 0) {
+    if (!reclaim()) {
         nc_.tcp_connect_no_slot.inc();
         return connect_result::no_slot;
     }
@@ -361,7 +363,7 @@ void tcp_layer::input_listen(listener &l, const tcp_tuple &t, const tcp_repr &se
     }
     rte_pktmbuf_free(m);
     const bool backlog_full = l.syn_rcvd >= cfg_.syn_backlog;
-    if (backlog_full || nfree_ == 0) {
+    if (backlog_full || !reclaim()) {
         (backlog_full ? nc_.listen_backlog_full : nc_.flow_table_full).inc();
         if (cfg_.syn_cookies) {
             send_cookie_syn_ack(t, seg);
@@ -425,7 +427,7 @@ bool tcp_layer::accept_cookie(listener &, const tcp_tuple &t, const tcp_repr &ac
     if (cookies_.decode(t, ack.seq - 1, ack.ack - 1, now_, mss) != syncookie_error::none) {
         return false;
     }
-    if (nfree_ == 0) {
+    if (!reclaim()) {
         nc_.flow_table_full.inc();
         return false;
     }
@@ -627,7 +629,28 @@ std::size_t tcp_layer::poll_events(std::span<tcp_notice> out) noexcept {
             continue;
         }
         uint8_t ev = s.conn->take_events();
+        if (s.detached) {
+            // Reported already: TIME-WAIT ran out (or goes on quietly).
+            if (s.conn->state() == tcp_state::closed) {
+                free_slot(idx);
+            }
+            continue;
+        }
         const tcp_notice note{tcp_handle{idx, s.gen}, ev, s.local_port, s.active};
+        if (s.conn->state() == tcp_state::time_wait && s.conn->recv_queued() == 0) {
+            // Both FINs are through and everything received was read: the
+            // application is done with it; 2*MSL is the layer's to wait.
+            out[n++] = tcp_notice{note.h, static_cast<uint8_t>(ev | tcp_event::closed),
+                                  note.local_port, note.active, tcp_close_reason::normal};
+            s.detached = true;
+            ++s.gen;  // the application's handle is stale from here on
+            s.tw_prev = tw_tail_;
+            s.tw_next = none;
+            (tw_tail_ != none ? slots_[tw_tail_].tw_next : tw_head_) = idx;
+            tw_tail_ = idx;
+            ++ntw_;
+            continue;
+        }
         if (s.conn->state() == tcp_state::closed) {
             if (s.conn->close_reason() == tcp_close_reason::normal && s.conn->recv_queued() != 0) {
                 // An orderly close (e.g. TIME-WAIT ran out) with data the
@@ -684,7 +707,8 @@ void tcp_layer::after(uint32_t idx) noexcept {
         s.in_table = false;
     }
     heap_set(idx, closed ? tcp_conn::never : c.next_deadline());
-    if (!s.ready && (closed || c.events() != 0)) {
+    const bool tw_report = c.state() == tcp_state::time_wait && !s.detached;
+    if (!s.ready && (closed || tw_report || c.events() != 0)) {
         s.ready = true;
         ready_[(ready_head_ + ready_len_) % cfg_.max_connections] = idx;
         ++ready_len_;
@@ -762,6 +786,27 @@ void tcp_layer::heap_down(uint32_t pos) noexcept {
 
 // ---------------------------------------------------------------- slots, flow table
 
+bool tcp_layer::reclaim() noexcept {
+    if (nfree_ != 0) {
+        return true;
+    }
+    if (tw_head_ == none) {
+        return false;
+    }
+    nc_.tcp_time_wait_recycled.inc();
+    free_slot(tw_head_);  // its tuple leaves the flow table with it
+    return true;
+}
+
+void tcp_layer::tw_unlink(uint32_t idx) noexcept {
+    slot &s = slots_[idx];
+    (s.tw_prev != none ? slots_[s.tw_prev].tw_next : tw_head_) = s.tw_next;
+    (s.tw_next != none ? slots_[s.tw_next].tw_prev : tw_tail_) = s.tw_prev;
+    s.tw_prev = s.tw_next = none;
+    s.detached = false;
+    --ntw_;
+}
+
 uint32_t tcp_layer::alloc_slot() noexcept {
     const uint32_t idx = free_[--nfree_];
     ++in_use_;
@@ -770,6 +815,9 @@ uint32_t tcp_layer::alloc_slot() noexcept {
 
 void tcp_layer::free_slot(uint32_t idx) noexcept {
     slot &s = slots_[idx];
+    if (s.detached) {
+        tw_unlink(idx);
+    }
     if (s.in_table) {
         erase_flow(s.conn->tuple());
         s.in_table = false;

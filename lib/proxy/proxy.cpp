@@ -1451,13 +1451,15 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
         }
     }
     if (u == nullptr) {
-        if (nfree_upconns_ == 0) return nullptr;
         const auto &srv = uc.servers[server];
         const uint16_t port = port_for(srv.addr);
         net::tcp_handle h;
-        if (ports_[port].layer->connect(net::ipv4_addr(srv.addr), srv.port, now, h) !=
-            net::tcp_layer::connect_result::ok)
+        if (nfree_upconns_ == 0 ||
+            ports_[port].layer->connect(net::ipv4_addr(srv.addr), srv.port, now, h) !=
+                net::tcp_layer::connect_result::ok) {
+            ctr_.upstream_no_connection.inc();
             return nullptr;
+        }
         const uint32_t idx = free_upconns_[--nfree_upconns_];
         u = &upconns_[idx];
         u->used = true;
@@ -2417,14 +2419,16 @@ void worker_proxy::fail_job(const job &j, uint16_t status, uint64_t now) noexcep
 
 worker_proxy::upconn *worker_proxy::open_shared(uint32_t si, uint64_t now) noexcept {
     shared_slot &sl = slots_[si];
-    if (nfree_upconns_ == 0) return nullptr;
     const auto &uc = cfg_.upstreams[sl.upstream];
     const auto &srv = uc.servers[sl.server];
     const uint16_t port = port_for(srv.addr);
     net::tcp_handle h;
-    if (ports_[port].layer->connect(net::ipv4_addr(srv.addr), srv.port, now, h) !=
-        net::tcp_layer::connect_result::ok)
+    if (nfree_upconns_ == 0 ||
+        ports_[port].layer->connect(net::ipv4_addr(srv.addr), srv.port, now, h) !=
+            net::tcp_layer::connect_result::ok) {
+        ctr_.upstream_no_connection.inc();
         return nullptr;
+    }
     const uint32_t idx = free_upconns_[--nfree_upconns_];
     upconn &u = upconns_[idx];
     u.used = true;

@@ -564,5 +564,67 @@ TEST_F(TcpLayerTest, a_closed_slot_is_not_reused_within_the_batch_that_reports_i
     EXPECT_NE(layer_->get(b), nullptr);
 }
 
+TEST_F(TcpLayerTest, time_wait_is_reported_at_entry_and_yields_its_slot_when_the_pool_is_full) {
+    // We close first: TIME-WAIT. The application hears `closed` on entry (its
+    // handle goes stale); the slot waits out 2*MSL in the layer, unless a new
+    // connection needs it while the pool is full: then the oldest goes.
+    tcp_layer_config c;
+    c.syn_cookies = false;
+    start(c);  // 4 slots
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    std::vector<tcp_handle> hs;
+    for (uint16_t i = 0; i < 4; ++i) {
+        const uint16_t sport = static_cast<uint16_t>(6000 + i);
+        const uint32_t iss = handshake(sport, 7, 100);
+        const tcp_handle h = events().at(0).h;
+        layer_->close(h, (i + 1) * ms);
+        ASSERT_EQ(take().size(), 1u);  // our FIN
+        send(seg(sport, 7, 101, tcp_flag::ack | tcp_flag::fin, iss + 2), {}, (i + 1) * ms);
+        ASSERT_EQ(take().size(), 1u);  // the ACK of theirs
+        EXPECT_EQ(layer_->get(h)->state(), tcp_state::time_wait);
+        auto ev = events();
+        ASSERT_EQ(ev.size(), 1u);
+        EXPECT_EQ(ev[0].h, h);
+        EXPECT_TRUE(ev[0].events & tcp_event::closed);
+        EXPECT_EQ(ev[0].reason, tcp_close_reason::normal);
+        EXPECT_EQ(layer_->get(h), nullptr);  // stale for the application
+        hs.push_back(h);
+    }
+    EXPECT_EQ(layer_->active(), 0u);
+    EXPECT_EQ(layer_->time_wait(), 4u);
+    EXPECT_EQ(nc_.conn_closed.get(), 0u);
+    // A retransmitted FIN in TIME-WAIT is still answered, silently for the app.
+    send(seg(6003, 7, 101, tcp_flag::ack | tcp_flag::fin, 0), {}, 5 * ms);
+    take();
+    EXPECT_TRUE(events().empty());
+    // Pool full: a new SYN takes the oldest TIME-WAIT slot (peer port 6000).
+    send(seg(6100, 7, 500, tcp_flag::syn), {}, 10 * ms);
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.flags, tcp_flag::syn | tcp_flag::ack);
+    EXPECT_EQ(nc_.tcp_time_wait_recycled.get(), 1u);
+    EXPECT_EQ(nc_.flow_table_full.get(), 0u);
+    EXPECT_EQ(layer_->time_wait(), 3u);
+    // So does connect().
+    tcp_handle a;
+    ASSERT_EQ(layer_->connect(peer_ip, 80, 11 * ms, a), tcp_layer::connect_result::ok);
+    take();
+    EXPECT_EQ(nc_.tcp_time_wait_recycled.get(), 2u);
+    EXPECT_EQ(layer_->time_wait(), 2u);
+    // The recycled tuple is gone: its segments get RST like any unknown flow.
+    send(seg(6000, 7, 102, tcp_flag::ack, 1), {}, 12 * ms);
+    out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(out[0].h.flags & tcp_flag::rst);
+    // The rest run out quietly: no notice, the slots come back.
+    layer_->poll_timers(70'000 * ms);
+    take();
+    for (const tcp_notice &n : events())
+        EXPECT_FALSE(n.events & tcp_event::closed) << "TIME-WAIT ended twice";
+    EXPECT_EQ(layer_->time_wait(), 0u);
+    EXPECT_EQ(nc_.conn_closed.get(), 4u);
+    EXPECT_EQ(layer_->active(), 2u);  // the new passive and active connections
+}
+
 }  // namespace
 }  // namespace ferry::net

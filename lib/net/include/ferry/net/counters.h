@@ -73,6 +73,7 @@
     X(syn_cookie_rejected,        "ACKs to a listener with no valid cookie (RST sent)")          \
     X(listen_backlog_full,        "SYNs that found their listener's SYN backlog full")           \
     X(flow_table_full,            "SYNs or cookie ACKs that found no free connection slot")      \
+    X(tcp_time_wait_recycled,     "TIME-WAIT connections ended early to free a slot (pool full)") \
     X(conn_opened,                "connections created (passive open, SYN cookie or connect)")   \
     X(conn_closed,                "connections freed (CLOSED, reported to the application)")     \
     X(icmp_rx,                    "ICMP messages received")                                      \

@@ -18,7 +18,13 @@
 // Life of a slot: taken by an accepted SYN (or a validated SYN cookie ACK),
 // freed when the connection reaches CLOSED and poll_events() has reported the
 // `closed` event (so the application sees every connection end exactly once).
-// TIME-WAIT keeps its slot until tcp_conn's 2*MSL timer closes it.
+// TIME-WAIT is the layer's alone: the application gets `closed` (reason
+// normal) when the connection enters it (once its received data is read), its
+// handle goes stale, and the slot waits out 2*MSL on a FIFO of TIME-WAIT
+// slots. When the pool is full, a new connection (SYN, cookie ACK, connect())
+// takes the oldest TIME-WAIT slot instead of failing (tcp_time_wait_recycled,
+// as Linux ends TIME-WAIT early past tcp_max_tw_buckets): TIME-WAIT guards
+// against old duplicates, and must not starve new connections under churn.
 //
 // Timers: an indexed binary min-heap of the connections' next_deadline(),
 // updated after every call into a connection; stack::next_deadline() and
@@ -175,7 +181,8 @@ public:
     void close(tcp_handle h, uint64_t now) noexcept;
     void abort(tcp_handle h, uint64_t now) noexcept;
 
-    [[nodiscard]] uint32_t active() const noexcept { return in_use_ - nzombies_; }
+    [[nodiscard]] uint32_t active() const noexcept { return in_use_ - nzombies_ - ntw_; }
+    [[nodiscard]] uint32_t time_wait() const noexcept { return ntw_; }
     [[nodiscard]] uint32_t capacity() const noexcept { return cfg_.max_connections; }
     [[nodiscard]] const tcp_layer_config &config() const noexcept { return cfg_; }
 
@@ -202,7 +209,11 @@ private:
                                    uint32_t len) const noexcept;
 
     // Slots and the flow table.
-    [[nodiscard]] uint32_t alloc_slot() noexcept;  // UINT32_MAX when none
+    [[nodiscard]] uint32_t alloc_slot() noexcept;  // nfree_ != 0 or a TIME-WAIT slot: reclaim()
+    // A slot for a new connection: true if one is free, or was made free by
+    // ending the oldest TIME-WAIT early.
+    [[nodiscard]] bool reclaim() noexcept;
+    void tw_unlink(uint32_t idx) noexcept;
     void free_slot(uint32_t idx) noexcept;
     [[nodiscard]] uint64_t hash(const tcp_tuple &t) const noexcept;
     [[nodiscard]] uint32_t lookup(const tcp_tuple &t) const noexcept;  // slot or UINT32_MAX
@@ -244,6 +255,8 @@ private:
     std::unique_ptr<uint32_t[]> zombies_;
     uint32_t nzombies_ = 0;
     uint32_t ready_head_ = 0, ready_len_ = 0;
+    // Detached TIME-WAIT slots, oldest first (intrusive list through slot).
+    uint32_t tw_head_ = UINT32_MAX, tw_tail_ = UINT32_MAX, ntw_ = 0;
     std::unique_ptr<listener[]> listeners_;
     uint32_t nlisteners_ = 0;
 };

@@ -194,10 +194,11 @@ namespace ferry::proxy {
     X(responses_5xx,            "5xx responses sent to clients (generated ones included)")             \
     X(generated_404,            "404: no route and no default upstream")                               \
     X(generated_502,            "502: the upstream refused, reset, closed early or answered badly")    \
-    X(generated_503,            "503: every server of the upstream is down")                           \
+    X(generated_503,            "503: every server down, or no upstream connection to be had")         \
     X(generated_504,            "504: the upstream did not connect or answer in time")                 \
     X(upstream_connects,        "upstream connections opened")                                         \
     X(upstream_connect_failed,  "upstream connections refused, reset or timed out before connecting") \
+    X(upstream_no_connection,   "upstream connections that could not be opened here: no free connection slot or local port") \
     X(upstream_reused,          "requests sent on an idle keep-alive upstream connection")             \
     X(upstream_closed_idle,     "idle upstream connections closed (by the origin, or over max_idle)")  \
     X(upstream_bad_response,    "upstream responses rejected by the parser")                           \

@@ -207,7 +207,6 @@ std::optional<error> proxy_reader::read_http(const toml::node &n, const std::str
         {"max_header_bytes", false, r_.integer_into(h.max_header_bytes, 256, 65536)},
         {"max_headers", false, r_.integer_into(h.max_headers, 8, 512)},
         {"max_body_bytes", false, r_.integer_into(h.max_body_bytes, 0, int64_t{1} << 62)},
-        {"max_pipelined", false, r_.integer_into(h.max_pipelined, 1, 1024)},
         {"drain_timeout_ms", false, r_.integer_into(h.drain_timeout_ms, 0, 600000)},
         {"via", false,
          checked_string(
@@ -591,7 +590,7 @@ std::string describe_proxy(const ferry_config &c) {
            ", max_header_bytes " + std::to_string(h.max_header_bytes) + ", max_headers " +
            std::to_string(h.max_headers) + ", max_body_bytes " +
            (h.max_body_bytes ? std::to_string(h.max_body_bytes) : std::string("unlimited")) +
-           ", max_pipelined " + std::to_string(h.max_pipelined) + ", drain " +
+           ", drain " +
            ms(h.drain_timeout_ms) + ", via " + h.via + ", x-forwarded " +
            (h.add_x_forwarded ? "on" : "off") +
            (h.access_log.empty() ? std::string()

@@ -472,8 +472,6 @@ const range_case range_cases[] = {
      [](const ferry_config &c) -> uint64_t { return c.http.max_headers; }},
     {"max_body_bytes", "[http]\n", "", "max_body_bytes", "http", 7, 0, int64_t{1} << 62,
      [](const ferry_config &c) -> uint64_t { return c.http.max_body_bytes; }},
-    {"max_pipelined", "[http]\n", "", "max_pipelined", "http", 7, 1, 1024,
-     [](const ferry_config &c) -> uint64_t { return c.http.max_pipelined; }},
     {"drain_timeout_ms", "[http]\n", "", "drain_timeout_ms", "http", 7, 0, 600000,
      [](const ferry_config &c) -> uint64_t { return c.http.drain_timeout_ms; }},
     {"listener_port", "[[listener]]\nname = \"web\"\n", "", "port", "listener[0]", 8, 1, 65535,
@@ -539,7 +537,7 @@ max_requests_per_connection = 0
 max_header_bytes = 16384
 max_headers = 100
 max_body_bytes = 1048576
-max_pipelined = 4
+# (one request at a time per client connection; no pipelining queue)
 drain_timeout_ms = 0
 via = "edge-1.example"
 add_x_forwarded = false
@@ -611,7 +609,6 @@ gateway = "10.78.255.254"
     EXPECT_EQ(h.max_header_bytes, 16384u);
     EXPECT_EQ(h.max_headers, 100u);
     EXPECT_EQ(h.max_body_bytes, 1048576u);
-    EXPECT_EQ(h.max_pipelined, 4u);
     EXPECT_EQ(h.drain_timeout_ms, 0u);
     EXPECT_EQ(h.via, "edge-1.example");
     EXPECT_FALSE(h.add_x_forwarded);
@@ -704,7 +701,7 @@ gateway = "10.78.255.254"
               "proxy: 2 listeners, 3 routes, 2 upstreams\n"
               "http: client timeouts header 5000 ms, idle 30000 ms, body 20000 ms; "
               "max_requests_per_connection unlimited, max_header_bytes 16384, max_headers 100, "
-              "max_body_bytes 1048576, max_pipelined 4, drain 0 ms, via edge-1.example, "
+              "max_body_bytes 1048576, drain 0 ms, via edge-1.example, "
               "x-forwarded off\n"
               "listener web: port 80, max_connections 5000 per lcore, default upstream app\n"
               "listener admin: port 8081, max_connections [tcp] limit, default upstream none "
@@ -735,7 +732,6 @@ TEST(proxy_config, defaults_without_proxy_tables) {
     EXPECT_EQ(h.max_header_bytes, 8192u);
     EXPECT_EQ(h.max_headers, 64u);
     EXPECT_EQ(h.max_body_bytes, 0u);
-    EXPECT_EQ(h.max_pipelined, 16u);
     EXPECT_EQ(h.drain_timeout_ms, 10000u);
     EXPECT_EQ(h.via, "ferry");
     EXPECT_TRUE(h.add_x_forwarded);
@@ -796,7 +792,7 @@ TEST(proxy_config, defaults_of_a_minimal_proxy) {
               "proxy: 1 listener, 1 route, 1 upstream\n"
               "http: client timeouts header 10000 ms, idle 60000 ms, body 60000 ms; "
               "max_requests_per_connection 1000, max_header_bytes 8192, max_headers 64, "
-              "max_body_bytes unlimited, max_pipelined 16, drain 10000 ms, via ferry, "
+              "max_body_bytes unlimited, drain 10000 ms, via ferry, "
               "x-forwarded on\n"
               "listener web: port 8080, max_connections [tcp] limit, default upstream none "
               "(404)\n"

@@ -78,7 +78,8 @@
 //                                   #   response head limit (502)
 //   max_headers = 64                # 8..512 header fields per head (same answers)
 //   max_body_bytes = 0              # 0..2^62 request body limit (413), 0 = unlimited
-//   max_pipelined = 16              # 1..1024 requests queued per client connection
+//   (Pipelining: a client connection's requests are answered in order, one at a time;
+//   the ones behind wait unread in TCP's receive window: no queue to bound.)
 //   drain_timeout_ms = 10000        # 0..600000: on SIGTERM, how long open connections may
 //                                   #   finish their requests
 //   via = "ferry"                   # the Via header's pseudonym: 1..32 of [A-Za-z0-9._-]
@@ -313,7 +314,6 @@ struct http_config {
     uint32_t max_header_bytes = 8192;
     uint16_t max_headers = 64;
     uint64_t max_body_bytes = 0;  // 0 = unlimited
-    uint16_t max_pipelined = 16;
     uint32_t drain_timeout_ms = 10000;
     std::string via = "ferry";
     bool add_x_forwarded = true;

@@ -23,17 +23,14 @@ import os
 import re
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from testbed import FERRY_ADDR, PEER_ADDR, Ferry, Netns, check, ferry_binary, require_root  # noqa: E402
+from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check, curl, ferry_binary,  # noqa: E402
+                     raw_exchange, require_root, status_of)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ORIGIN = os.path.join(HERE, "origin.py")
 PY_PORT, DEAD_PORT = 9000, 9004
 WRK_S = int(os.environ.get("FERRY_ALOG_WRK_S", "3"))
 
@@ -123,65 +120,6 @@ JSON_KEYS = ["time", "timestamp", "client", "client_port", "request", "method", 
              "parsed", "truncated"]
 
 
-class Origin:
-    def __init__(self, ns):
-        self.ns, self.proc = ns, None
-
-    def __enter__(self):
-        self.proc = self.ns.popen([sys.executable, ORIGIN, PEER_ADDR, str(PY_PORT)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        check(self.proc.stdout.readline().strip() == "listening", "python origin listening")
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.terminate()  # our own child, by pid
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        return False
-
-
-def curl(ns, *args, timeout=30):
-    return ns.run(["curl", "-s", "--max-time", str(timeout - 5), *args], check=False,
-                  timeout=timeout)
-
-
-def status_of(ns, url, *extra):
-    return curl(ns, "-o", "/dev/null", "-w", "%{http_code}", *extra, url).stdout.strip()
-
-
-def raw_exchange(ns, payload, port=8080, timeout=10, reset_after=None):
-    """Sends raw bytes from inside the namespace; returns what came back until EOF.
-    reset_after: close with RST after that many seconds instead of reading."""
-    code = f"""
-import socket, struct, sys, time
-s = socket.create_connection(("{FERRY_ADDR}", {port}), timeout={timeout})
-s.sendall(bytes.fromhex("{payload.hex()}"))
-reset = {reset_after!r}
-if reset is not None:
-    time.sleep(reset)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    s.close()
-    sys.exit(0)
-out = b""
-try:
-    while True:
-        b = s.recv(65536)
-        if not b: break
-        out += b
-except socket.timeout:
-    pass
-sys.stdout.write(out.hex())
-"""
-    r = ns.run([sys.executable, "-c", code], check=False, timeout=timeout + 10)
-    if reset_after is not None:
-        check(r.returncode == 0, f"client reset after {reset_after} s ({r.stdout.strip()!r})")
-        return b""
-    return bytes.fromhex(r.stdout.strip() or "")
-
-
 def settle(f):
     """Waits until every client connection is closed; returns /ferry/http's sum."""
     deadline = time.monotonic() + 30
@@ -254,7 +192,7 @@ def send_mix(ns, base, tag):
 def phase_combined(tmp):
     log = os.path.join(tmp, "access.log")
     with Netns() as ns, Ferry(ns, lcores="0-1", config=config(log, "combined")) as f, \
-            Origin(ns):
+            PyOrigin(ns, PEER_ADDR, PY_PORT):
         ns.run(["ip", "link", "set", "ferry0", "txqueuelen", "10000"])
         base = f"http://{FERRY_ADDR}:8080"
         t_begin = time.time()
@@ -339,7 +277,7 @@ def phase_combined(tmp):
 
 def phase_json(tmp):
     log = os.path.join(tmp, "access.json")
-    with Netns() as ns, Ferry(ns, lcores="0-1", config=config(log, "json")) as f, Origin(ns):
+    with Netns() as ns, Ferry(ns, lcores="0-1", config=config(log, "json")) as f, PyOrigin(ns, PEER_ADDR, PY_PORT):
         base = f"http://{FERRY_ADDR}:8080"
         want = send_mix(ns, base, "j")
         long_t = "/hello?id=j-long&pad=" + "a" * 600

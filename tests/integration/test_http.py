@@ -42,17 +42,16 @@ FERRY_HTTP_PHASES=local,shared (default both) selects the phases.
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from testbed import FERRY_ADDR, PEER_ADDR, Ferry, Netns, check, require_root  # noqa: E402
+from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check, curl,  # noqa: E402
+                     raw_exchange, require_root, status_of, stop_pid)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ORIGIN = os.path.join(HERE, "origin.py")
 BIG_MIB = int(os.environ.get("FERRY_HTTP_BIG_MIB", "100"))
 SHARED_MIB = min(20, BIG_MIB)
 PHASES = os.environ.get("FERRY_HTTP_PHASES", "local,shared").split(",")
@@ -141,10 +140,8 @@ class Origins:
         self.ns, self.tmp, self.procs = ns, tmp, []
 
     def __enter__(self):
-        py = self.ns.popen([sys.executable, ORIGIN, PEER_ADDR, str(PY_PORT)],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.procs.append(py)
-        check(py.stdout.readline().strip() == "listening", "python origin listening")
+        py = PyOrigin(self.ns, PEER_ADDR, PY_PORT).__enter__()
+        self.procs.append(py.proc)
         www = os.path.join(self.tmp, "www")
         os.makedirs(os.path.join(www, "nginx"), exist_ok=True)
         os.makedirs(os.path.join(www, "ka"), exist_ok=True)
@@ -197,24 +194,8 @@ http {{
 
     def __exit__(self, *exc):
         for p in self.procs:
-            p.terminate()  # our own children, by pid
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            stop_pid(p)  # our own children, by pid
         return False
-
-
-def curl(ns, *args, timeout=120):
-    r = ns.run(["curl", "-s", "--max-time", str(timeout - 5), *args], check=False,
-               timeout=timeout)
-    return r
-
-
-def status_of(ns, url, *extra):
-    r = curl(ns, "-o", "/dev/null", "-w", "%{http_code}", *extra, url)
-    return r.stdout.strip()
 
 
 def stub_accepts(ns, port, path):
@@ -222,26 +203,6 @@ def stub_accepts(ns, port, path):
     # "Active connections: 1\nserver accepts handled requests\n 5 5 10\n..."
     nums = r.stdout.splitlines()[2].split()
     return int(nums[0]), int(nums[2])
-
-
-def raw_exchange(ns, payload_hex, timeout=10):
-    """Sends raw bytes from inside the namespace, returns what came back until EOF."""
-    code = f"""
-import socket, sys
-s = socket.create_connection(("{FERRY_ADDR}", 8080), timeout={timeout})
-s.sendall(bytes.fromhex("{payload_hex}"))
-out = b""
-try:
-    while True:
-        b = s.recv(65536)
-        if not b: break
-        out += b
-except socket.timeout:
-    pass
-sys.stdout.write(out.hex())
-"""
-    r = ns.run([sys.executable, "-c", code], check=False, timeout=timeout + 10)
-    return bytes.fromhex(r.stdout.strip() or "")
 
 
 def phase_local(tmp):
@@ -295,7 +256,7 @@ def phase_local(tmp):
         # (d)
         reqs = b"".join(b"GET /p%d HTTP/1.1\r\nHost: x\r\n\r\n" % i for i in range(5))
         reqs += b"GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        out = raw_exchange(ns, reqs.hex())
+        out = raw_exchange(ns, reqs)
         order = [line.split()[1] for line in out.decode(errors="replace").splitlines()
                  if line.startswith("GET /")]
         check(order == ["/p0", "/p1", "/p2", "/p3", "/p4", "/last"],
@@ -338,7 +299,7 @@ def phase_local(tmp):
             b"GET / HTTP/1.1\nHost: x\n\n",
         ]
         for s in smuggle:
-            out = raw_exchange(ns, s.hex())
+            out = raw_exchange(ns, s)
             check(out.startswith(b"HTTP/1.1 400") or out.startswith(b"HTTP/1.1 501"),
                   f"rejected: {s[:60]!r} -> {out[:20]!r}")
         check(status_of(ns, f"{base}/x", "-H", "Host: nowhere.example") in ("502", "503"),
@@ -579,7 +540,7 @@ def shared_checks(ns, f, o):
     for _ in range(3):
         reqs = b"".join(b"GET /p%d HTTP/1.1\r\nHost: x\r\n\r\n" % i for i in range(7))
         reqs += b"GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        out = raw_exchange(ns, reqs.hex())
+        out = raw_exchange(ns, reqs)
         order = [line.split()[1] for line in out.decode(errors="replace").splitlines()
                  if line.startswith("GET /")]
         check(order == [f"/p{i}" for i in range(7)] + ["/last"],

@@ -218,3 +218,77 @@ def check(cond, msg):
     if not cond:
         raise AssertionError(msg)
     print(f"ok: {msg}")
+
+
+# -- HTTP helpers shared by the proxy tests ------------------------------------
+
+ORIGIN_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "origin.py")
+
+
+class PyOrigin:
+    """origin.py (the scriptable Python HTTP origin) on addr:port inside ns;
+    stopped by pid."""
+
+    def __init__(self, ns, addr, port):
+        self.ns, self.addr, self.port, self.proc = ns, addr, port, None
+
+    def __enter__(self):
+        self.proc = self.ns.popen([sys.executable, ORIGIN_PY, self.addr, str(self.port)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        check(self.proc.stdout.readline().strip() == "listening", "python origin listening")
+        return self
+
+    def __exit__(self, *exc):
+        stop_pid(self.proc)
+        return False
+
+
+def stop_pid(proc, timeout=10):
+    """SIGTERM to our own child, SIGKILL if it lingers."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def curl(ns, *args, timeout=120):
+    return ns.run(["curl", "-s", "--max-time", str(timeout - 5), *args], check=False,
+                  timeout=timeout)
+
+
+def status_of(ns, url, *extra, timeout=120):
+    return curl(ns, "-o", "/dev/null", "-w", "%{http_code}", *extra, url,
+                timeout=timeout).stdout.strip()
+
+
+def raw_exchange(ns, payload, port=8080, timeout=10, reset_after=None):
+    """Sends raw bytes to FERRY_ADDR:port from inside ns; returns what came
+    back until EOF (or the timeout). reset_after: close with RST after that
+    many seconds instead of reading."""
+    code = f"""
+import socket, struct, sys, time
+s = socket.create_connection(("{FERRY_ADDR}", {port}), timeout={timeout})
+s.sendall(bytes.fromhex("{payload.hex()}"))
+reset = {reset_after!r}
+if reset is not None:
+    time.sleep(reset)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    sys.exit(0)
+out = b""
+try:
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        out += b
+except socket.timeout:
+    pass
+sys.stdout.write(out.hex())
+"""
+    r = ns.run([sys.executable, "-c", code], check=False, timeout=timeout + 10)
+    if reset_after is not None:
+        check(r.returncode == 0, f"client reset after {reset_after} s ({r.stdout.strip()!r})")
+        return b""
+    return bytes.fromhex(r.stdout.strip() or "")

@@ -20,10 +20,8 @@ namespace), the Python origin (tests/integration/origin.py) behind a
 (e) a metrics address that is already taken: exit 1 naming it and the errno text
 """
 
-import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time

@@ -105,7 +105,9 @@ def ferry_config(app, ports, pool="local", wakeup_mode=None):
         return head + body + ferry_ports_toml(ports, cli_gateway=T.FERRY_CLIENT_SIDE_PEER)
     else:
         # Parity with the peers: they keep client connections open for any
-        # number of requests and add no X-Forwarded-* headers.
+        # number of requests and add no X-Forwarded-* headers; nginx keeps
+        # 512 idle upstream connections (keepalive 512), HAProxy any number.
+        idle = "max_idle = 512\n" if pool == "local" else ""
         body = f"""
 [http]
 max_requests_per_connection = 0
@@ -117,7 +119,7 @@ default_upstream = "origin"
 [[upstream]]
 name = "origin"
 pool = "{pool}"
-  [[upstream.server]]
+{idle}  [[upstream.server]]
   address = "{T.FERRY_ORIGIN_IP}:80"
 """
     return head + body + ferry_ports_toml(ports)

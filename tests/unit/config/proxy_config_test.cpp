@@ -771,7 +771,7 @@ TEST(proxy_config, defaults_of_a_minimal_proxy) {
     EXPECT_EQ(u.hash_key, hash_key_kind::client_ip);
     EXPECT_EQ(u.pool, pool_mode::local);
     EXPECT_EQ(u.shared_connections, 4u);
-    EXPECT_EQ(u.max_idle, 64u);
+    EXPECT_EQ(u.max_idle, 256u);
     EXPECT_EQ(u.connect_timeout_ms, 2000u);
     EXPECT_EQ(u.response_timeout_ms, 30000u);
     EXPECT_EQ(u.read_timeout_ms, 30000u);
@@ -797,7 +797,7 @@ TEST(proxy_config, defaults_of_a_minimal_proxy) {
               "listener web: port 8080, max_connections [tcp] limit, default upstream none "
               "(404)\n"
               "route 0: listener any, host any, path_prefix / -> upstream app\n"
-              "upstream app: balance round_robin, pool local (max_idle 64), timeouts connect "
+              "upstream app: balance round_robin, pool local (max_idle 256), timeouts connect "
               "2000 ms, response 30000 ms, read 30000 ms, write 30000 ms; retries 1, max_fails "
               "3 (down 10000 ms), health checks off\n"
               "  server 10.77.0.2:8080 weight 1\n");

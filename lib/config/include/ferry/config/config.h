@@ -124,8 +124,9 @@
 //                                   #   lcores, spread over them (DESIGN.md)
 //   shared_connections = 4          # 1..1024, pool = "shared" only: connections per server
 //                                   #   in all
-//   max_idle = 64                   # 0..65535, pool = "local" only: idle keep-alive
-//                                   #   connections kept per lcore and server
+//   max_idle = 256                  # 0..65535, pool = "local" only: idle keep-alive
+//                                   #   connections kept per lcore and server; an idle one
+//                                   #   past it is closed (churn: TIME-WAIT, connects)
 //   connect_timeout_ms = 2000       # 1..600000
 //   response_timeout_ms = 30000     # 1..3600000: request sent -> response head (504 after)
 //   read_timeout_ms = 30000         # 1..3600000: the longest gap between response bytes
@@ -357,7 +358,7 @@ struct upstream_config {
     hash_key_kind hash_key = hash_key_kind::client_ip;  // meaningful with consistent_hash
     pool_mode pool = pool_mode::local;
     uint32_t shared_connections = 4;  // meaningful with pool_mode::shared
-    uint32_t max_idle = 64;           // meaningful with pool_mode::local
+    uint32_t max_idle = 256;          // meaningful with pool_mode::local
     uint32_t connect_timeout_ms = 2000, response_timeout_ms = 30000, read_timeout_ms = 30000,
              write_timeout_ms = 30000;
     uint32_t retries = 1;

@@ -15,6 +15,9 @@ A wakeup report (perf/bench --wakeup-report) gives:
   <stem>-wakeup.png          doorbells rung / suppressed, sleeps and kernel IPIs
                              per 1k requests per wakeup mode, and ferry's CPU and
                              requests/s per mode
+  <stem>-offered.png         ferry's CPU % per lcore and kernel IPIs/s against
+                             the offered (paced) load, one line per mode; idle
+                             at 0 (conditional should sit near 0%, poll at 100%)
 """
 
 import argparse
@@ -194,6 +197,41 @@ def plot_wakeup(doc, stem):
                  fontsize=10)
     fig.tight_layout()
     path = f"{stem}-wakeup.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path] + plot_offered(doc, stem)
+
+
+def plot_offered(doc, stem):
+    """CPU (per lcore) and kernel IPIs against offered load, one line per mode."""
+    pts = [r for r in doc.get("offered") or [] if not r.get("error")]
+    if not pts:
+        return []
+    modes = doc["params"]["modes"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
+    for mode in modes:
+        rs = sorted((r for r in pts if r["mode"] == mode), key=lambda r: r["offered_rps"])
+        if not rs:
+            continue
+        xs = [r["offered_rps"] for r in rs]
+        ax1.plot(xs, [r.get("proxy_cpu_pct_per_lcore", r["proxy_cpu_pct"]) for r in rs],
+                 marker="o", label=mode)
+        ax2.plot(xs, [r["ipi_per_s"] for r in rs], marker="o", label=mode)
+    ax1.set(xlabel="offered requests/s (0 = idle)", ylabel="ferry CPU % per lcore",
+            title="CPU against offered load", ylim=(0, 105))
+    ax2.set(xlabel="offered requests/s (0 = idle)", ylabel="kernel IPIs/s (RES+CAL, all CPUs)",
+            title="IPIs against offered load")
+    top = max(r["offered_rps"] for r in pts)
+    for ax in (ax1, ax2):
+        ax.set_xscale("symlog", linthresh=100)
+        ax.set_xlim(0, max(100.0, top) * 1.5)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    p = doc["params"]
+    fig.suptitle(f"ferry wakeup modes under paced load: {p['ferry_ports']} ports, -l "
+                 f"{p['ferry_lcores']} ({title_suffix(doc)})", fontsize=10)
+    fig.tight_layout()
+    path = f"{stem}-offered.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return [path]

@@ -225,3 +225,39 @@ def measure(running, topo, conns, path, duration_s, lua):
             r[f"{k}_per_1k"] = per_1k(d[k], req)
         r["ferry_lcores_after"] = b.ferry["lcores"]
     return r
+
+
+PACED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "paced.py")
+
+
+def measure_offered(running, topo, host, port, path, rate, duration_s, conns=16):
+    """Counters around one paced run (paced.py: `rate` requests/s offered, 0 =
+    idle). CPU and IPIs are per second here: at rate 0 there is no request to
+    divide by."""
+    proxy_pids = descendants(running.pids)
+    a = Snapshot(proxy_pids, [], running.ferry)
+    r = util.run(["taskset", "-c", topo.cpu_client, "python3", PACED, host, port, path,
+                  rate, duration_s, "--conns", conns], ns=topo.client, check=False,
+                 timeout=duration_s + 30)
+    b = Snapshot(proxy_pids, [], running.ferry)
+    load = None
+    for line in r.stdout.splitlines():
+        if line.startswith("{"):
+            load = json.loads(line)
+    if load is None:
+        raise RuntimeError(f"paced.py failed ({r.returncode}): {r.stdout.strip()[-500:]}")
+    wall = b.t - a.t
+    cpu_s = (b.proxy_cpu - a.proxy_cpu) / CLK_TCK
+    out = dict(load)
+    out["window_s"] = round(wall, 3)
+    out["proxy_cpu_pct"] = round(100.0 * cpu_s / wall, 1)
+    ipi = {k: b.irq[k] - a.irq[k] for k in b.irq}
+    out["ipi_per_s"] = round((ipi["RES"] + ipi["CAL"]) / wall, 1)
+    if a.ferry and b.ferry:
+        d = {k: b.ferry["sum"][k] - a.ferry["sum"][k] for k in FERRY_FIELDS}
+        out["ferry"] = d
+        for k in FERRY_FIELDS:
+            out[f"{k}_per_s"] = round(d[k] / wall, 1)
+        out["lcores"] = sum(1 for v in b.ferry["lcores"].values() if isinstance(v, dict))
+        out["proxy_cpu_pct_per_lcore"] = round(out["proxy_cpu_pct"] / max(1, out["lcores"]), 1)
+    return out

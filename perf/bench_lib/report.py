@@ -210,6 +210,35 @@ def markdown_matrix(doc):
     return "\n".join(out)
 
 
+def offered_lines(doc):
+    """The CPU-vs-offered-load sweep of a wakeup report (paced load, per second)."""
+    pts = doc.get("offered") or []
+    if not pts:
+        return []
+    p = doc["params"]
+    out = ["", "## CPU against offered load", "",
+           f"Paced requests (perf/bench_lib/paced.py, 16 keep-alive connections, "
+           f"{p.get('offered_duration_s', '?'):g} s per point; 0 = idle), one point per mode "
+           "and rate, the mode switched at run time. CPU is ferry's utime+stime over the "
+           "window (100% = one CPU), also divided by its lcores; sleeps, doorbells and kernel "
+           "IPIs (all CPUs) per second.", "",
+           "| mode | offered req/s | done req/s | p50 ms | p99 ms | errors | ferry CPU % | "
+           "CPU % per lcore | sleeps/s | doorbells rung/s | suppressed/s | IPIs/s |",
+           "|" + "---|" * 12]
+    for r in pts:
+        if r.get("error"):
+            out.append(f"| {r['mode']} | {_f(r['offered_rps'], 0)} | error: {r['error'][:80]} |"
+                       + " |" * 9)
+            continue
+        out.append(
+            f"| {r['mode']} | {_f(r['offered_rps'], 0)} | {_f(r['achieved_rps'], 0)} | "
+            f"{_ms(r.get('p50_us'))} | {_ms(r.get('p99_us'))} | {r['errors']} | "
+            f"{_f(r['proxy_cpu_pct'], 1)} | {_f(r.get('proxy_cpu_pct_per_lcore'), 1)} | "
+            f"{_f(r.get('sleeps_per_s'), 0)} | {_f(r.get('doorbells_rung_per_s'), 0)} | "
+            f"{_f(r.get('doorbells_suppressed_per_s'), 0)} | {_f(r['ipi_per_s'], 0)} |")
+    return out
+
+
 def markdown_wakeup(doc):
     p = doc["params"]
     out = ["# ferry wakeup-mode report", ""]
@@ -238,6 +267,7 @@ def markdown_wakeup(doc):
             f"{_f(r['ipi_per_1k'], 2)} | {_f(r['proxy_cpu_s_per_1k'], 1, 1000)} | "
             f"{_f(r['proxy_cpu_pct'], 0)} | {_f(r['proxy_ctx_per_1k'], 1)} | "
             f"{_f(r['sys_ctxt_per_1k'], 1)} | {r['n']} |")
+    out += offered_lines(doc)
     out += noise_lines(doc)
     can_sleep = doc.get("ferry_can_sleep")
     if can_sleep is not None and not can_sleep:

@@ -361,6 +361,14 @@ void tcp_layer::input_listen(listener &l, const tcp_tuple &t, const tcp_repr &se
         rte_pktmbuf_free(m);
         return;
     }
+    // SYN+FIN: RFC 9293 would open and leave the FIN for later; no real
+    // client sends it (it is a scan / evasion probe), and Linux drops it here
+    // too. Dropped, counted, no SYN-ACK and no state.
+    if (seg.has(tcp_flag::fin)) {
+        nc_.tcp_drop_syn_fin.inc();
+        rte_pktmbuf_free(m);
+        return;
+    }
     rte_pktmbuf_free(m);
     const bool backlog_full = l.syn_rcvd >= cfg_.syn_backlog;
     if (backlog_full || !reclaim()) {

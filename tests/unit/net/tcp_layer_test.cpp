@@ -188,6 +188,22 @@ TEST_F(TcpLayerTest, bad_checksum_is_dropped_and_counted) {
     EXPECT_EQ(nc_.tcp_rx.get(), 1u);
 }
 
+TEST_F(TcpLayerTest, listener_drops_syn_fin_and_syn_rst_without_state) {
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    send(seg(40000, 7, 1000, tcp_flag::syn | tcp_flag::fin));
+    EXPECT_TRUE(take().empty());
+    EXPECT_EQ(nc_.tcp_drop_syn_fin.get(), 1u);
+    send(seg(40001, 7, 1000, tcp_flag::syn | tcp_flag::rst));
+    EXPECT_TRUE(take().empty());
+    EXPECT_EQ(nc_.tcp_drop_listen_other.get(), 1u);
+    EXPECT_EQ(layer_->active(), 0u);
+    // A plain SYN from the same port is still answered.
+    send(seg(40000, 7, 2000, tcp_flag::syn));
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.flags, tcp_flag::syn | tcp_flag::ack);
+}
+
 TEST_F(TcpLayerTest, passive_open_data_close_and_stale_handle) {
     ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
     EXPECT_EQ(layer_->listen(7), tcp_layer::listen_result::already);

@@ -66,6 +66,7 @@
     X(tcp_connect_no_slot,        "connect() calls that found the connection pool full") \
     X(neigh_shared_in,            "neighbor entries learned from another lcore's ARP") \
     X(tcp_drop_listen_other,      "segments to a listener without SYN or ACK, or with RST (ignored)") \
+    X(tcp_drop_syn_fin,           "SYN+FIN segments to a listener (dropped: no SYN-ACK, no state)") \
     X(tcp_tx,                     "TCP segments built and handed to IPv4 output")                \
     X(tcp_tx_copied,              "TCP segments whose payload was copied (port without chains)") \
     X(syn_cookies_sent,           "SYN-ACKs carrying a SYN cookie (RFC 4987 3.6)")               \

@@ -27,12 +27,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from testbed import FERRY_ADDR, PEER_ADDR, Ferry, Netns, check, require_root  # noqa: E402
+from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, check, raw_exchange,  # noqa: E402
+                     require_root)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ORIGIN = os.path.join(HERE, "origin.py")
 PY_PORT = 9000
 METRICS = "127.0.0.1:9180"
+METRICS_HOST, METRICS_PORT = METRICS.split(":")
 LCORES = (0, 1)
 PORT = "tap0"
 
@@ -461,26 +463,6 @@ def scrape(ns, path="/metrics", *extra):
     return int(m.group(1)), headers, body
 
 
-def raw(ns, payload, timeout=10):
-    """Bytes sent to the metrics port from inside the namespace; what came back."""
-    code = f"""
-import socket, sys
-s = socket.create_connection(("127.0.0.1", {METRICS.split(':')[1]}), timeout={timeout})
-s.sendall(bytes.fromhex("{payload.hex()}"))
-out = b""
-try:
-    while True:
-        b = s.recv(65536)
-        if not b: break
-        out += b
-except socket.timeout:
-    pass
-sys.stdout.write(out.hex())
-"""
-    r = ns.run([sys.executable, "-c", code], check=False, timeout=timeout + 10)
-    return bytes.fromhex(r.stdout.strip() or "")
-
-
 def samples(fams, name):
     if name not in fams:
         raise AssertionError(f"metrics: {name} is not exported")
@@ -686,9 +668,11 @@ print(s.recv(100).split(b"\\r\\n")[0].decode())
                                   ("absolute form", b"GET http://x/metrics HTTP/1.1\r\n\r\n"),
                                   ("field without colon", b"GET /metrics HTTP/1.1\r\nHost\r\n\r\n"),
                                   ("head over 8 KiB", b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000)):
-                got = raw(ns, payload)
+                got = raw_exchange(ns, payload, host=METRICS_HOST,
+                                   port=METRICS_PORT)
                 check(got.startswith(b"HTTP/1.1 400 "), f"{what}: 400 ({got[:30]!r})")
-            got = raw(ns, b"GET /healthz HTTP/1.0\n\n")
+            got = raw_exchange(ns, b"GET /healthz HTTP/1.0\n\n", host=METRICS_HOST,
+                               port=METRICS_PORT)
             check(got.startswith(b"HTTP/1.1 200 ") and got.endswith(b"\r\n\r\nok\n"),
                   "bare-LF HTTP/1.0 request: 200 ok")
             # A client that connects and says nothing: the next scrape waits at most

@@ -263,13 +263,13 @@ def status_of(ns, url, *extra, timeout=120):
                 timeout=timeout).stdout.strip()
 
 
-def raw_exchange(ns, payload, port=8080, timeout=10, reset_after=None):
-    """Sends raw bytes to FERRY_ADDR:port from inside ns; returns what came
-    back until EOF (or the timeout). reset_after: close with RST after that
-    many seconds instead of reading."""
+def raw_exchange(ns, payload, port=8080, timeout=10, reset_after=None, host=FERRY_ADDR):
+    """Sends raw bytes to host:port from inside ns; returns what came back
+    until EOF (or the timeout). reset_after: close with RST after that many
+    seconds instead of reading."""
     code = f"""
 import socket, struct, sys, time
-s = socket.create_connection(("{FERRY_ADDR}", {port}), timeout={timeout})
+s = socket.create_connection(("{host}", {port}), timeout={timeout})
 s.sendall(bytes.fromhex("{payload.hex()}"))
 reset = {reset_after!r}
 if reset is not None:

@@ -169,6 +169,19 @@ class Snapshot:
         self.ferry = ferry_lcores(ferry) if ferry is not None else None
 
 
+def ipi_delta(a, b):
+    """RES+CAL interrupts between two snapshots, and the per-row deltas."""
+    ipi = {k: b.irq[k] - a.irq[k] for k in b.irq}
+    return ipi["RES"] + ipi["CAL"], ipi
+
+
+def ferry_delta(a, b):
+    """FERRY_FIELDS summed over lcores between two snapshots; None without ferry."""
+    if not (a.ferry and b.ferry):
+        return None
+    return {k: b.ferry["sum"][k] - a.ferry["sum"][k] for k in FERRY_FIELDS}
+
+
 def per_1k(x, requests):
     return None if x is None or requests <= 0 else x * 1000.0 / requests
 
@@ -194,9 +207,8 @@ def measure(running, topo, conns, path, duration_s, lua):
         "errors_total": sum(w[k] for k in ("connect", "read", "write", "timeout", "status")),
         "window_s": round(wall, 3),
     }
-    ipi = {k: b.irq[k] - a.irq[k] for k in b.irq}
-    r["ipi"] = ipi
-    r["ipi_per_1k"] = per_1k(ipi["RES"] + ipi["CAL"], req)
+    ipis, r["ipi"] = ipi_delta(a, b)
+    r["ipi_per_1k"] = per_1k(ipis, req)
     r["sys_ctxt_per_1k"] = per_1k(b.ctxt - a.ctxt, req)
     r["cpu_busy_pct"] = {c: round(100.0 * (b.busy[c] - a.busy[c]) / max(1, b.total[c] - a.total[c]), 1)
                          for c in b.busy}
@@ -218,8 +230,8 @@ def measure(running, topo, conns, path, duration_s, lua):
     else:
         r.update({"proxy_pids": [], "proxy_cpu_s": None, "proxy_cpu_pct": None,
                   "proxy_cpu_s_per_1k": None, "proxy_ctx_per_1k": None})
-    if a.ferry and b.ferry:
-        d = {k: b.ferry["sum"][k] - a.ferry["sum"][k] for k in FERRY_FIELDS}
+    d = ferry_delta(a, b)
+    if d is not None:
         r["ferry"] = d
         for k in FERRY_FIELDS:
             r[f"{k}_per_1k"] = per_1k(d[k], req)
@@ -251,10 +263,9 @@ def measure_offered(running, topo, host, port, path, rate, duration_s, conns=16)
     out = dict(load)
     out["window_s"] = round(wall, 3)
     out["proxy_cpu_pct"] = round(100.0 * cpu_s / wall, 1)
-    ipi = {k: b.irq[k] - a.irq[k] for k in b.irq}
-    out["ipi_per_s"] = round((ipi["RES"] + ipi["CAL"]) / wall, 1)
-    if a.ferry and b.ferry:
-        d = {k: b.ferry["sum"][k] - a.ferry["sum"][k] for k in FERRY_FIELDS}
+    out["ipi_per_s"] = round(ipi_delta(a, b)[0] / wall, 1)
+    d = ferry_delta(a, b)
+    if d is not None:
         out["ferry"] = d
         for k in FERRY_FIELDS:
             out[f"{k}_per_s"] = round(d[k] / wall, 1)

@@ -9,7 +9,7 @@ seconds (an open-loop schedule: request i is due at start + i / rate; a due
 request waits for a free connection and the wait counts in its latency), and
 prints one JSON line:
 
-  {"offered_rps", "sent", "completed", "achieved_rps", "late", "errors",
+  {"offered_rps", "conns", "sent", "completed", "achieved_rps", "late", "errors",
    "p50_us", "p99_us", "max_us"}
 
 late = requests sent more than 1 ms after they were due (every connection
@@ -78,7 +78,7 @@ def main():
     ap.add_argument("--conns", type=int, default=16)
     a = ap.parse_args()
 
-    out = {"offered_rps": a.rate, "sent": 0, "completed": 0, "late": 0, "errors": 0}
+    out = {"offered_rps": a.rate, "conns": a.conns, "sent": 0, "completed": 0, "late": 0, "errors": 0}
     lat = []
     if a.rate <= 0:  # idle: offer nothing, just let the time pass
         time.sleep(a.duration)

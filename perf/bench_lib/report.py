@@ -217,7 +217,8 @@ def offered_lines(doc):
         return []
     p = doc["params"]
     out = ["", "## CPU against offered load", "",
-           f"Paced requests (perf/bench_lib/paced.py, 16 keep-alive connections, "
+           f"Paced requests (perf/bench_lib/paced.py, {pts[0].get('conns', 16)} keep-alive "
+           "connections, "
            f"{p.get('offered_duration_s', '?'):g} s per point; 0 = idle), one point per mode "
            "and rate, the mode switched at run time. CPU is ferry's utime+stime over the "
            "window (100% = one CPU), also divided by its lcores; sleeps, doorbells and kernel "

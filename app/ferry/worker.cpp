@@ -3,6 +3,7 @@
 #include <rte_ethdev.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "app.h"
@@ -268,9 +269,14 @@ std::string setup_worker(app_state &app, worker &w) {
             refs.push_back({w.tcp_layers[i].get(), p.pool, p.cfg.address, p.cfg.prefix_len,
                             p.cfg.gateway.has_value()});
         }
+        // Test knob of the integration test (test_http): every n-th
+        // cross-core send of the proxy counts as refused (its backlog path).
+        proxy::proxy_options popts;
+        if (const char *e = std::getenv("FERRY_XCORE_REFUSE_EVERY"); e != nullptr)
+            popts.xcore_refuse_every = static_cast<uint32_t>(std::strtoul(e, nullptr, 10));
         w.proxy = std::make_unique<proxy::worker_proxy>(app.cfg, refs, w.index, *app.proxy_shared,
                                                         w.loop->timers(),
-                                                        reactor::reactor::now_ns());
+                                                        reactor::reactor::now_ns(), popts);
         if (app.mesh) {
             // Shared upstream pools hand requests to the owning worker.
             w.proxy->set_xcore(
@@ -281,7 +287,8 @@ std::string setup_worker(app_state &app, worker &w) {
                 },
                 &w);
         }
-        if (std::string err = w.proxy->listen(); !err.empty()) return err;
+        if (std::string err = w.proxy->listen(reactor::reactor::now_ns()); !err.empty())
+            return err;
         reactor::poller pp;
         pp.poll = [](void *ctx, uint64_t now) -> uint32_t {
             return static_cast<proxy::worker_proxy *>(ctx)->poll(now);

@@ -179,7 +179,11 @@ struct worker_proxy::endpoint {
     bool fin_sent = false;  // close() called
     char *buf = nullptr;    // head buffer (cap bytes)
     uint32_t cap = 0, buf_len = 0;
+    // The head being parsed: the parser fills the message and its fields as
+    // their lines complete, so both must outlive one parse call (a head
+    // arriving in several reads); reset with hp.
     http::head_parser hp;
+    http::header *fields = nullptr;  // limits_.max_headers entries of its own
     http::body_framer framer;
     reactor::timer timer;
     uint32_t gen = 0;
@@ -197,6 +201,7 @@ struct worker_proxy::client : worker_proxy::endpoint {
     st state = st::head;
     uint16_t listener = 0;
     uint32_t peer_addr = 0;
+    http::request req;   // the head being parsed (valid once hp is done)
     uint32_t up = none;  // the upconn serving the current request
     uint32_t up_gen = 0;
     uint32_t requests = 0;
@@ -240,6 +245,7 @@ struct worker_proxy::upconn : worker_proxy::endpoint {
     bool reused = false;
     bool health = false;  // an active health check, no client
     bool resp_keep_alive = false;
+    http::response resp;  // the head being parsed (valid once hp is done)
     http::request_info ri;
     uint64_t t_sent = 0;
     uint64_t t_conn = 0;  // connected (0 = not yet)
@@ -300,12 +306,13 @@ shared_state::shared_state(const config::ferry_config &cfg)
 
 worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port_ref> ports,
                            unsigned lcore_index, shared_state &shared,
-                           reactor::timer_wheel &timers, uint64_t)
+                           reactor::timer_wheel &timers, uint64_t, const proxy_options &opts)
     : cfg_(cfg),
       ports_(ports.begin(), ports.end()),
       lcore_index_(lcore_index),
       shared_(shared),
       timers_(timers) {
+    refuse_every_ = opts.xcore_refuse_every;
     limits_.max_head_bytes = cfg.http.max_header_bytes;
     limits_.max_headers = cfg.http.max_headers;
     uint32_t slots = 0;
@@ -341,7 +348,12 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
         u.timer.set_callback(upconn_timer_cb, &u);
         free_upconns_[nfree_upconns_++] = max_upconns_ - 1 - i;
     }
-    fields_ = std::make_unique<http::header[]>(limits_.max_headers);
+    fields_ = std::make_unique<http::header[]>(size_t(limits_.max_headers) *
+                                               (max_clients_ + max_upconns_));
+    for (uint32_t i = 0; i < max_clients_; ++i)
+        clients_[i].fields = fields_.get() + size_t(limits_.max_headers) * i;
+    for (uint32_t i = 0; i < max_upconns_; ++i)
+        upconns_[i].fields = fields_.get() + size_t(limits_.max_headers) * (max_clients_ + i);
     scratch_ = std::make_unique<char[]>(scratch_size);
     listener_active_.assign(cfg.listeners.size(), 0);
     for (const auto &uc : cfg.upstreams) {
@@ -390,7 +402,7 @@ worker_proxy::~worker_proxy() {
     }
 }
 
-std::string worker_proxy::listen() {
+std::string worker_proxy::listen(uint64_t now) {
     for (const auto &l : cfg_.listeners)
         for (const port_ref &p : ports_)
             if (p.layer->listen(l.port) == net::tcp_layer::listen_result::full)
@@ -398,7 +410,7 @@ std::string worker_proxy::listen() {
     if (lcore_index_ == 0) {
         for (const auto &u : cfg_.upstreams)
             if (!u.health_check_path.empty()) {
-                timers_.arm(health_timer_, reactor::reactor::now_ns() + 100 * ms);
+                timers_.arm(health_timer_, now + 100 * ms);
                 break;
             }
     }
@@ -722,10 +734,12 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
     for (;;) {
         if (c.buf_len != 0) {
             if (c.t_req == 0) c.t_req = now;  // a pipelined head already in the buffer
-            http::request req;
+            http::request &req = c.req;
+            // A new head: nothing of the last one may stay (the parser sets
+            // only what it sees; it writes nothing before the start line).
+            if (c.hp.current_phase() == http::head_parser::phase::start_line) req = {};
             const auto r = http::parse_request(c.hp, {c.buf, c.buf_len}, req,
-                                               std::span(fields_.get(), limits_.max_headers),
-                                               limits_);
+                                               std::span(c.fields, limits_.max_headers), limits_);
             if (r.st == http::parse_result::status::error) {
                 ctr_.requests_rejected.inc();
                 ctr_.rejected_by_reason[static_cast<uint8_t>(r.err) & 63].inc();
@@ -1550,10 +1564,10 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
         // taken the last chains yet; read nothing more.
         if (rp != nullptr && rp->credit == 0) return false;
         if (u.buf_len != 0) {
-            http::response resp;
+            http::response &resp = u.resp;
+            if (u.hp.current_phase() == http::head_parser::phase::start_line) resp = {};
             const auto r = http::parse_response(u.hp, {u.buf, u.buf_len}, u.ri, resp,
-                                                std::span(fields_.get(), limits_.max_headers),
-                                                limits_);
+                                                std::span(u.fields, limits_.max_headers), limits_);
             if (r.st == http::parse_result::status::error) {
                 ctr_.upstream_bad_response.inc();
                 upconn_failed(u, 502, true, now);
@@ -2176,8 +2190,6 @@ void worker_proxy::set_xcore(unsigned workers, xcore_send_fn send, void *ctx) {
     send_fn_ = send;
     send_ctx_ = ctx;
     nworkers_ = send != nullptr ? std::clamp(workers, 1u, shared_state::max_workers) : 1;
-    if (const char *e = std::getenv("FERRY_XCORE_REFUSE_EVERY"); e != nullptr)
-        refuse_every_ = static_cast<uint32_t>(std::strtoul(e, nullptr, 10));
     init_shared();
 }
 

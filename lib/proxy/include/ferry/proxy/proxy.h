@@ -155,8 +155,9 @@
 // saturated at 0xfffe; 0xffff = unknown) for A's record; body resp_data carry
 // arg = 0.
 //
-// Test knob: FERRY_XCORE_REFUSE_EVERY=n in the environment makes every n-th
-// outbox send count as refused (the backlog path), for the integration test.
+// Test knob: proxy_options::xcore_refuse_every = n makes every n-th outbox
+// send count as refused (the backlog path); the app sets it from
+// FERRY_XCORE_REFUSE_EVERY for the integration test.
 // ---------------------------------------------------------------------------
 #pragma once
 
@@ -291,6 +292,13 @@ struct port_ref {
     bool has_gateway = false;
 };
 
+// Knobs that are not configuration: for tests (the app sets them from its
+// environment; the library reads none).
+struct proxy_options {
+    // Every n-th cross-core send counts as refused by the outbox (0 = off).
+    uint32_t xcore_refuse_every = 0;
+};
+
 // Shared by every lcore's proxy: health words, one per server of every upstream.
 struct shared_state {
     explicit shared_state(const config::ferry_config &cfg);
@@ -316,7 +324,7 @@ public:
     // outlive the proxy; their events belong to the proxy alone.
     worker_proxy(const config::ferry_config &cfg, std::span<const port_ref> ports,
                  unsigned lcore_index, shared_state &shared, reactor::timer_wheel &timers,
-                 uint64_t now);
+                 uint64_t now, const proxy_options &opts = {});
     ~worker_proxy();
     worker_proxy(const worker_proxy &) = delete;
     worker_proxy &operator=(const worker_proxy &) = delete;
@@ -334,8 +342,9 @@ public:
     // A message another worker sent (opcode op_first..op_last); takes its mbuf.
     void on_message(unsigned from, xcore::message &m, uint64_t now) noexcept;
 
-    // Opens the listeners on every port. Error text, or "" on success.
-    [[nodiscard]] std::string listen();
+    // Opens the listeners on every port (and, on lcore 0, arms the first
+    // active health checks). Error text, or "" on success.
+    [[nodiscard]] std::string listen(uint64_t now);
 
     // Handles every event of every port's layer. Returns the work done.
     uint32_t poll(uint64_t now) noexcept;
@@ -474,7 +483,8 @@ private:
     std::vector<uint32_t> listener_active_;  // open clients per listener (this lcore)
     // Which object each TCP slot serves, per port: index | kind bit, or none.
     std::vector<std::unique_ptr<uint32_t[]>> slot_owner_;
-    // Scratch for parsed header fields and for serializing heads.
+    // Header fields of every endpoint's head in the making (max_headers
+    // each), and scratch for serializing heads.
     std::unique_ptr<http::header[]> fields_;
     std::unique_ptr<char[]> scratch_;
     uint32_t scratch_len_ = 0;

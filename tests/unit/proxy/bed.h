@@ -1,0 +1,342 @@
+// A test bed for lib/proxy without a NIC: ferry's worker_proxy on a real
+// lib/net stack and tcp_layer (10.0.0.1), wired back to back, frame by frame,
+// to a peer stack and tcp_layer (10.0.0.2) on which the test plays both the
+// clients and the origin servers with scripted bytes. Time is a fake clock
+// the test advances; nothing reads a real clock, so every exchange is
+// deterministic.
+//
+// Frames cross as a NIC would carry them: each one copied into a fresh flat
+// mbuf (the sender's indirect mbufs and tx flags stay on its side). pump()
+// moves frames and polls both sides until nothing moves any more: after it
+// returns, every byte either side sent has been received and handled.
+#pragma once
+
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ferry/config/config.h"
+#include "ferry/net/stack.h"
+#include "ferry/net/tcp_layer.h"
+#include "ferry/proxy/proxy.h"
+#include "ferry/reactor/timer_wheel.h"
+
+namespace ferry::proxy::test {
+
+// The test binary's pool (main.cpp); null if the EAL did not start.
+extern rte_mempool *g_pool;
+
+inline constexpr uint64_t ms = 1'000'000;
+inline constexpr uint32_t ferry_ip = 0x0a000001;  // 10.0.0.1
+inline constexpr uint32_t peer_ip = 0x0a000002;   // 10.0.0.2
+
+// The proxy part of a configuration around one origin 10.0.0.2:8080 and a
+// listener on port 80; `extra` is appended (more [http] keys go in `http`).
+inline std::string bed_config(std::string_view http = "", std::string_view upstream = "",
+                              std::string_view extra = "") {
+    std::string t;
+    t += "[http]\n";
+    t += http;
+    t += "\n[[listener]]\nname = \"web\"\nport = 80\ndefault_upstream = \"o\"\n";
+    t += "\n[[upstream]]\nname = \"o\"\n";
+    t += upstream;
+    t += "\n  [[upstream.server]]\n  address = \"10.0.0.2:8080\"\n";
+    t += extra;
+    t += "\n[[port]]\nname = \"p0\"\nprofile = \"net_tap\"\niface = \"ferry0\"\n"
+         "address = \"10.0.0.1/24\"\n";
+    return t;
+}
+
+// One connection of the peer side (a client of ferry, or an origin's
+// accepted connection), with everything it received so far.
+struct peer_conn {
+    net::tcp_handle h;
+    bool active = false;  // we connected (a client); else accepted (origin)
+    bool connected = false;
+    bool fin = false;     // the other side's FIN arrived
+    bool closed = false;  // reached CLOSED
+    net::tcp_close_reason reason = net::tcp_close_reason::none;
+    std::string rx;
+};
+
+struct bed_options {
+    std::string toml = bed_config();
+    uint32_t max_connections = 64;  // per side
+    proxy_options px;
+};
+
+class proxy_bed {
+public:
+    explicit proxy_bed(const bed_options &o = {}) {
+        EXPECT_NE(g_pool, nullptr);
+        avail0_ = rte_mempool_avail_count(g_pool);
+        auto parsed = config::parse(o.toml, "bed.toml");
+        if (!parsed) {
+            ADD_FAILURE() << "config: " << parsed.error().message;
+            return;
+        }
+        cfg_ = std::move(*parsed);
+        net::iface_config fi, pi;
+        fi.mac = net::mac_addr({0x02, 0, 0, 0, 0, 0x01});
+        fi.addr = net::ipv4_addr(ferry_ip);
+        pi.mac = net::mac_addr({0x02, 0, 0, 0, 0, 0x02});
+        pi.addr = net::ipv4_addr(peer_ip);
+        fst_.emplace(fi, g_pool, fnc_);
+        pst_.emplace(pi, g_pool, pnc_);
+        net::tcp_layer_config tc;
+        tc.max_connections = o.max_connections;
+        tc.isn_key = net::siphash_key{1, 2};
+        tc.cookie_key0 = net::siphash_key{3, 4};
+        tc.cookie_key1 = net::siphash_key{5, 6};
+        tc.conn.time_wait_ns = 100 * ms;
+        flay_.emplace(tc, *fst_, g_pool, fnc_, ftc_);
+        tc.isn_key = net::siphash_key{7, 8};
+        play_.emplace(tc, *pst_, g_pool, pnc_, ptc_);
+        fst_->attach_tcp(&*flay_);
+        pst_->attach_tcp(&*play_);
+        timers_.emplace(now_);
+        shared_.emplace(cfg_);
+        const port_ref ref{&*flay_, g_pool, ferry_ip, 24, false};
+        px_.emplace(cfg_, std::span(&ref, 1), 0, *shared_, *timers_, now_, o.px);
+        EXPECT_EQ(px_->listen(now_), "");
+        EXPECT_EQ(play_->listen(8080), net::tcp_layer::listen_result::ok);
+    }
+
+    ~proxy_bed() {
+        px_.reset();
+        shared_.reset();
+        timers_.reset();
+        flay_.reset();
+        play_.reset();
+        fst_.reset();
+        pst_.reset();
+        if (check_leaks_) {
+            EXPECT_EQ(rte_mempool_avail_count(g_pool), avail0_) << "mbufs leaked";
+        }
+    }
+    proxy_bed(const proxy_bed &) = delete;
+    proxy_bed &operator=(const proxy_bed &) = delete;
+
+    worker_proxy &proxy() { return *px_; }
+    const http_counters &ctr() const { return px_->counters(); }
+    uint64_t now() const { return now_; }
+    net::tcp_layer &ferry_layer() { return *flay_; }
+    void skip_leak_check() { check_leaks_ = false; }
+
+    // Moves frames both ways and polls both sides until nothing moves.
+    // Fires what is due at the current time, never advances it.
+    void pump() {
+        for (int round = 0; round < 100000; ++round) {
+            bool moved = carry(*fst_, *pst_) | carry(*pst_, *fst_);
+            if (timers_->next_deadline() <= now_) moved |= timers_->advance(now_) != 0;
+            if (fst_->next_deadline() <= now_) fst_->poll_timers(now_);
+            if (pst_->next_deadline() <= now_) pst_->poll_timers(now_);
+            moved |= px_->poll(now_) != 0;
+            moved |= peer_poll();
+            moved |= !fst_->tx_pending().empty() || !pst_->tx_pending().empty();
+            if (!moved) return;
+        }
+        ADD_FAILURE() << "pump: no quiescence";
+    }
+
+    // Advances the clock by `dt` in steps of at most `step`, pumping at each.
+    void advance(uint64_t dt, uint64_t step = 10 * ms) {
+        const uint64_t end = now_ + dt;
+        while (now_ < end) {
+            now_ = std::min(end, now_ + step);
+            pump();
+        }
+    }
+
+    // A new client connection to ferry's port 80, established.
+    size_t connect(uint16_t port = 80) {
+        net::tcp_handle h;
+        EXPECT_EQ(play_->connect(net::ipv4_addr(ferry_ip), port, now_, h),
+                  net::tcp_layer::connect_result::ok);
+        conns_.push_back(peer_conn{h, true});
+        pump();
+        EXPECT_TRUE(conns_.back().connected) << "client did not connect";
+        return conns_.size() - 1;
+    }
+
+    peer_conn &conn(size_t i) { return conns_.at(i); }
+
+    // The i-th connection the origin accepted (in order of acceptance).
+    peer_conn *origin(size_t i = 0) {
+        size_t k = 0;
+        for (peer_conn &c : conns_)
+            if (!c.active && k++ == i) return &c;
+        return nullptr;
+    }
+    size_t origin_count() const {
+        size_t k = 0;
+        for (const peer_conn &c : conns_) k += !c.active;
+        return k;
+    }
+
+    // Queues bytes on a peer connection (all of them, pumping while its send
+    // queue is full), then pumps.
+    void send(size_t i, std::string_view data) { send(conns_.at(i), data); }
+    void send(peer_conn &c, std::string_view data) {
+        while (!data.empty()) {
+            const uint32_t k = static_cast<uint32_t>(std::min<size_t>(data.size(), 16384));
+            rte_mbuf *m = chain_of(data.substr(0, k));
+            if (m == nullptr) return;
+            if (play_->send(c.h, m, now_) == 0) {
+                rte_pktmbuf_free(m);
+                pump();
+                if (c.closed) {
+                    ADD_FAILURE() << "send on a closed connection";
+                    return;
+                }
+                advance(1 * ms, 1 * ms);
+                continue;
+            }
+            data.remove_prefix(k);
+        }
+        pump();
+    }
+    void close(size_t i) {
+        play_->close(conns_.at(i).h, now_);
+        pump();
+    }
+    void close(peer_conn &c) {
+        play_->close(c.h, now_);
+        pump();
+    }
+    void reset(peer_conn &c) {
+        play_->abort(c.h, now_);
+        pump();
+    }
+
+private:
+    rte_mbuf *chain_of(std::string_view data) {
+        rte_mbuf *head = nullptr, *last = nullptr;
+        while (!data.empty()) {
+            rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
+            if (m == nullptr) {
+                ADD_FAILURE() << "test pool exhausted";
+                rte_pktmbuf_free(head);
+                return nullptr;
+            }
+            const uint16_t k =
+                static_cast<uint16_t>(std::min<size_t>(data.size(), rte_pktmbuf_tailroom(m)));
+            std::memcpy(rte_pktmbuf_append(m, k), data.data(), k);
+            data.remove_prefix(k);
+            if (head == nullptr) {
+                head = m;
+            } else {
+                last->next = m;
+                ++head->nb_segs;
+                head->pkt_len += k;
+            }
+            last = m;
+        }
+        return head;
+    }
+
+    // Copies every frame `from` queued into a fresh flat mbuf for `to`.
+    bool carry(net::stack &from, net::stack &to) {
+        auto tx = from.tx_pending();
+        if (tx.empty()) return false;
+        std::vector<rte_mbuf *> in;
+        for (rte_mbuf *m : tx) {
+            rte_mbuf *f = rte_pktmbuf_alloc(g_pool);
+            EXPECT_NE(f, nullptr);
+            if (f != nullptr) {
+                char *dst = rte_pktmbuf_append(f, static_cast<uint16_t>(m->pkt_len));
+                EXPECT_NE(dst, nullptr) << "frame of " << m->pkt_len << " bytes";
+                if (dst != nullptr) {
+                    // A pointer into m when the frame is contiguous, else dst.
+                    const void *p = rte_pktmbuf_read(m, 0, m->pkt_len, dst);
+                    if (p != dst) std::memcpy(dst, p, m->pkt_len);
+                    in.push_back(f);
+                } else {
+                    rte_pktmbuf_free(f);
+                }
+            }
+            rte_pktmbuf_free(m);
+        }
+        from.tx_consumed(static_cast<uint16_t>(tx.size()));
+        if (!in.empty()) to.input_burst(in, now_);
+        return true;
+    }
+
+    peer_conn *find(net::tcp_handle h) {
+        for (peer_conn &c : conns_)
+            if (c.h == h && !c.closed) return &c;
+        return nullptr;
+    }
+
+    bool peer_poll() {
+        bool any = false;
+        net::tcp_notice notes[32];
+        for (;;) {
+            const size_t n = play_->poll_events(notes);
+            for (size_t i = 0; i < n; ++i) {
+                const net::tcp_notice &e = notes[i];
+                peer_conn *c = find(e.h);
+                if (c == nullptr) {
+                    conns_.push_back(peer_conn{e.h, false});
+                    c = &conns_.back();
+                }
+                if (e.events & net::tcp_event::connected) c->connected = true;
+                net::tcp_rx_piece got[16];
+                for (;;) {
+                    const size_t k = play_->recv(c->h, got, now_);
+                    for (size_t j = 0; j < k; ++j) {
+                        append(c->rx, got[j]);
+                        rte_pktmbuf_free(got[j].m);
+                    }
+                    if (k < std::size(got)) break;
+                }
+                if (e.events & net::tcp_event::peer_fin) c->fin = true;
+                if (e.events & net::tcp_event::closed) {
+                    c->closed = true;
+                    c->reason = e.reason;
+                }
+                any = true;
+            }
+            if (n < std::size(notes)) return any;
+        }
+    }
+
+    static void append(std::string &s, const net::tcp_rx_piece &p) {
+        uint32_t off = p.off, left = p.len;
+        for (const rte_mbuf *m = p.m; m != nullptr && left > 0; m = m->next) {
+            if (off >= m->data_len) {
+                off -= m->data_len;
+                continue;
+            }
+            const uint32_t k = std::min<uint32_t>(m->data_len - off, left);
+            s.append(rte_pktmbuf_mtod_offset(m, const char *, off), k);
+            left -= k;
+            off = 0;
+        }
+    }
+
+    unsigned avail0_ = 0;
+    bool check_leaks_ = true;
+    uint64_t now_ = 1'000'000'000;
+    config::ferry_config cfg_;
+    net::net_counters fnc_{}, pnc_{};
+    net::tcp_counters ftc_{}, ptc_{};
+    std::optional<net::stack> fst_, pst_;
+    std::optional<net::tcp_layer> flay_, play_;
+    std::optional<reactor::timer_wheel> timers_;
+    std::optional<shared_state> shared_;
+    std::optional<worker_proxy> px_;
+    std::deque<peer_conn> conns_;  // only appended: references stay valid
+};
+
+}  // namespace ferry::proxy::test

@@ -5,13 +5,11 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "ferry/http/serializer.h"
 #include "ferry/http/status.h"
 #include "ferry/net/tcp_conn.h"
-#include "ferry/reactor/reactor.h"
 #include "ferry/xcore/handle.h"
 
 namespace ferry::proxy {
@@ -306,13 +304,14 @@ shared_state::shared_state(const config::ferry_config &cfg)
 
 worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port_ref> ports,
                            unsigned lcore_index, shared_state &shared,
-                           reactor::timer_wheel &timers, uint64_t, const proxy_options &opts)
+                           reactor::timer_wheel &timers, uint64_t now, const proxy_options &opts)
     : cfg_(cfg),
       ports_(ports.begin(), ports.end()),
       lcore_index_(lcore_index),
       shared_(shared),
       timers_(timers) {
     refuse_every_ = opts.xcore_refuse_every;
+    last_now_ = now;
     limits_.max_head_bytes = cfg.http.max_header_bytes;
     limits_.max_headers = cfg.http.max_headers;
     uint32_t slots = 0;
@@ -387,12 +386,12 @@ worker_proxy::~worker_proxy() {
     for (uint32_t i = 0; i < max_clients_; ++i) {
         client &c = clients_[i];
         timers_.cancel(c.timer);
-        if (c.used) free_client(c);
+        if (c.used) free_client(c, last_now_);
     }
     for (uint32_t i = 0; i < max_upconns_; ++i) {
         upconn &u = upconns_[i];
         timers_.cancel(u.timer);
-        if (u.used) free_upconn(u);
+        if (u.used) free_upconn(u, last_now_);
     }
     for (uint32_t i = 0; i < max_rreqs_; ++i)
         if (rreqs_[i].used) free_rreq(rreqs_[i]);
@@ -426,6 +425,7 @@ bool worker_proxy::pending() const noexcept {
 }
 
 uint32_t worker_proxy::poll(uint64_t now) noexcept {
+    last_now_ = now;
     uint32_t work = 0;
     if (backlog_total_ != 0 && retry_backlog()) ++work;
     net::tcp_notice notes[32];
@@ -465,14 +465,14 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
             const bool clean = n.reason == net::tcp_close_reason::normal;
             if (u.state == upconn::st::idle || u.state == upconn::st::closing) {
                 if (u.state == upconn::st::idle) ctr_.upstream_closed_idle.inc();
-                free_upconn(u);
+                free_upconn(u, now);
                 return;
             }
             if (u.state == upconn::st::body && u.framer.kind() == http::body_kind::until_close &&
                 clean) {
                 u.eof = true;
                 drive_upconn(u, now);  // ends the response at EOF
-                if (u.used) free_upconn(u);
+                if (u.used) free_upconn(u, now);
                 return;
             }
             const bool refused = n.reason == net::tcp_close_reason::refused ||
@@ -515,7 +515,7 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
         if (c.state != client::st::closing || c.up != none) {
             if (c.up != none || c.remote || c.queued) ctr_.client_gone.inc();
         }
-        free_client(c);
+        free_client(c, now);
         return;
     }
     if (n.events & net::tcp_event::peer_fin) c.eof = true;
@@ -1250,10 +1250,10 @@ void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
     c.state = client::st::closing;
 }
 
-void worker_proxy::free_client(client &c) noexcept {
+void worker_proxy::free_client(client &c, uint64_t now) noexcept {
     // Still open: the client closed or reset before its response was complete
     // (499, as nginx logs it, when no response head went out).
-    if (c.al_open) al_end(c, 499, true, reactor::reactor::now_ns());
+    if (c.al_open) al_end(c, 499, true, now);
     timers_.cancel(c.timer);
     abort_remote(c);  // B aborts its upstream side
     drop_input(c);
@@ -1272,12 +1272,12 @@ void worker_proxy::free_client(client &c) noexcept {
     if (c.up != none) {
         upconn &u = upconns_[c.up];
         if (u.used && u.gen == c.up_gen && u.state != upconn::st::idle)
-            close_upconn(u, true, reactor::reactor::now_ns());
+            close_upconn(u, true, now);
         c.up = none;
     }
     if (c.h.valid()) {
         slot_owner_[c.port][c.h.index] = none;
-        ports_[c.port].layer->abort(c.h, reactor::reactor::now_ns());
+        ports_[c.port].layer->abort(c.h, now);
         c.h = net::tcp_handle{};
     }
     c.used = false;
@@ -2056,7 +2056,7 @@ void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
     timers_.cancel(u.timer);
     drop_input(u);
     if (!u.h.valid()) {
-        free_upconn(u);
+        free_upconn(u, now);
         return;
     }
     if (abort) {
@@ -2070,7 +2070,7 @@ void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
     flush(u, now);
 }
 
-void worker_proxy::free_upconn(upconn &u) noexcept {
+void worker_proxy::free_upconn(upconn &u, uint64_t now) noexcept {
     if (!u.used) return;
     unaccount(u);
     if (u.rq != none) {
@@ -2098,7 +2098,7 @@ void worker_proxy::free_upconn(upconn &u) noexcept {
     u.cred_mask = 0;
     if (u.h.valid()) {
         slot_owner_[u.port][u.h.index] = none;
-        ports_[u.port].layer->abort(u.h, reactor::reactor::now_ns());
+        ports_[u.port].layer->abort(u.h, now);
         u.h = net::tcp_handle{};
     }
     u.used = false;
@@ -2617,6 +2617,7 @@ void worker_proxy::end_remote(client &c) noexcept {
 }
 
 void worker_proxy::on_message(unsigned from, xcore::message &m, uint64_t now) noexcept {
+    last_now_ = now;
     ctr_.xcore_msgs_in.inc();
     switch (m.opcode) {
         case op_resp_data:
@@ -2844,10 +2845,10 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
 
 // ---------------------------------------------------------------- timers
 
-void worker_proxy::client_timer_cb(void *ctx) noexcept {
+void worker_proxy::client_timer_cb(void *ctx, uint64_t now) noexcept {
     auto &c = *static_cast<client *>(ctx);
     worker_proxy &px = *c.px;
-    const uint64_t now = reactor::reactor::now_ns();
+    px.last_now_ = now;
     if (!c.used) return;
     switch (c.state) {
         case client::st::head:
@@ -2874,10 +2875,10 @@ void worker_proxy::client_timer_cb(void *ctx) noexcept {
     if (!px.kick_list_.empty()) px.run_kicks(now);
 }
 
-void worker_proxy::upconn_timer_cb(void *ctx) noexcept {
+void worker_proxy::upconn_timer_cb(void *ctx, uint64_t now) noexcept {
     auto &u = *static_cast<upconn *>(ctx);
     worker_proxy &px = *u.px;
-    const uint64_t now = reactor::reactor::now_ns();
+    px.last_now_ = now;
     if (!u.used) return;
     switch (u.state) {
         case upconn::st::idle:
@@ -2901,9 +2902,10 @@ void worker_proxy::upconn_timer_cb(void *ctx) noexcept {
     if (!px.kick_list_.empty()) px.run_kicks(now);
 }
 
-void worker_proxy::health_timer_cb(void *ctx) noexcept {
+void worker_proxy::health_timer_cb(void *ctx, uint64_t now) noexcept {
     auto &px = *static_cast<worker_proxy *>(ctx);
-    px.run_health_checks(reactor::reactor::now_ns());
+    px.last_now_ = now;
+    px.run_health_checks(now);
 }
 
 // ---------------------------------------------------------------- drain

@@ -296,7 +296,7 @@ size_t timer_wheel::advance(uint64_t now) noexcept {
         t.where_ = timer::unarmed_;
         --pending_;
         ++fired;
-        t.fn_(t.ctx_);
+        t.fn_(t.ctx_, now_);
     }
     in_advance_ = false;
     return fired;

@@ -102,7 +102,7 @@ TEST_F(ReactorTest, StopFlagAbortsTheSleep) {
 
 TEST_F(ReactorTest, TimerBoundsTheSleep) {
     int fired = 0;
-    timer t([](void *ctx) { ++*static_cast<int *>(ctx); }, &fired);
+    timer t([](void *ctx, uint64_t) { ++*static_cast<int *>(ctx); }, &fired);
     const uint64_t start = reactor::now_ns();
     r.timers().arm(t, start + 20'000'000);  // 20 ms
     EXPECT_TRUE(r.try_sleep(start, stop));
@@ -115,7 +115,7 @@ TEST_F(ReactorTest, TimerBoundsTheSleep) {
 }
 
 TEST_F(ReactorTest, DueTimerAbortsTheSleep) {
-    timer t([](void *) {}, nullptr);
+    timer t([](void *, uint64_t) {}, nullptr);
     const uint64_t now = reactor::now_ns();
     r.timers().arm(t, now - 1);
     EXPECT_FALSE(r.try_sleep(now, stop));
@@ -158,7 +158,7 @@ TEST_F(ReactorTest, ConditionalNotifyRingsOnlyASleeper) {
     EXPECT_EQ(c.wakeups_doorbell.get(), 1u);
     EXPECT_FALSE(r.asleep());
     // The doorbell was drained: the next sleep waits for the timer, not a stale ring.
-    timer t([](void *) {}, nullptr);
+    timer t([](void *, uint64_t) {}, nullptr);
     const uint64_t now = reactor::now_ns();
     r.timers().arm(t, now + 5'000'000);
     EXPECT_TRUE(r.try_sleep(now, stop));

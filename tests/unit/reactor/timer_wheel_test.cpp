@@ -49,7 +49,7 @@ struct harness {
         }
     }
 
-    static void on_fire(void *ctx) {
+    static void on_fire(void *ctx, uint64_t) {
         auto *it = static_cast<item *>(ctx);
         it->h->fired.push_back(it->id);
         it->h->fired_at.push_back(it->h->wheel.now());
@@ -223,8 +223,29 @@ TEST(timer_wheel, time_going_backwards_is_clamped) {
     EXPECT_EQ(h.advance(11 * ms), std::vector<int>{0});
 }
 
+// The callback gets the time of the advance() that fires it (the proxy's
+// timeouts run on it, never on a clock of their own).
+TEST(timer_wheel, callback_receives_the_advance_time) {
+    struct seen {
+        uint64_t at = 0;
+        int n = 0;
+    } s;
+    timer t([](void *ctx, uint64_t now) {
+        auto &x = *static_cast<seen *>(ctx);
+        x.at = now;
+        ++x.n;
+    }, &s);
+    timer_wheel w(0);
+    w.arm(t, 3 * ms);
+    w.advance(2 * ms);
+    EXPECT_EQ(s.n, 0);
+    w.advance(7 * ms + 5);
+    EXPECT_EQ(s.n, 1);
+    EXPECT_EQ(s.at, 7 * ms + 5);
+}
+
 TEST(timer_wheel, destructor_disarms_pending_timers) {
-    timer t([](void *) {}, nullptr);
+    timer t([](void *, uint64_t) {}, nullptr);
     {
         timer_wheel w(0);
         w.arm(t, 1 * ms);
@@ -591,7 +612,7 @@ struct random_item {
     timer t;
 };
 
-void random_fire(void *ctx) {
+void random_fire(void *ctx, uint64_t) {
     auto *it = static_cast<random_item *>(ctx);
     model &m = *it->m;
     model::entry &x = m.e[static_cast<size_t>(it->id)];

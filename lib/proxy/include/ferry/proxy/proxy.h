@@ -393,7 +393,7 @@ private:
     void finish_response(client &c, upconn *u, bool upstream_reusable, uint64_t now) noexcept;
     void close_client(client &c, uint64_t now) noexcept;
     void abort_client(client &c, uint64_t now) noexcept;
-    void free_client(client &c) noexcept;
+    void free_client(client &c, uint64_t now) noexcept;
 
     // Access log (file comment). al_begin: a request head was accepted;
     // al_unparsed: a record for a head that did not parse (raw request line);
@@ -415,7 +415,7 @@ private:
     void release_upconn(upconn &u, bool reusable, uint64_t now) noexcept;
     void unaccount(upconn &u) noexcept;
     void close_upconn(upconn &u, bool abort, uint64_t now) noexcept;
-    void free_upconn(upconn &u) noexcept;
+    void free_upconn(upconn &u, uint64_t now) noexcept;
     void health_result(int upstream, int server, bool ok, uint64_t now) noexcept;
     void run_health_checks(uint64_t now) noexcept;
 
@@ -456,9 +456,9 @@ private:
     void drop_input(endpoint &e) noexcept;
     uint16_t port_for(uint32_t addr) const noexcept;
 
-    static void client_timer_cb(void *ctx) noexcept;
-    static void upconn_timer_cb(void *ctx) noexcept;
-    static void health_timer_cb(void *ctx) noexcept;
+    static void client_timer_cb(void *ctx, uint64_t now) noexcept;
+    static void upconn_timer_cb(void *ctx, uint64_t now) noexcept;
+    static void health_timer_cb(void *ctx, uint64_t now) noexcept;
 
     const config::ferry_config &cfg_;
     std::vector<port_ref> ports_;
@@ -467,6 +467,9 @@ private:
     reactor::timer_wheel &timers_;
     http::limits limits_;
     bool draining_ = false;
+    // The time of the latest call in (poll, message, timer): for the
+    // destructor, which gets none.
+    uint64_t last_now_ = 0;
 
     http_counters ctr_;
     std::vector<std::unique_ptr<server_counters[]>> srv_ctr_;

@@ -52,9 +52,11 @@
 
 namespace ferry::reactor {
 
-// Timer callback: a plain function pointer and the context stored in the timer. The timer is
-// already disarmed when this runs, so the callback may re-arm it.
-using timer_fn = void (*)(void *ctx);
+// Timer callback: a plain function pointer and the context stored in the timer, called with
+// the `now` of the advance() that fires it (so a callback never reads a clock itself and a
+// test's fake clock reaches it). The timer is already disarmed when this runs, so the
+// callback may re-arm it.
+using timer_fn = void (*)(void *ctx, uint64_t now);
 
 namespace detail {
 // Intrusive circular doubly-linked list node; a list head is a bare node (sentinel), so

@@ -4,6 +4,8 @@
 #include <array>
 #include <cstring>
 
+#include "ferry/net/mbuf_chain.h"
+
 namespace ferry::app {
 namespace {
 
@@ -20,45 +22,6 @@ struct pattern_table {
 };
 constexpr pattern_table pattern{};
 
-// Turns the piece [off, off + len) of a received chain into a chain of
-// exactly those bytes (frees the segments before and after it).
-rte_mbuf *piece_chain(const net::tcp_rx_piece &p) noexcept {
-    rte_mbuf *m = p.m;
-    uint32_t off = p.off;
-    while (m != nullptr && off >= m->data_len) {
-        rte_mbuf *next = m->next;
-        if (next == nullptr)
-            break;
-        next->nb_segs = static_cast<uint16_t>(m->nb_segs - 1);
-        next->pkt_len = m->pkt_len - m->data_len;
-        off -= m->data_len;
-        m->next = nullptr;
-        m->nb_segs = 1;
-        rte_pktmbuf_free_seg(m);
-        m = next;
-    }
-    if (m == nullptr || rte_pktmbuf_adj(m, static_cast<uint16_t>(off)) == nullptr) {
-        rte_pktmbuf_free(m);
-        return nullptr;
-    }
-    // Keep exactly len bytes: cut the chain after the segment holding the last one.
-    uint32_t left = p.len;
-    uint16_t nsegs = 1;
-    rte_mbuf *seg = m;
-    while (seg->data_len < left && seg->next != nullptr) {
-        left -= seg->data_len;
-        seg = seg->next;
-        ++nsegs;
-    }
-    seg->data_len = static_cast<uint16_t>(std::min<uint32_t>(left, seg->data_len));
-    if (seg->next != nullptr) {
-        rte_pktmbuf_free(seg->next);
-        seg->next = nullptr;
-    }
-    m->nb_segs = nsegs;
-    m->pkt_len = p.len;
-    return m;
-}
 
 }  // namespace
 
@@ -204,7 +167,7 @@ void tcp_test_app::pump_echo(net::tcp_handle h, conn_state &s, uint64_t now) noe
                 rte_pktmbuf_free(pieces[i].m);
                 continue;
             }
-            if (rte_mbuf *c = piece_chain(pieces[i]))
+            if (rte_mbuf *c = net::chain_cut(pieces[i].m, pieces[i].off, pieces[i].len))
                 s.pend[s.npend++] = c;
         }
     }
@@ -247,7 +210,7 @@ void tcp_test_app::pump_relay(net::tcp_handle src, conn_state &s, uint64_t now) 
                 rte_pktmbuf_free(pieces[i].m);
                 continue;
             }
-            if (rte_mbuf *c = piece_chain(pieces[i])) s.pend[s.npend++] = c;
+            if (rte_mbuf *c = net::chain_cut(pieces[i].m, pieces[i].off, pieces[i].len)) s.pend[s.npend++] = c;
         }
     }
     // Half-close: src's FIN goes on once everything before it did.

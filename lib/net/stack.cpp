@@ -9,6 +9,7 @@
 #include "ferry/net/byte_order.h"
 #include "ferry/net/checksum.h"
 #include "ferry/net/icmp.h"
+#include "ferry/net/mbuf_chain.h"
 #include "ferry/net/tcp_layer.h"
 
 namespace ferry::net {
@@ -22,29 +23,6 @@ neighbor_config neighbor_config_of(const iface_config &cfg) noexcept {
                            cfg.arp_max_tries};
 }
 
-// Shortens a (possibly multi-segment) mbuf to `len` bytes, freeing segments
-// past the end. rte_pktmbuf_trim() only trims within the last segment.
-// Precondition: 0 < len <= pkt_len.
-void trim_to(rte_mbuf *m, uint32_t len) noexcept {
-    if (len >= rte_pktmbuf_pkt_len(m)) {
-        return;
-    }
-    rte_mbuf *seg = m;
-    uint32_t left = len;
-    uint16_t nsegs = 1;
-    while (seg->data_len < left) {
-        left -= seg->data_len;
-        seg = seg->next;
-        ++nsegs;
-    }
-    seg->data_len = static_cast<uint16_t>(left);
-    if (seg->next != nullptr) {
-        rte_pktmbuf_free(seg->next);
-        seg->next = nullptr;
-    }
-    m->nb_segs = nsegs;
-    m->pkt_len = len;
-}
 
 // The one's complement sum of `len` bytes from byte `off` of the chain. The
 // bytes exist: the IPv4 total length was checked against pkt_len.
@@ -267,7 +245,7 @@ void stack::input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) 
         return;
     }
     constexpr uint32_t reply_len = eth_hlen + arp_repr::buffer_len();
-    trim_to(m, reply_len);  // Ethernet padding and anything after the ARP packet
+    chain_truncate(m, reply_len);  // Ethernet padding and anything after the ARP packet
     uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
     ethernet_frame frame({d, reply_len});
     arp_packet pkt(frame.payload());
@@ -458,7 +436,7 @@ void stack::input_icmp(rte_mbuf *m, const ethernet_repr &eth, const ipv4_repr &i
     if (m == nullptr) {
         return;
     }
-    trim_to(m, l4_off + icmp_len);  // Ethernet padding
+    chain_truncate(m, l4_off + icmp_len);  // Ethernet padding
     uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
     if (ip_header_len > ipv4_repr::header_len()) {
         // RFC 1122 §3.2.2.6 says Record Route / Timestamp SHOULD be updated and

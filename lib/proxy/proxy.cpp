@@ -9,6 +9,7 @@
 
 #include "ferry/http/serializer.h"
 #include "ferry/http/status.h"
+#include "ferry/net/mbuf_chain.h"
 #include "ferry/net/tcp_conn.h"
 #include "ferry/xcore/handle.h"
 
@@ -23,61 +24,6 @@ constexpr uint64_t ms = 1'000'000;
 constexpr uint32_t scratch_size = 96 * 1024;
 // Body pieces batched into one cross-core data message, up to this many bytes.
 constexpr uint32_t xcore_batch = 32 * 1024;
-
-// Trims the chain of `p` to exactly [p.off, p.off + p.len) and returns it
-// (frees the segments outside). Null (and everything freed) on failure.
-rte_mbuf *trim_chain(rte_mbuf *m, uint32_t off, uint32_t len) noexcept {
-    while (m != nullptr && off >= m->data_len && m->next != nullptr) {
-        rte_mbuf *next = m->next;
-        next->nb_segs = static_cast<uint16_t>(m->nb_segs - 1);
-        next->pkt_len = m->pkt_len - m->data_len;
-        off -= m->data_len;
-        m->next = nullptr;
-        m->nb_segs = 1;
-        rte_pktmbuf_free_seg(m);
-        m = next;
-    }
-    if (m == nullptr || off > m->data_len) {
-        rte_pktmbuf_free(m);
-        return nullptr;
-    }
-    m->data_off = static_cast<uint16_t>(m->data_off + off);
-    m->data_len = static_cast<uint16_t>(m->data_len - off);
-    m->pkt_len -= off;
-    uint32_t left = len;
-    uint16_t nsegs = 1;
-    rte_mbuf *seg = m;
-    while (seg->data_len < left && seg->next != nullptr) {
-        left -= seg->data_len;
-        seg = seg->next;
-        ++nsegs;
-    }
-    seg->data_len = static_cast<uint16_t>(std::min<uint32_t>(left, seg->data_len));
-    if (seg->next != nullptr) {
-        rte_pktmbuf_free(seg->next);
-        seg->next = nullptr;
-    }
-    m->nb_segs = nsegs;
-    m->pkt_len = len;
-    return m;
-}
-
-// Copies up to n bytes of the piece's range into dst; returns how many.
-uint32_t copy_out(const net::tcp_rx_piece &p, char *dst, uint32_t n) noexcept {
-    n = std::min(n, p.len);
-    uint32_t off = p.off, done = 0;
-    for (const rte_mbuf *s = p.m; s != nullptr && done < n; s = s->next) {
-        if (off >= s->data_len) {
-            off -= s->data_len;
-            continue;
-        }
-        const uint32_t k = std::min<uint32_t>(s->data_len - off, n - done);
-        std::memcpy(dst + done, rte_pktmbuf_mtod_offset(s, const char *, off), k);
-        done += k;
-        off = 0;
-    }
-    return done;
-}
 
 // Feeds the piece's bytes to the framer segment by segment; returns the
 // bytes that belong to the body and the framer's last result.
@@ -655,46 +601,8 @@ int worker_proxy::push_credited(endpoint &e, rte_mbuf *chain, uint64_t now) noex
 }
 
 rte_mbuf *worker_proxy::chain_of(const char *data, uint32_t len, uint16_t port) noexcept {
-    rte_mbuf *head = nullptr, *last = nullptr;
-    rte_mempool *pool = ports_[port].pool;
-    while (len > 0) {
-        rte_mbuf *m = rte_pktmbuf_alloc(pool);
-        if (m == nullptr) {
-            rte_pktmbuf_free(head);
-            ctr_.no_buffer.inc();
-            return nullptr;
-        }
-        const uint32_t k = std::min<uint32_t>(len, rte_pktmbuf_tailroom(m));
-        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(k)), data, k);
-        data += k;
-        len -= k;
-        if (head == nullptr) {
-            head = m;
-        } else {
-            last->next = m;
-            ++head->nb_segs;
-            head->pkt_len += k;
-        }
-        last = m;
-    }
-    return head;
-}
-
-// The first n bytes of the front piece as their own chain (zero-copy; a
-// split inside the piece costs a clone); the piece keeps the rest.
-static rte_mbuf *split_front(net::tcp_rx_piece &p, uint32_t n, rte_mempool *pool,
-                             bool &whole) noexcept {
-    whole = n >= p.len;
-    if (whole) {
-        rte_mbuf *m = trim_chain(p.m, p.off, p.len);
-        p = {};
-        return m;
-    }
-    rte_mbuf *c = rte_pktmbuf_clone(p.m, pool);
-    if (c == nullptr) return nullptr;
-    rte_mbuf *m = trim_chain(c, p.off, n);
-    p.off += n;
-    p.len -= n;
+    rte_mbuf *m = net::chain_from(ports_[port].pool, data, len);
+    if (m == nullptr) ctr_.no_buffer.inc();
     return m;
 }
 
@@ -1034,7 +942,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
         }
         if (c.t_req == 0) c.t_req = now;  // the request's first byte
         net::tcp_rx_piece &p = c.front();
-        const uint32_t k = copy_out(p, c.buf + c.buf_len, c.cap - c.buf_len);
+        const uint32_t k = net::piece_copy_out(p, c.buf + c.buf_len, c.cap - c.buf_len);
         c.buf_len += k;
         p.off += k;
         p.len -= k;
@@ -1112,7 +1020,7 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
         }
         if (fr.consumed != 0) {
             bool whole = false;
-            rte_mbuf *m = split_front(p, fr.consumed, ports_[c.port].pool, whole);
+            rte_mbuf *m = net::piece_take_front(p, fr.consumed, ports_[c.port].pool, whole);
             if (whole) c.pop();
             if (m == nullptr || !push(u, m, now)) {
                 ctr_.no_buffer.inc();
@@ -1176,7 +1084,7 @@ void worker_proxy::client_body_remote(client &c, uint64_t now) noexcept {
         }
         if (fr.consumed != 0) {
             bool whole = false;
-            rte_mbuf *m = split_front(p, fr.consumed, ports_[c.port].pool, whole);
+            rte_mbuf *m = net::piece_take_front(p, fr.consumed, ports_[c.port].pool, whole);
             if (whole) c.pop();
             if (m == nullptr || (acc != nullptr && rte_pktmbuf_chain(acc, m) != 0)) {
                 rte_pktmbuf_free(m);
@@ -1747,7 +1655,7 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
             return false;
         }
         net::tcp_rx_piece &p = u.front();
-        const uint32_t k = copy_out(p, u.buf + u.buf_len, u.cap - u.buf_len);
+        const uint32_t k = net::piece_copy_out(p, u.buf + u.buf_len, u.cap - u.buf_len);
         u.buf_len += k;
         p.off += k;
         p.len -= k;
@@ -1796,7 +1704,7 @@ void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
         }
         if (fr.consumed != 0) {
             bool whole = false;
-            rte_mbuf *m = split_front(p, fr.consumed, ports_[u.port].pool, whole);
+            rte_mbuf *m = net::piece_take_front(p, fr.consumed, ports_[u.port].pool, whole);
             if (whole) u.pop();
             if (m == nullptr || !push(c, m, now)) {
                 ctr_.no_buffer.inc();
@@ -1851,7 +1759,7 @@ void worker_proxy::upconn_body_remote(upconn &u, rreq &r, uint64_t now) noexcept
         }
         if (fr.consumed != 0) {
             bool whole = false;
-            rte_mbuf *m = split_front(p, fr.consumed, ports_[u.port].pool, whole);
+            rte_mbuf *m = net::piece_take_front(p, fr.consumed, ports_[u.port].pool, whole);
             if (whole) u.pop();
             if (m == nullptr || (acc != nullptr && rte_pktmbuf_chain(acc, m) != 0)) {
                 rte_pktmbuf_free(m);

@@ -257,6 +257,7 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
       shared_(shared),
       timers_(timers) {
     refuse_every_ = opts.xcore_refuse_every;
+    fail_alloc_at_ = opts.fail_alloc_at;
     last_now_ = now;
     limits_.max_head_bytes = cfg.http.max_header_bytes;
     limits_.max_headers = cfg.http.max_headers;
@@ -600,10 +601,44 @@ int worker_proxy::push_credited(endpoint &e, rte_mbuf *chain, uint64_t now) noex
     return 0;
 }
 
+bool worker_proxy::gate() noexcept {
+    return fail_alloc_at_ == 0 || ++nalloc_ != fail_alloc_at_;
+}
+
 rte_mbuf *worker_proxy::chain_of(const char *data, uint32_t len, uint16_t port) noexcept {
-    rte_mbuf *m = net::chain_from(ports_[port].pool, data, len);
+    rte_mbuf *m = gate() ? net::chain_from(ports_[port].pool, data, len) : nullptr;
     if (m == nullptr) ctr_.no_buffer.inc();
     return m;
+}
+
+rte_mbuf *worker_proxy::clone_of(rte_mbuf *m, uint16_t port) noexcept {
+    rte_mbuf *c = gate() ? rte_pktmbuf_clone(m, ports_[port].pool) : nullptr;
+    if (c == nullptr) ctr_.no_buffer.inc();
+    return c;
+}
+
+rte_mbuf *worker_proxy::take_front(net::tcp_rx_piece &p, uint32_t n, uint16_t port,
+                                   bool &whole) noexcept {
+    if (n < p.len && !gate()) {  // a split costs a clone
+        whole = false;
+        return nullptr;
+    }
+    return net::piece_take_front(p, n, ports_[port].pool, whole);
+}
+
+void worker_proxy::note_rejected(http::parse_error e) noexcept {
+    ctr_.requests_rejected.inc();
+    ctr_.rejected_by_reason[static_cast<uint8_t>(e) & 63].inc();
+}
+
+void worker_proxy::reject_generated(client &c, uint16_t status, uint64_t now) noexcept {
+    if (status == 504)
+        ctr_.generated_504.inc();
+    else if (status == 503)
+        ctr_.generated_503.inc();
+    else
+        ctr_.generated_502.inc();
+    reject(c, status, now);
 }
 
 // ---------------------------------------------------------------- client
@@ -649,8 +684,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
             const auto r = http::parse_request(c.hp, {c.buf, c.buf_len}, req,
                                                std::span(c.fields, limits_.max_headers), limits_);
             if (r.st == http::parse_result::status::error) {
-                ctr_.requests_rejected.inc();
-                ctr_.rejected_by_reason[static_cast<uint8_t>(r.err) & 63].inc();
+                note_rejected(r.err);
                 reject(c, http::status_for(r.err), now);
                 return false;
             }
@@ -774,8 +808,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                     }
                 }
                 if (server < 0) {
-                    ctr_.generated_503.inc();
-                    reject(c, 503, now);
+                    reject_generated(c, 503, now);
                     return false;
                 }
                 if (c.al_open) al_rec(c).server = static_cast<int16_t>(server);
@@ -788,8 +821,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                 if (!shared_pool) {
                     u = acquire(c, upstream, server, now, false);
                     if (u == nullptr) {
-                        ctr_.generated_503.inc();
-                        reject(c, 503, now);
+                        reject_generated(c, 503, now);
                         return false;
                     }
                 } else {
@@ -818,26 +850,33 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                 fi.default_host = hostbuf;
                 const size_t hl = http::serialize_request_head(
                     req, fi, std::span(scratch_.get(), scratch_size));
-                rte_mbuf *head = hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl), hport)
-                                         : nullptr;
-                if (head == nullptr) {
-                    if (u != nullptr) close_upconn(*u, true, now);
-                    ctr_.generated_502.inc();
-                    reject(c, hl == 0 ? 431 : 503, now);
+                if (hl == 0) {
+                    // The head with ferry's fields does not fit the scratch
+                    // buffer: too large to forward.
+                    note_rejected(http::parse_error::head_too_large);
+                    reject(c, 431, now);  // closes u
+                    return false;
+                }
+                rte_mbuf *head = chain_of(scratch_.get(), static_cast<uint32_t>(hl), hport);
+                if (head == nullptr) {  // counted as no_buffer
+                    reject_generated(c, 503, now);  // closes u
                     return false;
                 }
                 const bool retryable =
                     req.body == http::body_kind::none && idempotent(req.m) && uc.retries > 0;
                 c.retries_left = 0;
                 if (retryable && owner == lcore_index_) {  // a remote owner keeps its own clone
-                    c.retry_head = rte_pktmbuf_clone(head, ports_[hport].pool);
+                    c.retry_head = clone_of(head, hport);
                     c.retries_left = c.retry_head != nullptr ? uc.retries : 0;
                 }
                 if (u != nullptr) {
                     u->ri = http::request_info::of(req);
                     u->t_sent = now;
                     srv_ctr_[upstream][server].requests.inc();
-                    push(*u, head, now);
+                    if (!push(*u, head, now)) {
+                        reject_generated(c, 503, now);  // closes u
+                        return false;
+                    }
                 }
                 // The request body, then whatever follows it (pipelining).
                 c.framer.reset(req.body, req.content_length, limits_);
@@ -863,8 +902,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                         rte_pktmbuf_free(c.q_head);
                         c.q_head = nullptr;
                         ctr_.shared_queue_full.inc();
-                        ctr_.generated_503.inc();
-                        reject(c, 503, now);
+                        reject_generated(c, 503, now);
                         return false;
                     }
                     return true;
@@ -879,19 +917,17 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                 } else if (c.buf_len != 0) {
                     const auto fr = c.framer.feed({c.buf, c.buf_len});
                     if (fr.error) {
-                        ctr_.requests_rejected.inc();
-                        ctr_.rejected_by_reason[static_cast<uint8_t>(fr.err) & 63].inc();
+                        note_rejected(fr.err);
                         rte_pktmbuf_free(head);
                         reject(c, http::status_for(fr.err), now);
                         return false;
                     }
                     if (fr.consumed != 0) {
                         rte_mbuf *body = chain_of(c.buf, fr.consumed, hport);
-                        if (body == nullptr || rte_pktmbuf_chain(head, body) != 0) {
+                        if (body == nullptr || !net::chain_append(head, body)) {
                             rte_pktmbuf_free(body);
                             rte_pktmbuf_free(head);
-                            ctr_.generated_503.inc();
-                            reject(c, 503, now);
+                            reject_generated(c, 503, now);
                             return false;
                         }
                     }
@@ -921,9 +957,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                 return true;
             }
             if (c.buf_len >= c.cap) {
-                ctr_.requests_rejected.inc();
-                ctr_.rejected_by_reason[static_cast<uint8_t>(http::parse_error::head_too_large)]
-                    .inc();
+                note_rejected(http::parse_error::head_too_large);
                 reject(c, 431, now);
                 return false;
             }
@@ -966,13 +1000,15 @@ bool worker_proxy::begin_body(client &c, upconn &u, uint64_t now) noexcept {
     if (c.buf_len != 0) {
         const auto fr = c.framer.feed({c.buf, c.buf_len});
         if (fr.error) {
-            ctr_.requests_rejected.inc();
-            ctr_.rejected_by_reason[static_cast<uint8_t>(fr.err) & 63].inc();
-            close_upconn(u, true, now);
-            reject(c, http::status_for(fr.err), now);
+            note_rejected(fr.err);
+            reject(c, http::status_for(fr.err), now);  // closes u
             return false;
         }
-        if (fr.consumed != 0) push(u, chain_of(c.buf, fr.consumed, u.port), now);
+        // Bytes that cannot be forwarded end the exchange: never skip them.
+        if (fr.consumed != 0 && !push(u, chain_of(c.buf, fr.consumed, u.port), now)) {
+            reject_generated(c, 503, now);  // closes u
+            return false;
+        }
         std::memmove(c.buf, c.buf + fr.consumed, c.buf_len - fr.consumed);
         c.buf_len -= fr.consumed;
         if (fr.done) c.state = client::st::wait;
@@ -1004,8 +1040,7 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
         net::tcp_rx_piece &p = c.front();
         const auto fr = feed_piece(c.framer, p);
         if (fr.error) {
-            ctr_.requests_rejected.inc();
-            ctr_.rejected_by_reason[static_cast<uint8_t>(fr.err) & 63].inc();
+            note_rejected(fr.err);
             close_upconn(u, true, now);
             c.up = none;
             reject(c, http::status_for(fr.err), now);
@@ -1020,7 +1055,7 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
         }
         if (fr.consumed != 0) {
             bool whole = false;
-            rte_mbuf *m = net::piece_take_front(p, fr.consumed, ports_[c.port].pool, whole);
+            rte_mbuf *m = take_front(p, fr.consumed, c.port, whole);
             if (whole) c.pop();
             if (m == nullptr || !push(u, m, now)) {
                 ctr_.no_buffer.inc();
@@ -1071,8 +1106,7 @@ void worker_proxy::client_body_remote(client &c, uint64_t now) noexcept {
         const auto fr = feed_piece(c.framer, p);
         if (fr.error) {
             rte_pktmbuf_free(acc);
-            ctr_.requests_rejected.inc();
-            ctr_.rejected_by_reason[static_cast<uint8_t>(fr.err) & 63].inc();
+            note_rejected(fr.err);
             reject(c, http::status_for(fr.err), now);
             return;
         }
@@ -1084,9 +1118,9 @@ void worker_proxy::client_body_remote(client &c, uint64_t now) noexcept {
         }
         if (fr.consumed != 0) {
             bool whole = false;
-            rte_mbuf *m = net::piece_take_front(p, fr.consumed, ports_[c.port].pool, whole);
+            rte_mbuf *m = take_front(p, fr.consumed, c.port, whole);
             if (whole) c.pop();
-            if (m == nullptr || (acc != nullptr && rte_pktmbuf_chain(acc, m) != 0)) {
+            if (m == nullptr || (acc != nullptr && !net::chain_append(acc, m))) {
                 rte_pktmbuf_free(m);
                 rte_pktmbuf_free(acc);
                 ctr_.no_buffer.inc();
@@ -1517,7 +1551,9 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                                        cp != nullptr ? cp->port : u.port)
                             : nullptr;
                 if (head == nullptr) {
-                    upconn_failed(u, 502, false, now);
+                    // Too large to forward (502), or no mbuf (503, no_buffer).
+                    if (hl == 0) ctr_.upstream_bad_response.inc();
+                    upconn_failed(u, hl == 0 ? 502 : 503, false, now);
                     return false;
                 }
                 // Remote: the head leaves with the body bytes that came with it
@@ -1537,7 +1573,11 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                 if (cp != nullptr) {
                     client &c = *cp;
                     if (c.al_open) al_head(c, u, resp.status, now);
-                    push(c, head, now);
+                    if (!push(c, head, now)) {  // the client's out queue is full
+                        ctr_.no_buffer.inc();
+                        upconn_failed(u, 503, false, now);
+                        return false;
+                    }
                     c.response_started = true;
                     if (c.retry_head != nullptr) {
                         rte_pktmbuf_free(c.retry_head);
@@ -1605,11 +1645,15 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                         rte_mbuf *body =
                             chain_of(u.buf, fr.consumed, cp != nullptr ? cp->port : u.port);
                         if (cp != nullptr) {
-                            push(*cp, body, now);
-                        } else if (body == nullptr || rte_pktmbuf_chain(rhead, body) != 0) {
+                            if (!push(*cp, body, now)) {  // the head went: abort the client
+                                if (body != nullptr) ctr_.no_buffer.inc();
+                                upconn_failed(u, 502, false, now);
+                                return false;
+                            }
+                        } else if (body == nullptr || !net::chain_append(rhead, body)) {
                             rte_pktmbuf_free(body);
                             rte_pktmbuf_free(rhead);
-                            upconn_failed(u, 502, false, now);
+                            upconn_failed(u, 503, false, now);
                             return false;
                         }
                     }
@@ -1704,7 +1748,7 @@ void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
         }
         if (fr.consumed != 0) {
             bool whole = false;
-            rte_mbuf *m = net::piece_take_front(p, fr.consumed, ports_[u.port].pool, whole);
+            rte_mbuf *m = take_front(p, fr.consumed, u.port, whole);
             if (whole) u.pop();
             if (m == nullptr || !push(c, m, now)) {
                 ctr_.no_buffer.inc();
@@ -1759,9 +1803,9 @@ void worker_proxy::upconn_body_remote(upconn &u, rreq &r, uint64_t now) noexcept
         }
         if (fr.consumed != 0) {
             bool whole = false;
-            rte_mbuf *m = net::piece_take_front(p, fr.consumed, ports_[u.port].pool, whole);
+            rte_mbuf *m = take_front(p, fr.consumed, u.port, whole);
             if (whole) u.pop();
-            if (m == nullptr || (acc != nullptr && rte_pktmbuf_chain(acc, m) != 0)) {
+            if (m == nullptr || (acc != nullptr && !net::chain_append(acc, m))) {
                 rte_pktmbuf_free(m);
                 send_acc();
                 ctr_.no_buffer.inc();
@@ -1826,7 +1870,7 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
             --r.retries_left;
             ctr_.requests_retried.inc();
             rte_mbuf *again =
-                r.retries_left > 0 ? rte_pktmbuf_clone(r.retry_head, ports_[uport].pool) : nullptr;
+                r.retries_left > 0 ? clone_of(r.retry_head, uport) : nullptr;
             r.q[r.qh] = r.retry_head;
             r.qn = 1;
             r.retry_head = again;
@@ -1856,7 +1900,7 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
             --c.retries_left;
             ctr_.requests_retried.inc();
             rte_mbuf *again = c.retries_left > 0
-                                  ? rte_pktmbuf_clone(c.retry_head, ports_[c.port].pool)
+                                  ? clone_of(c.retry_head, c.port)
                                   : nullptr;
             c.q_head = c.retry_head;
             c.retry_head = again;
@@ -1872,20 +1916,16 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
         } else if (upconn *fresh = acquire(c, upstream, server, now, true); fresh != nullptr) {
             --c.retries_left;
             ctr_.requests_retried.inc();
-            rte_mbuf *again = c.retries_left > 0 ? rte_pktmbuf_clone(c.retry_head, ports_[fresh->port].pool)
-                                                 : nullptr;
+            rte_mbuf *again = c.retries_left > 0 ? clone_of(c.retry_head, fresh->port) : nullptr;
             fresh->ri = ri;
             fresh->t_sent = now;
-            push(*fresh, c.retry_head, now);
+            const bool sent = push(*fresh, c.retry_head, now);
             c.retry_head = again;
-            return;
+            if (sent) return;
+            status = 503;  // reject below closes fresh
         }
     }
-    if (status == 504)
-        ctr_.generated_504.inc();
-    else
-        ctr_.generated_502.inc();
-    reject(c, status, now);
+    reject_generated(c, status, now);
 }
 
 void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexcept {
@@ -2085,7 +2125,13 @@ void worker_proxy::run_health_checks(uint64_t now) noexcept {
                 "Connection: close\r\n\r\n",
                 uc.health_check_path.c_str(),
                 uc.health_check_host.empty() ? host : uc.health_check_host.c_str());
-            push(u, chain_of(scratch_.get(), static_cast<uint32_t>(n), port), now);
+            if (!push(u, chain_of(scratch_.get(), static_cast<uint32_t>(n), port), now)) {
+                // No mbuf for the check: say nothing about the server's health.
+                us.hc_conn[s] = none;
+                u.health = false;
+                close_upconn(u, true, now);
+                continue;
+            }
             timers_.arm(u.timer, now + uc.health_check_timeout_ms * ms);
         }
     }
@@ -2322,13 +2368,7 @@ void worker_proxy::fail_job(const job &j, uint16_t status, uint64_t now) noexcep
     if (!j.remote) {
         client &c = clients_[j.idx];
         c.queued = false;
-        if (status == 504)
-            ctr_.generated_504.inc();
-        else if (status == 503)
-            ctr_.generated_503.inc();
-        else
-            ctr_.generated_502.inc();
-        reject(c, status, now);  // frees q_head
+        reject_generated(c, status, now);  // frees q_head
         return;
     }
     rreq &r = rreqs_[j.idx];
@@ -2410,7 +2450,10 @@ void worker_proxy::attach(uint32_t si, upconn &u, const job &j, uint64_t now) no
         u.ri = c.q_ri;
         rte_mbuf *head = c.q_head;
         c.q_head = nullptr;
-        push(u, head, now);
+        if (!push(u, head, now)) {
+            reject_generated(c, 503, now);  // closes u (the slot reopens)
+            return;
+        }
         if (begin_body(c, u, now) && c.used && c.state == client::st::body) client_body(c, now);
         return;
     }
@@ -2606,13 +2649,7 @@ void worker_proxy::on_client_message(unsigned from, xcore::message &m, uint64_t 
                 abort_client(c, now);
                 break;
             }
-            if (status == 504)
-                ctr_.generated_504.inc();
-            else if (status == 503)
-                ctr_.generated_503.inc();
-            else
-                ctr_.generated_502.inc();
-            reject(c, status, now);
+            reject_generated(c, status, now);
             break;
         }
         case op_credit:
@@ -2687,7 +2724,7 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
         r.retries_left = 0;
         r.retry_head = nullptr;
         if ((m.flags & xf_retry) && uc.retries > 0) {
-            r.retry_head = rte_pktmbuf_clone(m.mbuf, m.mbuf->pool);
+            r.retry_head = gate() ? rte_pktmbuf_clone(m.mbuf, m.mbuf->pool) : nullptr;
             if (r.retry_head != nullptr) r.retries_left = uc.retries;
         }
         r.qh = 0;

@@ -297,6 +297,10 @@ struct port_ref {
 struct proxy_options {
     // Every n-th cross-core send counts as refused by the outbox (0 = off).
     uint32_t xcore_refuse_every = 0;
+    // The n-th mbuf allocation of the proxy (a chain built from bytes, or a
+    // clone) fails as if the pool were dry (0 = off): the exhaustion tests
+    // sweep n over every allocation of an exchange.
+    uint32_t fail_alloc_at = 0;
 };
 
 // Shared by every lcore's proxy: health words, one per server of every upstream.
@@ -452,7 +456,17 @@ private:
     uint32_t pull(endpoint &e, uint64_t now) noexcept;
     bool flush(endpoint &e, uint64_t now) noexcept;
     bool push(endpoint &e, rte_mbuf *chain, uint64_t now) noexcept;
+    // mbufs: every allocation passes gate() (proxy_options::fail_alloc_at).
+    // chain_of / clone_of count no_buffer when they fail; take_front: the
+    // first n bytes of a piece as their own chain (net::piece_take_front).
+    bool gate() noexcept;
     rte_mbuf *chain_of(const char *data, uint32_t len, uint16_t port) noexcept;
+    rte_mbuf *clone_of(rte_mbuf *m, uint16_t port) noexcept;
+    rte_mbuf *take_front(net::tcp_rx_piece &p, uint32_t n, uint16_t port, bool &whole) noexcept;
+    // A rejected request, by parser reason; a generated 502/503/504, counted
+    // by its status, then reject().
+    void note_rejected(http::parse_error e) noexcept;
+    void reject_generated(client &c, uint16_t status, uint64_t now) noexcept;
     void drop_input(endpoint &e) noexcept;
     uint16_t port_for(uint32_t addr) const noexcept;
 
@@ -516,6 +530,7 @@ private:
     std::vector<backlog> backlog_;
     uint32_t backlog_total_ = 0;
     uint32_t refuse_every_ = 0, refuse_n_ = 0;  // test knob (file comment)
+    uint32_t fail_alloc_at_ = 0, nalloc_ = 0;   // test knob (proxy_options)
     std::vector<uint32_t> inflight_to_;                // requests handed to each peer, open
 
     // Access log: the sink, and a record in the making per client slot.

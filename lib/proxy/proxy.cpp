@@ -165,7 +165,7 @@ struct worker_proxy::client : worker_proxy::endpoint {
     // Shared pool, owner elsewhere: the request went to worker xpeer.
     bool remote = false;
     uint16_t xpeer = 0;
-    uint16_t xgen = 0;     // request generation (the handle's), see proxy.h
+    uint32_t xgen = 0;     // request generation (the handle's), see proxy.h
     uint32_t xcredit = 0;  // data messages we may still send
     int server = -1;
     // Access log (used only with a sink): the request whose record is in
@@ -208,7 +208,8 @@ struct worker_proxy::rreq {
     bool end = false;               // the whole request arrived (req_end / xf_end)
     bool keep_alive = true;         // the client stays open after the response
     bool response_started = false;  // resp_data sent
-    uint16_t from = 0, xgen = 0;
+    uint16_t from = 0;
+    uint32_t xgen = 0;
     uint32_t agen = 0;  // allocation generation (FIFO entries, upconn links)
     uint32_t cidx = 0, slot = none, up = none, up_gen = 0;
     uint32_t credit = 0;  // resp_data we may still send
@@ -269,7 +270,8 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
         slot_owner_.push_back(std::move(owner));
     }
     // A client needs one slot, its upstream connection another.
-    max_clients_ = std::max<uint32_t>(1, slots);
+    // A client slot must fit a cross-core handle's index.
+    max_clients_ = std::clamp<uint32_t>(slots, 1, xcore::conn_handle::index_limit);
     max_upconns_ = std::max<uint32_t>(1, slots);
     clients_ = std::make_unique<client[]>(max_clients_);
     upconns_ = std::make_unique<upconn[]>(max_upconns_);
@@ -599,6 +601,12 @@ int worker_proxy::push_credited(endpoint &e, rte_mbuf *chain, uint64_t now) noex
     e.cred_mask |= 1u << e.out_n;
     e.out[e.out_n++] = chain;
     return 0;
+}
+
+uint64_t worker_proxy::xhandle(const client &c) const noexcept {
+    return xcore::conn_handle{static_cast<uint16_t>(lcore_index_), c.xgen,
+                              static_cast<uint32_t>(&c - clients_.get())}
+        .pack();
 }
 
 bool worker_proxy::gate() noexcept {
@@ -951,9 +959,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                 shared_.xrows[lcore_index_].inflight_to[owner].store(inflight_to_[owner],
                                                                      std::memory_order_relaxed);
                 ctr_.xcore_requests_out.inc();
-                xsend(owner, op_req_head,
-                      xcore::conn_handle{static_cast<uint16_t>(lcore_index_), c.xgen, cidx}.pack(),
-                      flags, slot, head);
+                xsend(owner, op_req_head, xhandle(c), flags, slot, head);
                 return true;
             }
             if (c.buf_len >= c.cap) {
@@ -1079,10 +1085,7 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
 void worker_proxy::client_body_remote(client &c, uint64_t now) noexcept {
     rte_mbuf *acc = nullptr;  // the batch being built (its credit is taken)
     uint32_t acc_len = 0;
-    const uint64_t hnd =
-        xcore::conn_handle{static_cast<uint16_t>(lcore_index_), c.xgen,
-                           static_cast<uint32_t>(&c - clients_.get())}
-            .pack();
+    const uint64_t hnd = xhandle(c);
     const unsigned peer = c.xpeer;
     auto send_acc = [&] {
         if (acc != nullptr) xsend(peer, op_req_body, hnd, 0, 0, acc);
@@ -2257,11 +2260,7 @@ void worker_proxy::credit_back(endpoint &e, uint32_t n) noexcept {
     if (!e.is_up) {
         client &c = static_cast<client &>(e);
         if (!c.remote) return;
-        xsend(c.xpeer, op_credit,
-              xcore::conn_handle{static_cast<uint16_t>(lcore_index_), c.xgen,
-                                 static_cast<uint32_t>(&c - clients_.get())}
-                  .pack(),
-              0, n, nullptr);
+        xsend(c.xpeer, op_credit, xhandle(c), 0, n, nullptr);
         return;
     }
     if (rreq *r = rreq_of(static_cast<upconn &>(e))) xsend(r->from, op_credit, r->handle, 0, n, nullptr);
@@ -2545,11 +2544,7 @@ void worker_proxy::free_rreq(rreq &r) noexcept {
 // The client's handed-over request ends here (aborted): tell its owner.
 void worker_proxy::abort_remote(client &c) noexcept {
     if (!c.remote) return;
-    xsend(c.xpeer, op_req_abort,
-          xcore::conn_handle{static_cast<uint16_t>(lcore_index_), c.xgen,
-                             static_cast<uint32_t>(&c - clients_.get())}
-              .pack(),
-          0, 0, nullptr);
+    xsend(c.xpeer, op_req_abort, xhandle(c), 0, 0, nullptr);
     end_remote(c);
 }
 

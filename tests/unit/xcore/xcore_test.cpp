@@ -446,8 +446,8 @@ TEST(Inbox, RunsInsideReactors) {
 // saw; a reused slot (stale), another lcore's handle and a corrupt index are
 // all caught, and release() frees the chain such a message carries.
 TEST(Handle, StaleHandleIsDetectedAndReleased) {
-    const uint16_t gens[4] = {0, 5, 65535, 2};
-    const std::span<const uint16_t> g(gens);
+    const uint32_t gens[4] = {0, 5, 65535, 2};
+    const std::span<const uint32_t> g(gens);
     EXPECT_EQ(check_handle(conn_handle{3, 5, 1}.pack(), 3, g), handle_status::current);
     EXPECT_EQ(check_handle(conn_handle{3, 4, 1}.pack(), 3, g), handle_status::stale);
     EXPECT_EQ(check_handle(conn_handle{3, 65535, 2}.pack(), 3, g), handle_status::current);
@@ -457,7 +457,7 @@ TEST(Handle, StaleHandleIsDetectedAndReleased) {
     EXPECT_EQ(check_handle(conn_handle{}.pack(), 3, g), handle_status::foreign);
     EXPECT_EQ(check_handle(conn_handle{3, 0, 4}.pack(), 3, g), handle_status::out_of_range);
     EXPECT_STREQ(name(handle_status::stale), "stale");
-    static_assert(check_handle(conn_handle{1, 2, 0}.pack(), 1, std::span<const uint16_t>()) ==
+    static_assert(check_handle(conn_handle{1, 2, 0}.pack(), 1, std::span<const uint32_t>()) ==
                   handle_status::out_of_range);
 
     ASSERT_NE(test::g_pool, nullptr);
@@ -475,6 +475,21 @@ TEST(Handle, StaleHandleIsDetectedAndReleased) {
     EXPECT_EQ(m.mbuf, nullptr);
     EXPECT_EQ(rte_mempool_avail_count(test::g_pool), before) << "the whole chain is freed";
     release(m);  // null: no-op
+}
+
+// Bug 5 (issue 13): with 16-bit generations a slot reused 65,536 times while
+// a message was in flight made the message's stale handle look current.
+TEST(Handle, GenerationsDoNotWrapWithinThirtyTwoBits) {
+    for (uint32_t reuses : {1u << 16, 1u << 17, 3u << 16, 1u << 24}) {
+        const uint32_t gens[2] = {0, 5 + reuses};
+        EXPECT_EQ(check_handle(conn_handle{7, 5, 1}.pack(), 7, gens), handle_status::stale)
+            << "a slot reused " << reuses << " times";
+    }
+    // Every field survives the round trip at its limits.
+    const conn_handle big{conn_handle::max_lcores - 1, 0xfffffffeu, conn_handle::index_limit - 1};
+    EXPECT_EQ(conn_handle::unpack(big.pack()), big);
+    EXPECT_TRUE(big.valid());
+    EXPECT_FALSE(conn_handle{}.valid());
 }
 
 // Ownership at shutdown: mbufs in a local queue or in a ring are freed by the

@@ -313,7 +313,7 @@ struct shared_state {
     // Drain words of the shared pools, one row per worker, written by that
     // worker only: requests it handed to each other worker and not finished,
     // and (once it drains) its open clients (UINT32_MAX before it drains).
-    static constexpr unsigned max_workers = 128;
+    static constexpr unsigned max_workers = 128;  // < xcore::conn_handle::max_lcores
     struct alignas(64) xcore_row {
         std::atomic<uint32_t> inflight_to[max_workers];
         std::atomic<uint32_t> clients_open{UINT32_MAX};
@@ -440,7 +440,8 @@ private:
     void finish_rreq(upconn &u, rreq &r, bool reusable, uint64_t now) noexcept;
     void free_rreq(rreq &r) noexcept;
 
-    // Cross-core plumbing.
+    // Cross-core plumbing. xhandle: the handle of c's handed-over request.
+    uint64_t xhandle(const client &c) const noexcept;
     void xsend(unsigned peer, uint16_t op, uint64_t handle, uint16_t flags, uint32_t arg,
                rte_mbuf *m) noexcept;
     bool retry_backlog() noexcept;

@@ -46,7 +46,7 @@ enum class handle_status : uint8_t {
 // its pool's generation per slot (incremented on every reuse). Pure: no
 // counters, the caller counts by status.
 [[nodiscard]] constexpr handle_status check_handle(
-    uint64_t packed, uint16_t self, std::span<const uint16_t> slot_generations) noexcept {
+    uint64_t packed, uint16_t self, std::span<const uint32_t> slot_generations) noexcept {
     const conn_handle h = conn_handle::unpack(packed);
     if (!h.valid() || h.lcore != self)
         return handle_status::foreign;

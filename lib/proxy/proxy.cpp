@@ -167,6 +167,7 @@ struct worker_proxy::client : worker_proxy::endpoint {
     uint16_t xpeer = 0;
     uint32_t xgen = 0;     // request generation (the handle's), see proxy.h
     uint32_t xcredit = 0;  // data messages we may still send
+    bool xbroken = false;  // a message of the request was dropped (fail_broken)
     int server = -1;
     // Access log (used only with a sink): the request whose record is in
     // al_pending_ has not ended yet; when its first byte was read (0 = no
@@ -208,6 +209,7 @@ struct worker_proxy::rreq {
     bool end = false;               // the whole request arrived (req_end / xf_end)
     bool keep_alive = true;         // the client stays open after the response
     bool response_started = false;  // resp_data sent
+    bool broken = false;            // a message of it was dropped (fail_broken)
     uint16_t from = 0;
     uint32_t xgen = 0;
     uint32_t agen = 0;  // allocation generation (FIFO entries, upconn links)
@@ -259,6 +261,7 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
       timers_(timers) {
     refuse_every_ = opts.xcore_refuse_every;
     fail_alloc_at_ = opts.fail_alloc_at;
+    backlog_cap_ = opts.xcore_backlog_cap;
     last_now_ = now;
     limits_.max_head_bytes = cfg.http.max_header_bytes;
     limits_.max_headers = cfg.http.max_headers;
@@ -345,7 +348,7 @@ worker_proxy::~worker_proxy() {
     for (uint32_t i = 0; i < max_rreqs_; ++i)
         if (rreqs_[i].used) free_rreq(rreqs_[i]);
     for (backlog &b : backlog_) {
-        for (size_t i = 0; i < b.n; ++i) xcore::release(b.q[(b.head + i) % b.q.size()]);
+        for (uint32_t i = 0; i < b.n; ++i) xcore::release(b.q[(b.head + i) & b.mask]);
         b.n = 0;
     }
 }
@@ -370,13 +373,17 @@ std::string worker_proxy::listen(uint64_t now) {
 bool worker_proxy::pending() const noexcept {
     for (const port_ref &p : ports_)
         if (p.layer->has_events()) return true;
-    return backlog_total_ != 0 || !kick_list_.empty();
+    return backlog_total_ != 0 || !kick_list_.empty() || nxfail_ != 0;
 }
 
 uint32_t worker_proxy::poll(uint64_t now) noexcept {
     last_now_ = now;
     uint32_t work = 0;
     if (backlog_total_ != 0 && retry_backlog()) ++work;
+    if (nxfail_ != 0) {
+        fail_broken(now);
+        ++work;
+    }
     net::tcp_notice notes[32];
     for (uint16_t p = 0; p < ports_.size(); ++p) {
         for (int round = 0; round < 8; ++round) {
@@ -511,7 +518,7 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     c.response_started = false;
     c.retry_head = nullptr;
     c.cred_mask = 0;
-    c.queued = c.remote = false;
+    c.queued = c.remote = c.xbroken = false;
     c.q_head = nullptr;
     slot_owner_[port][n.h.index] = idx;
     ++nclients_;
@@ -949,6 +956,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                 }
                 ++c.xgen;
                 c.remote = true;
+                c.xbroken = false;
                 c.t_xsent = now;
                 if (c.al_open) al_rec(c).flags |= access_record::f_crossed;
                 c.xpeer = static_cast<uint16_t>(owner);
@@ -2199,9 +2207,25 @@ void worker_proxy::init_shared() {
     const size_t table = cross ? size_t(nworkers_) * max_clients_ : 0;
     rreq_of_ = std::make_unique<uint32_t[]>(std::max<size_t>(1, table));
     std::fill_n(rreq_of_.get(), std::max<size_t>(1, table), none);
-    backlog_.assign(cross ? nworkers_ : 0, backlog{});
-    for (backlog &b : backlog_) b.q.resize(256);
+    // The backlog of each peer, sized here once: every request crossing to
+    // or from that peer has at most xcore_window data messages, one credit
+    // entry (credits coalesce), a terminal message and an abort waiting;
+    // beyond backlog_max entries a message is dropped, counted and its
+    // request failed on both sides (fail_broken).
+    const uint64_t want =
+        uint64_t(std::max(max_clients_, max_rreqs_)) * (xcore_window + 3);
+    const uint32_t cap = std::bit_ceil(static_cast<uint32_t>(
+        backlog_cap_ != 0 ? std::min<uint64_t>(backlog_cap_, backlog_max)
+                          : std::clamp<uint64_t>(want, 256, backlog_max)));
+    backlog_.clear();
+    backlog_.resize(cross ? nworkers_ : 0);
+    for (backlog &b : backlog_) {
+        b.q = std::make_unique<xcore::message[]>(cap);
+        b.mask = cap - 1;
+    }
     backlog_total_ = 0;
+    xfail_ = std::make_unique<xfail_entry[]>(cross ? max_clients_ + max_rreqs_ : 1);
+    nxfail_ = 0;
     inflight_to_.assign(nworkers_, 0);
 }
 
@@ -2225,17 +2249,74 @@ void worker_proxy::xsend(unsigned peer, uint16_t op, uint64_t handle, uint16_t f
     }
     // The outbox's lane is full: keep it, in order, for the next poll.
     ctr_.xcore_send_retry.inc();
-    if (b.n == b.q.size()) {
-        // Grows only while the peer does not drain its ring: bounded by the
-        // credits (xcore_window + 3 messages per request).
-        std::vector<xcore::message> bigger(b.q.size() * 2);
-        for (size_t i = 0; i < b.n; ++i) bigger[i] = b.q[(b.head + i) % b.q.size()];
-        b.q.swap(bigger);
-        b.head = 0;
+    if (op == op_credit && b.n != 0) {
+        // Credits for one request add up: the last entry may take these too.
+        xcore::message &last = b.q[(b.head + b.n - 1) & b.mask];
+        if (last.opcode == op_credit && last.handle == handle) {
+            last.arg += arg;
+            return;
+        }
     }
-    b.q[(b.head + b.n) % b.q.size()] = msg;
+    if (b.n == b.mask + 1) {
+        // Full (a peer that has not drained its ring for a long while): the
+        // request this was for cannot go on without it.
+        ctr_.xcore_backlog_full.inc();
+        xcore::release(msg);
+        mark_broken(peer, handle);
+        return;
+    }
+    b.q[(b.head + b.n) & b.mask] = msg;
     ++b.n;
     ++backlog_total_;
+}
+
+// A message of the request `handle` (to or from `peer`) was dropped: its
+// stream has a gap, so the request ends on this side at the next poll (not
+// here: xsend is called from the middle of every path).
+void worker_proxy::mark_broken(unsigned peer, uint64_t handle) noexcept {
+    const xcore::conn_handle h = xcore::conn_handle::unpack(handle);
+    if (h.lcore == lcore_index_) {  // our client's request
+        if (h.index >= max_clients_) return;
+        client &c = clients_[h.index];
+        if (!c.used || !c.remote || c.xgen != h.generation || c.xbroken) return;
+        c.xbroken = true;
+        xfail_[nxfail_++] = {h.index, c.gen, false};
+        return;
+    }
+    if (peer >= nworkers_ || h.index >= max_clients_ || max_rreqs_ == 0) return;
+    const uint32_t ri = rreq_of_[size_t(peer) * max_clients_ + h.index];
+    if (ri == none || !rreqs_[ri].used || rreqs_[ri].xgen != h.generation || rreqs_[ri].broken)
+        return;
+    rreqs_[ri].broken = true;
+    xfail_[nxfail_++] = {ri, rreqs_[ri].agen, true};
+}
+
+// Ends the requests mark_broken() named: a client is reset (its owner is
+// told, if its lane has room by now); a request handed to us loses its
+// upstream connection (the response cannot be resynchronised) and its
+// client's lcore is told.
+void worker_proxy::fail_broken(uint64_t now) noexcept {
+    // Failing one may mark it again (its abort dropped too): the flags keep
+    // every request in the list at most once, and a second mark is a no-op.
+    while (nxfail_ != 0) {
+        const xfail_entry e = xfail_[--nxfail_];
+        if (!e.rreq) {
+            client &c = clients_[e.idx];
+            if (!c.used || c.gen != e.gen || !c.xbroken) continue;
+            c.xbroken = false;
+            if (c.remote) abort_client(c, now);  // sends req_abort
+            continue;
+        }
+        rreq &r = rreqs_[e.idx];
+        if (!r.used || r.agen != e.gen || !r.broken) continue;
+        upconn *u = r.up != none && upconns_[r.up].used && upconns_[r.up].gen == r.up_gen &&
+                            upconns_[r.up].rq == e.idx
+                        ? &upconns_[r.up]
+                        : nullptr;
+        xsend(r.from, op_resp_error, r.handle, 0, 502, nullptr);
+        free_rreq(r);
+        if (u != nullptr) close_upconn(*u, true, now);
+    }
 }
 
 bool worker_proxy::retry_backlog() noexcept {
@@ -2243,7 +2324,7 @@ bool worker_proxy::retry_backlog() noexcept {
     for (unsigned peer = 0; peer < backlog_.size(); ++peer) {
         backlog &b = backlog_[peer];
         while (b.n != 0 && send_fn_ != nullptr && send_fn_(send_ctx_, peer, b.q[b.head])) {
-            b.head = (b.head + 1) % b.q.size();
+            b.head = (b.head + 1) & b.mask;
             --b.n;
             --backlog_total_;
             ctr_.xcore_msgs_out.inc();
@@ -2703,6 +2784,7 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
         const uint32_t idx = free_rreqs_[--nfree_rreqs_];
         rreq &r = rreqs_[idx];
         r.used = true;
+        r.broken = false;
         r.queued = true;
         r.from = static_cast<uint16_t>(from);
         r.xgen = h.generation;

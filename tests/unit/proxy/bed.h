@@ -73,6 +73,11 @@ struct bed_options {
     std::string toml = bed_config();
     uint32_t max_connections = 64;  // per side
     proxy_options px;
+    // Cross-core: this proxy is worker 0 of `workers`; messages to the
+    // others go to `send` (see worker_proxy::set_xcore).
+    unsigned workers = 1;
+    xcore_send_fn send = nullptr;
+    void *send_ctx = nullptr;
 };
 
 class proxy_bed {
@@ -108,6 +113,7 @@ public:
         shared_.emplace(cfg_);
         const port_ref ref{&*flay_, g_pool, ferry_ip, 24, false};
         px_.emplace(cfg_, std::span(&ref, 1), 0, *shared_, *timers_, now_, o.px);
+        if (o.workers > 1) px_->set_xcore(o.workers, o.send, o.send_ctx);
         EXPECT_EQ(px_->listen(now_), "");
         EXPECT_EQ(play_->listen(8080), net::tcp_layer::listen_result::ok);
     }

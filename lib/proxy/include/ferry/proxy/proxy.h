@@ -126,10 +126,16 @@
 // reading the upstream connection and A stops reading the client's body; the
 // TCP receive windows then close. When the outbox refuses a message (its
 // local queue to that peer is full) the message goes to a per-peer backlog,
-// retried in order at the next poll (xcore_send_retry): nothing is dropped,
-// nothing blocks. (Per peer rather than per endpoint: the order to a peer is
-// kept, and a req_abort survives its client's slot being freed. The backlog is
-// bounded by the credits: at most xcore_window + 3 messages per request.)
+// retried in order at the next poll (xcore_send_retry): nothing blocks. (Per
+// peer rather than per endpoint: the order to a peer is kept, and a req_abort
+// survives its client's slot being freed.) The backlog is a ring sized at
+// start-up from the credits: at most xcore_window data messages, one credit
+// entry (credits for one request coalesce), a terminal message and an abort
+// per request, for every client slot / remote request, capped at 2^16
+// entries per peer. A message that finds it full is dropped and counted
+// (xcore_backlog_full), and its request, which now has a gap, is failed on
+// this side at the next poll: A resets the client and sends req_abort, B
+// aborts the upstream connection and sends resp_error.
 //
 // Failures: B's upstream failing (refused, reset, bad response, timeout)
 // becomes resp_error; a client dying on A mid-request becomes req_abort; an
@@ -222,6 +228,7 @@ namespace ferry::proxy {
     X(xcore_stale,              "proxy messages for a request or client that is gone (mbufs freed)")   \
     X(xcore_aborted,            "requests handed over here whose client went away (upstream side aborted)") \
     X(xcore_send_retry,         "proxy messages the outbox refused (lane full): kept and retried")    \
+    X(xcore_backlog_full,       "proxy messages dropped: the lane and the peer's backlog were full (request failed)") \
     X(shared_queue_full,        "503: a shared connection's request FIFO (or the remote-request pool) was full") \
     X(shared_reconnects,        "shared upstream connections reopened after a close")          \
     X(access_log_records,       "access-log records handed to the log writer (one per request)")   \
@@ -301,6 +308,9 @@ struct proxy_options {
     // clone) fails as if the pool were dry (0 = off): the exhaustion tests
     // sweep n over every allocation of an exchange.
     uint32_t fail_alloc_at = 0;
+    // Entries of each peer's cross-core backlog (0 = sized from the pools,
+    // see the file comment; else rounded up to a power of two).
+    uint32_t xcore_backlog_cap = 0;
 };
 
 // Shared by every lcore's proxy: health words, one per server of every upstream.
@@ -445,6 +455,8 @@ private:
     void xsend(unsigned peer, uint16_t op, uint64_t handle, uint16_t flags, uint32_t arg,
                rte_mbuf *m) noexcept;
     bool retry_backlog() noexcept;
+    void mark_broken(unsigned peer, uint64_t handle) noexcept;
+    void fail_broken(uint64_t now) noexcept;
     void credit_back(endpoint &e, uint32_t n) noexcept;
     int push_credited(endpoint &e, rte_mbuf *chain, uint64_t now) noexcept;
     void client_body_remote(client &c, uint64_t now) noexcept;
@@ -522,16 +534,27 @@ private:
     std::unique_ptr<uint32_t[]> free_rreqs_;
     uint32_t max_rreqs_ = 0, nfree_rreqs_ = 0, nrreqs_ = 0;
     std::unique_ptr<uint32_t[]> rreq_of_;              // [from * max_clients_ + client] -> rreq
-    // Per peer: messages the outbox refused, oldest first (a ring that grows
-    // only if the outbox stays full; see the file comment).
+    // Per peer: messages the outbox refused, oldest first, in a ring sized in
+    // init_shared() (at most backlog_max entries; see the file comment).
+    static constexpr uint64_t backlog_max = 1u << 16;
     struct backlog {
-        std::vector<xcore::message> q;
-        size_t head = 0, n = 0;
+        std::unique_ptr<xcore::message[]> q;
+        uint32_t mask = 0;  // capacity - 1 (a power of two)
+        uint32_t head = 0, n = 0;
     };
     std::vector<backlog> backlog_;
+    // Requests whose message was dropped (backlog full), failed at the next
+    // poll: a client slot or a remote request, with its generation then.
+    struct xfail_entry {
+        uint32_t idx = 0, gen = 0;
+        bool rreq = false;
+    };
+    std::unique_ptr<xfail_entry[]> xfail_;
+    uint32_t nxfail_ = 0;
     uint32_t backlog_total_ = 0;
     uint32_t refuse_every_ = 0, refuse_n_ = 0;  // test knob (file comment)
     uint32_t fail_alloc_at_ = 0, nalloc_ = 0;   // test knob (proxy_options)
+    uint32_t backlog_cap_ = 0;                  // test knob (proxy_options)
     std::vector<uint32_t> inflight_to_;                // requests handed to each peer, open
 
     // Access log: the sink, and a record in the making per client slot.

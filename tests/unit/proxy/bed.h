@@ -138,12 +138,15 @@ public:
     uint64_t now() const { return now_; }
     net::tcp_layer &ferry_layer() { return *flay_; }
     void skip_leak_check() { check_leaks_ = false; }
+    // While set, frames from ferry to the peer are lost (counted in dropped()).
+    void blackhole(bool on) { blackhole_ = on; }
+    uint64_t dropped() const { return dropped_; }
 
     // Moves frames both ways and polls both sides until nothing moves.
     // Fires what is due at the current time, never advances it.
     void pump() {
         for (int round = 0; round < 100000; ++round) {
-            bool moved = carry(*fst_, *pst_) | carry(*pst_, *fst_);
+            bool moved = carry(*fst_, *pst_, blackhole_) | carry(*pst_, *fst_, false);
             if (timers_->next_deadline() <= now_) moved |= timers_->advance(now_) != 0;
             if (fst_->next_deadline() <= now_) fst_->poll_timers(now_);
             if (pst_->next_deadline() <= now_) pst_->poll_timers(now_);
@@ -250,11 +253,16 @@ private:
     }
 
     // Copies every frame `from` queued into a fresh flat mbuf for `to`.
-    bool carry(net::stack &from, net::stack &to) {
+    bool carry(net::stack &from, net::stack &to, bool lose) {
         auto tx = from.tx_pending();
         if (tx.empty()) return false;
         std::vector<rte_mbuf *> in;
         for (rte_mbuf *m : tx) {
+            if (lose) {
+                ++dropped_;
+                rte_pktmbuf_free(m);
+                continue;
+            }
             rte_mbuf *f = rte_pktmbuf_alloc(g_pool);
             EXPECT_NE(f, nullptr);
             if (f != nullptr) {
@@ -331,6 +339,8 @@ private:
 
     unsigned avail0_ = 0;
     bool check_leaks_ = true;
+    bool blackhole_ = false;
+    uint64_t dropped_ = 0;
     uint64_t now_ = 1'000'000'000;
     config::ferry_config cfg_;
     net::net_counters fnc_{}, pnc_{};

@@ -1,0 +1,282 @@
+// Scripted exchanges through the proxy (bed.h) beyond a plain GET: request
+// and response bodies in every framing, pipelining, 1xx, connections that
+// end mid-message on either side, retries, passive health, and every timeout
+// on the fake clock.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+#include "bed.h"
+
+namespace ferry::proxy::test {
+namespace {
+
+constexpr std::string_view get_req = "GET /p HTTP/1.1\r\nHost: h\r\n\r\n";
+constexpr std::string_view ok5 = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+
+// The bytes after the head of the first message in s (or "" without a head).
+std::string body_of(const std::string &s) {
+    const size_t e = s.find("\r\n\r\n");
+    return e == std::string::npos ? "" : s.substr(e + 4);
+}
+
+// Ends a test's connections and lets every timer run out.
+void finish(proxy_bed &bed, std::initializer_list<size_t> clients) {
+    for (size_t c : clients)
+        if (!bed.conn(c).closed) bed.close(c);
+    bed.advance(2000 * ms, 100 * ms);
+}
+
+TEST(Flow, PipelinedRequestsAreAnsweredInOrder) {
+    proxy_bed bed;
+    const size_t cl = bed.connect();
+    bed.send(cl, std::string(get_req) + "GET /q HTTP/1.1\r\nHost: h\r\n\r\n");
+    peer_conn &o = *bed.origin();
+    // One request at a time toward the origin: the second waits.
+    EXPECT_TRUE(o.rx.starts_with("GET /p ")) << o.rx;
+    EXPECT_EQ(o.rx.find("GET /q"), std::string::npos);
+    o.rx.clear();
+    bed.send(o, ok5);
+    EXPECT_TRUE(o.rx.starts_with("GET /q ")) << o.rx;
+    bed.send(o, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nbye");
+    const std::string &got = bed.conn(cl).rx;
+    const size_t second = got.find("HTTP/1.1 200", 1);
+    ASSERT_NE(second, std::string::npos) << got;
+    EXPECT_TRUE(got.substr(0, second).ends_with("hello"));
+    EXPECT_TRUE(got.ends_with("bye"));
+    EXPECT_EQ(bed.ctr().requests.get(), 2u);
+    finish(bed, {cl});
+}
+
+TEST(Flow, ContentLengthBodiesBothWaysInManyPieces) {
+    proxy_bed bed;
+    const size_t cl = bed.connect();
+    std::string body;
+    for (int i = 0; i < 200000; ++i) body += static_cast<char>('a' + i % 26);
+    bed.send(cl, "PUT /u HTTP/1.1\r\nHost: h\r\nContent-Length: 200000\r\n\r\n");
+    for (size_t off = 0; off < body.size(); off += 33333) bed.send(cl, body.substr(off, 33333));
+    peer_conn &o = *bed.origin();
+    EXPECT_EQ(body_of(o.rx), body);
+    bed.send(o, "HTTP/1.1 201 Created\r\nContent-Length: 200000\r\n\r\n");
+    for (size_t off = 0; off < body.size(); off += 50000) bed.send(o, body.substr(off, 50000));
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 201 Created\r\n"));
+    EXPECT_EQ(body_of(bed.conn(cl).rx), body);
+    finish(bed, {cl});
+}
+
+TEST(Flow, ChunkedBodiesWithTrailersAreForwardedAsReceived) {
+    proxy_bed bed;
+    const size_t cl = bed.connect();
+    const std::string chunked = "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Sum: 1\r\n\r\n";
+    bed.send(cl, "POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+    for (size_t k = 0; k < chunked.size(); k += 7) bed.send(cl, chunked.substr(k, 7));
+    peer_conn &o = *bed.origin();
+    EXPECT_NE(o.rx.find("Transfer-Encoding: chunked\r\n"), std::string::npos) << o.rx;
+    EXPECT_EQ(body_of(o.rx), chunked);
+    bed.send(o, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked);
+    EXPECT_EQ(body_of(bed.conn(cl).rx), chunked);
+    // The connection stays usable: the framing ended exactly.
+    bed.conn(cl).rx.clear();
+    o.rx.clear();
+    bed.send(cl, get_req);
+    EXPECT_TRUE(o.rx.starts_with("GET /p ")) << o.rx;
+    bed.send(o, ok5);
+    EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello"));
+    EXPECT_EQ(bed.origin_count(), 1u);
+    finish(bed, {cl});
+}
+
+TEST(Flow, InterimResponsesGoThroughBeforeTheFinalOne) {
+    proxy_bed bed;
+    const size_t cl = bed.connect();
+    bed.send(cl, "POST /e HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n");
+    peer_conn &o = *bed.origin();
+    bed.send(o, "HTTP/1.1 100 Continue\r\n\r\n");
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 100 Continue\r\n")) << bed.conn(cl).rx;
+    bed.send(cl, "data");
+    EXPECT_TRUE(o.rx.ends_with("\r\n\r\ndata")) << o.rx;
+    bed.send(o, ok5);
+    EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello"));
+    EXPECT_EQ(bed.ctr().responses_1xx.get(), 1u);
+    EXPECT_EQ(bed.ctr().responses_2xx.get(), 1u);
+    finish(bed, {cl});
+}
+
+TEST(Flow, UpstreamResetMidBodyResetsTheClient) {
+    proxy_bed bed;
+    const size_t cl = bed.connect();
+    bed.send(cl, get_req);
+    peer_conn &o = *bed.origin();
+    bed.send(o, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial");
+    EXPECT_TRUE(bed.conn(cl).rx.ends_with("partial"));
+    bed.reset(o);
+    // A truncated response must not look complete: the client is reset.
+    EXPECT_TRUE(bed.conn(cl).closed);
+    EXPECT_EQ(bed.conn(cl).reason, net::tcp_close_reason::reset);
+    EXPECT_EQ(bed.ctr().client_aborted.get(), 1u);
+    finish(bed, {cl});
+}
+
+TEST(Flow, UpstreamClosingBeforeTheHeadIsA502) {
+    proxy_bed bed;
+    const size_t cl = bed.connect();
+    bed.send(cl, "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n");
+    bed.close(*bed.origin());
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 502 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().generated_502.get(), 1u);
+    finish(bed, {cl});
+}
+
+TEST(Flow, IdempotentRequestOnAReusedConnectionIsRetriedOnAFreshOne) {
+    proxy_bed bed;
+    const size_t cl = bed.connect();
+    bed.send(cl, get_req);
+    bed.send(*bed.origin(0), ok5);
+    // The origin closes the idle connection just as the next request is sent.
+    bed.send(cl, get_req);
+    ASSERT_TRUE(bed.origin(0)->rx.ends_with("\r\n\r\n"));
+    bed.reset(*bed.origin(0));
+    ASSERT_EQ(bed.origin_count(), 2u);
+    EXPECT_TRUE(bed.origin(1)->rx.starts_with("GET /p ")) << bed.origin(1)->rx;
+    bed.send(*bed.origin(1), ok5);
+    EXPECT_EQ(bed.ctr().requests_retried.get(), 1u);
+    EXPECT_EQ(bed.ctr().responses_2xx.get(), 2u);
+    finish(bed, {cl});
+}
+
+TEST(Flow, ClientGoneMidRequestBodyAbortsTheUpstreamConnection) {
+    proxy_bed bed;
+    const size_t cl = bed.connect();
+    bed.send(cl, "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\nfirst");
+    peer_conn &o = *bed.origin();
+    EXPECT_TRUE(o.rx.ends_with("first"));
+    bed.reset(bed.conn(cl));
+    EXPECT_TRUE(o.closed);
+    EXPECT_EQ(o.reason, net::tcp_close_reason::reset);
+    EXPECT_EQ(bed.ctr().client_gone.get(), 1u);
+    EXPECT_EQ(bed.ctr().upstream_aborted.get(), 1u);
+    finish(bed, {});
+}
+
+TEST(Flow, ServersThatFailMaxFailsTimesAreSkippedUntilFailTimeout) {
+    bed_options opt;
+    opt.toml = bed_config("", "max_fails = 2\nfail_timeout_ms = 5000\nretries = 0\n");
+    proxy_bed bed(opt);
+    for (size_t i = 0; i < 2; ++i) {
+        const size_t c = bed.connect();
+        bed.send(c, get_req);
+        ASSERT_EQ(bed.origin_count(), i + 1);
+        bed.reset(*bed.origin(i));  // before any response: a failure
+        EXPECT_TRUE(bed.conn(c).rx.starts_with("HTTP/1.1 502 ")) << bed.conn(c).rx;
+        bed.close(c);
+    }
+    // Down now: a 503 without trying.
+    const size_t c3 = bed.connect();
+    bed.send(c3, get_req);
+    EXPECT_TRUE(bed.conn(c3).rx.starts_with("HTTP/1.1 503 ")) << bed.conn(c3).rx;
+    EXPECT_EQ(bed.origin_count(), 2u);
+    EXPECT_EQ(bed.ctr().generated_503.get(), 1u);
+    // After fail_timeout it is tried again.
+    bed.advance(5100 * ms, 100 * ms);
+    const size_t c4 = bed.connect();
+    bed.send(c4, get_req);
+    ASSERT_EQ(bed.origin_count(), 3u);
+    bed.send(*bed.origin(2), ok5);
+    EXPECT_TRUE(bed.conn(c4).rx.ends_with("hello"));
+    finish(bed, {c4});
+}
+
+// ------------------------------------------------------------------ timeouts
+
+TEST(Timeout, HeadNotCompleteInTimeIsA408) {
+    bed_options opt;
+    opt.toml = bed_config("client_header_timeout_ms = 3000\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, "GET /slow HTTP/1.1\r\nHo");
+    bed.advance(2900 * ms);
+    EXPECT_EQ(bed.conn(cl).rx, "");
+    bed.advance(200 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 408 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().timeouts_header.get(), 1u);
+    finish(bed, {cl});
+}
+
+TEST(Timeout, IdleKeepAliveClientIsClosed) {
+    bed_options opt;
+    opt.toml = bed_config("client_idle_timeout_ms = 4000\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, get_req);
+    bed.send(*bed.origin(), ok5);
+    bed.advance(3900 * ms);
+    EXPECT_FALSE(bed.conn(cl).fin);
+    bed.advance(200 * ms);
+    EXPECT_TRUE(bed.conn(cl).fin);  // closed without a response: it sent nothing
+    EXPECT_EQ(bed.ctr().timeouts_idle.get(), 1u);
+    EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello"));
+    finish(bed, {cl});
+}
+
+TEST(Timeout, StalledRequestBodyIsA408) {
+    bed_options opt;
+    opt.toml = bed_config("client_body_timeout_ms = 3000\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n12345");
+    bed.advance(3100 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 408 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().timeouts_body.get(), 1u);
+    EXPECT_TRUE(bed.origin()->closed);  // the half-sent request cannot go on
+    finish(bed, {cl});
+}
+
+TEST(Timeout, UpstreamThatDoesNotAnswerIsA504) {
+    bed_options opt;
+    opt.toml = bed_config("", "response_timeout_ms = 5000\nmax_fails = 0\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, get_req);
+    bed.advance(4900 * ms, 100 * ms);
+    EXPECT_EQ(bed.conn(cl).rx, "");
+    bed.advance(200 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().timeouts_upstream.get(), 1u);
+    EXPECT_EQ(bed.ctr().generated_504.get(), 1u);
+    finish(bed, {cl});
+}
+
+TEST(Timeout, UpstreamThatDoesNotConnectIsA504) {
+    bed_options opt;
+    opt.toml = bed_config("", "connect_timeout_ms = 1500\nmax_fails = 0\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.blackhole(true);  // ferry's SYN toward the origin is lost
+    bed.send(cl, get_req);
+    bed.advance(1200 * ms, 100 * ms);
+    bed.blackhole(false);
+    EXPECT_EQ(bed.origin_count(), 0u);
+    bed.advance(400 * ms, 100 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().upstream_connect_failed.get(), 1u);
+    EXPECT_GT(bed.dropped(), 0u);
+    finish(bed, {cl});
+}
+
+TEST(Timeout, ResponseBodyStalledPastReadTimeoutResetsTheClient) {
+    bed_options opt;
+    opt.toml = bed_config("", "read_timeout_ms = 3000\nmax_fails = 0\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, get_req);
+    bed.send(*bed.origin(), "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n12345");
+    bed.advance(3100 * ms, 100 * ms);
+    EXPECT_TRUE(bed.conn(cl).closed);
+    EXPECT_EQ(bed.conn(cl).reason, net::tcp_close_reason::reset);
+    EXPECT_EQ(bed.ctr().timeouts_upstream.get(), 1u);
+    finish(bed, {cl});
+}
+
+}  // namespace
+}  // namespace ferry::proxy::test

@@ -10,6 +10,7 @@
 #include "ferry/http/serializer.h"
 #include "ferry/http/status.h"
 #include "ferry/net/mbuf_chain.h"
+#include "ferry/proxy/balance.h"
 #include "ferry/net/tcp_conn.h"
 #include "ferry/xcore/handle.h"
 
@@ -60,44 +61,6 @@ bool idempotent(http::method m) noexcept {
         default:
             return false;
     }
-}
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-        char x = a[i], y = b[i];
-        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-        if (x != y) return false;
-    }
-    return true;
-}
-
-uint64_t fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ull) noexcept {
-    for (char c : s) {
-        h ^= static_cast<uint8_t>(c);
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
-uint64_t fnv1a_lower(std::string_view s) noexcept {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (char c : s) {
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-        h ^= static_cast<uint8_t>(c);
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
-uint64_t mix64(uint64_t x) noexcept {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
 }
 
 }  // namespace
@@ -239,7 +202,8 @@ struct worker_proxy::upstream_state {
     std::vector<uint32_t> nidle;
     std::vector<int64_t> rr_current;  // smooth weighted round robin (nginx)
     std::vector<uint32_t> busy;       // per server: requests in flight here
-    std::vector<std::pair<uint64_t, uint32_t>> ring;  // consistent hash: point, server
+    hash_ring ring;                   // consistent hash
+    std::vector<server_view> view;    // the balancer's snapshot (pick_server)
     std::vector<uint32_t> hc_conn;    // health check in flight per server
 };
 
@@ -315,16 +279,9 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
         st->rr_current.assign(n, 0);
         st->busy.assign(n, 0);
         st->hc_conn.assign(n, none);
-        if (uc.balance == config::balance_mode::consistent_hash) {
-            // 64 points per unit of weight (ketama-like), sorted.
-            for (uint32_t s = 0; s < n; ++s)
-                for (uint32_t k = 0; k < 64 * uc.servers[s].weight; ++k)
-                    st->ring.emplace_back(
-                        mix64((uint64_t(uc.servers[s].addr) << 16 | uc.servers[s].port) * 1315423911u +
-                              k),
-                        s);
-            std::sort(st->ring.begin(), st->ring.end());
-        }
+        st->view.assign(n, server_view{});
+        for (size_t i = 0; i < n; ++i) st->view[i].weight = uc.servers[i].weight;
+        if (uc.balance == config::balance_mode::consistent_hash) st->ring = hash_ring(uc.servers);
         ups_.push_back(std::move(st));
         srv_ctr_.push_back(std::make_unique<server_counters[]>(n));
     }
@@ -727,30 +684,10 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                     return false;
                 }
                 // Route.
-                int upstream = -1;
-                std::string_view host = req.host;
-                if (const auto colon = host.rfind(':');
-                    colon != std::string_view::npos && host.find(']') == std::string_view::npos)
-                    host = host.substr(0, colon);
-                {
-                    const std::string_view path = req.origin_form.empty() ? req.target : req.origin_form;
-                    for (const auto &rt : cfg_.routes) {
-                        if (rt.listener_index >= 0 && rt.listener_index != c.listener) continue;
-                        if (!rt.host.empty()) {
-                            if (rt.host_wildcard) {
-                                if (host.size() <= rt.host.size() ||
-                                    !iequals(host.substr(host.size() - rt.host.size()), rt.host))
-                                    continue;
-                            } else if (!iequals(host, rt.host)) {
-                                continue;
-                            }
-                        }
-                        if (path.substr(0, rt.path_prefix.size()) != rt.path_prefix) continue;
-                        upstream = rt.upstream_index;
-                        break;
-                    }
-                    if (upstream < 0) upstream = cfg_.listeners[c.listener].default_upstream_index;
-                }
+                const std::string_view host = host_without_port(req.host);
+                const int upstream = route_request(
+                    cfg_.routes, cfg_.listeners[c.listener], c.listener, host,
+                    req.origin_form.empty() ? req.target : req.origin_form);
                 if (upstream < 0) {
                     ctr_.generated_404.inc();
                     reject(c, 404, now);
@@ -760,68 +697,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
                 if (c.al_open) al_rec(c).upstream = static_cast<int16_t>(upstream);
                 const auto &uc = cfg_.upstreams[upstream];
                 // Pick a server (hash keys come from this request).
-                int server = -1;
-                {
-                    upstream_state &us = *ups_[upstream];
-                    const size_t ns = uc.servers.size();
-                    auto up = [&](size_t s) {
-                        const uint64_t d =
-                            shared_.health[upstream][s].down_until.load(std::memory_order_relaxed);
-                        return d == 0 || d <= now;
-                    };
-                    switch (uc.balance) {
-                        case config::balance_mode::round_robin: {
-                            int64_t total = 0;
-                            for (size_t s = 0; s < ns; ++s) {
-                                if (!up(s)) continue;
-                                us.rr_current[s] += uc.servers[s].weight;
-                                total += uc.servers[s].weight;
-                                if (server < 0 || us.rr_current[s] > us.rr_current[server])
-                                    server = static_cast<int>(s);
-                            }
-                            if (server >= 0) us.rr_current[server] -= total;
-                            break;
-                        }
-                        case config::balance_mode::least_conn: {
-                            uint64_t best = UINT64_MAX;
-                            const size_t start = (ctr_.requests.get()) % ns;
-                            for (size_t k = 0; k < ns; ++k) {
-                                const size_t s = (start + k) % ns;
-                                if (!up(s)) continue;
-                                const uint64_t load = uint64_t(us.busy[s]) * 1000 / uc.servers[s].weight;
-                                if (load < best) {
-                                    best = load;
-                                    server = static_cast<int>(s);
-                                }
-                            }
-                            break;
-                        }
-                        case config::balance_mode::consistent_hash: {
-                            uint64_t key = 0;
-                            switch (uc.hash_key) {
-                                case config::hash_key_kind::client_ip:
-                                    key = mix64(c.peer_addr);
-                                    break;
-                                case config::hash_key_kind::uri:
-                                    key = mix64(fnv1a(req.target));
-                                    break;
-                                case config::hash_key_kind::host:
-                                    key = mix64(fnv1a_lower(host));
-                                    break;
-                            }
-                            auto it = std::lower_bound(us.ring.begin(), us.ring.end(),
-                                                       std::make_pair(key, uint32_t{0}));
-                            for (size_t k = 0; k < us.ring.size(); ++k, ++it) {
-                                if (it == us.ring.end()) it = us.ring.begin();
-                                if (up(it->second)) {
-                                    server = static_cast<int>(it->second);
-                                    break;
-                                }
-                            }
-                            break;
-                        }
-                    }
-                }
+                const int server = pick_server(upstream, c.peer_addr, req.target, host, now);
                 if (server < 0) {
                     reject_generated(c, 503, now);
                     return false;
@@ -1382,6 +1258,26 @@ void worker_proxy::al_end(client &c, uint16_t status_if_none, bool aborted, uint
 }
 
 // ---------------------------------------------------------------- upstream
+
+int worker_proxy::pick_server(int upstream, uint32_t client_addr, std::string_view target,
+                              std::string_view host, uint64_t now) noexcept {
+    const auto &uc = cfg_.upstreams[upstream];
+    upstream_state &us = *ups_[upstream];
+    for (size_t s = 0; s < us.view.size(); ++s) {
+        const uint64_t d = shared_.health[upstream][s].down_until.load(std::memory_order_relaxed);
+        us.view[s].up = d == 0 || d <= now;
+        us.view[s].busy = us.busy[s];
+    }
+    switch (uc.balance) {
+        case config::balance_mode::round_robin:
+            return pick_round_robin(us.view, us.rr_current);
+        case config::balance_mode::least_conn:
+            return pick_least_conn(us.view, ctr_.requests.get() % us.view.size());
+        case config::balance_mode::consistent_hash:
+            return us.ring.pick(hash_key(uc.hash_key, client_addr, target, host), us.view);
+    }
+    return -1;
+}
 
 uint16_t worker_proxy::port_for(uint32_t addr) const noexcept {
     for (uint16_t i = 0; i < ports_.size(); ++i) {

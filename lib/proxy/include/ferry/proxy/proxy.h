@@ -420,7 +420,10 @@ private:
     void al_end(client &c, uint16_t status_if_none, bool aborted, uint64_t now) noexcept;
     access_record &al_rec(const client &c) noexcept;
 
-    // Upstream side.
+    // Upstream side. pick_server: the upstream's balancer over a snapshot of
+    // its servers' health and load (balance.h); -1 if none is up.
+    int pick_server(int upstream, uint32_t client_addr, std::string_view target,
+                    std::string_view host, uint64_t now) noexcept;
     upconn *acquire(client &c, int upstream, int server, uint64_t now, bool fresh_only) noexcept;
     void drive_upconn(upconn &u, uint64_t now) noexcept;
     bool upconn_head(upconn &u, uint64_t now) noexcept;

@@ -598,6 +598,78 @@ rte_mbuf *worker_proxy::take_front(net::tcp_rx_piece &p, uint32_t n, uint16_t po
     return net::piece_take_front(p, n, ports_[port].pool, whole);
 }
 
+// ---------------------------------------------------------------- body pump
+//
+// One pump moves a body from its source endpoint (the framer says where it
+// ends) to a sink, in either direction and whether the other side is local
+// (an endpoint: its non-empty out queue is backpressure) or on another
+// worker (data messages batched up to xcore_batch, one per credit). Body
+// chains are never copied: a piece is taken whole, or split off with a clone.
+
+bool worker_proxy::sink_ready(body_sink &s, uint64_t now) noexcept {
+    if (s.dst != nullptr) return flush(*s.dst, now);
+    return s.acc != nullptr || *s.credit != 0;
+}
+
+bool worker_proxy::sink_put(body_sink &s, rte_mbuf *m, uint32_t len, uint64_t now) noexcept {
+    if (s.dst != nullptr) return push(*s.dst, m, now);
+    if (s.acc == nullptr) {
+        s.acc = m;
+        --*s.credit;  // the batch's credit
+    } else if (!net::chain_append(s.acc, m)) {
+        rte_pktmbuf_free(m);
+        return false;
+    }
+    s.acc_len += len;
+    if (s.acc_len >= xcore_batch) sink_flush(s);
+    return true;
+}
+
+void worker_proxy::sink_flush(body_sink &s) noexcept {
+    if (s.acc == nullptr) return;
+    if (s.sent != nullptr) *s.sent = true;
+    xsend(s.peer, s.op, s.handle, 0, 0, s.acc);
+    s.acc = nullptr;
+    s.acc_len = 0;
+}
+
+worker_proxy::pump_result worker_proxy::pump_body(endpoint &src, body_sink &sink,
+                                                  uint64_t body_limit, uint64_t rearm_ns,
+                                                  uint64_t now) noexcept {
+    for (;;) {
+        if (!sink_ready(sink, now)) return {pump_end::blocked};  // read nothing more
+        if (src.in_n == 0 && pull(src, now) == 0) {
+            sink_flush(sink);
+            return {src.eof ? pump_end::eof : pump_end::blocked};
+        }
+        net::tcp_rx_piece &p = src.front();
+        const auto fr = feed_piece(src.framer, p);
+        if (fr.error) {
+            sink_flush(sink);  // what came before is good: in order, then the end
+            return {pump_end::bad_framing, fr.err};
+        }
+        if (body_limit != 0 && src.framer.payload_bytes() > body_limit) {
+            sink_flush(sink);
+            return {pump_end::too_large};
+        }
+        if (fr.consumed != 0) {
+            bool whole = false;
+            rte_mbuf *m = take_front(p, fr.consumed, src.port, whole);
+            if (whole) src.pop();
+            if (m == nullptr || !sink_put(sink, m, fr.consumed, now)) {
+                ctr_.no_buffer.inc();
+                sink_flush(sink);
+                return {pump_end::no_buffer};
+            }
+            timers_.arm(src.timer, now + rearm_ns);
+        }
+        if (fr.done) {
+            sink_flush(sink);
+            return {pump_end::done};
+        }
+    }
+}
+
 void worker_proxy::note_rejected(http::parse_error e) noexcept {
     ctr_.requests_rejected.inc();
     ctr_.rejected_by_reason[static_cast<uint8_t>(e) & 63].inc();
@@ -906,130 +978,58 @@ bool worker_proxy::begin_body(client &c, upconn &u, uint64_t now) noexcept {
     return true;
 }
 
+// The request body toward its upstream connection (or, handed over, toward
+// the owner of the shared connection), until it ends or the sink is full.
 void worker_proxy::client_body(client &c, uint64_t now) noexcept {
+    body_sink sink;
+    upconn *u = nullptr;
     if (c.remote) {
-        client_body_remote(c, now);
-        return;
+        sink.peer = c.xpeer;
+        sink.op = op_req_body;
+        sink.handle = xhandle(c);
+        sink.credit = &c.xcredit;
+    } else {
+        if (c.up == none) return;
+        u = &upconns_[c.up];
+        if (!u->used || u->gen != c.up_gen) return;
+        sink.dst = u;
     }
-    if (c.up == none) return;
-    upconn &u = upconns_[c.up];
-    if (!u.used || u.gen != c.up_gen) return;
-    for (;;) {
-        if (!flush(u, now)) return;  // the upstream is behind: read nothing more
-        if (c.in_n == 0 && pull(c, now) == 0) {
-            if (c.eof) {
-                // The client went away mid-body: the request cannot complete.
-                ctr_.client_gone.inc();
-                close_upconn(u, true, now);
-                c.up = none;
-                al_end(c, 499, true, now);
-                close_client(c, now);
-            }
+    const pump_result r = pump_body(c, sink, cfg_.http.max_body_bytes,
+                                    uint64_t(cfg_.http.client_body_timeout_ms) * ms, now);
+    switch (r.end) {
+        case pump_end::blocked:
             return;
-        }
-        net::tcp_rx_piece &p = c.front();
-        const auto fr = feed_piece(c.framer, p);
-        if (fr.error) {
-            note_rejected(fr.err);
-            close_upconn(u, true, now);
-            c.up = none;
-            reject(c, http::status_for(fr.err), now);
-            return;
-        }
-        if (cfg_.http.max_body_bytes != 0 && c.framer.payload_bytes() > cfg_.http.max_body_bytes) {
-            ctr_.body_too_large.inc();
-            close_upconn(u, true, now);
-            c.up = none;
-            reject(c, 413, now);
-            return;
-        }
-        if (fr.consumed != 0) {
-            bool whole = false;
-            rte_mbuf *m = take_front(p, fr.consumed, c.port, whole);
-            if (whole) c.pop();
-            if (m == nullptr || !push(u, m, now)) {
-                ctr_.no_buffer.inc();
-                close_upconn(u, true, now);
-                c.up = none;
-                abort_client(c, now);
-                return;
-            }
-            timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
-        }
-        if (fr.done) {
+        case pump_end::done:
+            if (c.remote) xsend(c.xpeer, op_req_end, sink.handle, 0, 0, nullptr);
             c.state = client::st::wait;
             timers_.cancel(c.timer);
             return;
-        }
-    }
-}
-
-// The request body of a handed-over request: zero-copy chains in req_body
-// messages (pieces batched up to xcore_batch), one message per credit.
-void worker_proxy::client_body_remote(client &c, uint64_t now) noexcept {
-    rte_mbuf *acc = nullptr;  // the batch being built (its credit is taken)
-    uint32_t acc_len = 0;
-    const uint64_t hnd = xhandle(c);
-    const unsigned peer = c.xpeer;
-    auto send_acc = [&] {
-        if (acc != nullptr) xsend(peer, op_req_body, hnd, 0, 0, acc);
-        acc = nullptr;
-        acc_len = 0;
-    };
-    for (;;) {
-        if (acc == nullptr && c.xcredit == 0) return;  // B has not taken the last ones yet
-        if (c.in_n == 0 && pull(c, now) == 0) {
-            send_acc();
-            if (c.eof) {
-                // The client went away mid-body: the request cannot complete.
-                ctr_.client_gone.inc();
-                abort_remote(c);
-                al_end(c, 499, true, now);
-                close_client(c, now);
+        case pump_end::eof:
+            // The client went away mid-body: the request cannot complete.
+            ctr_.client_gone.inc();
+            if (u != nullptr) {
+                close_upconn(*u, true, now);
+                c.up = none;
             }
+            abort_remote(c);
+            al_end(c, 499, true, now);
+            close_client(c, now);
             return;
-        }
-        net::tcp_rx_piece &p = c.front();
-        const auto fr = feed_piece(c.framer, p);
-        if (fr.error) {
-            rte_pktmbuf_free(acc);
-            note_rejected(fr.err);
-            reject(c, http::status_for(fr.err), now);
+        case pump_end::bad_framing:
+            note_rejected(r.err);
+            reject(c, http::status_for(r.err), now);  // closes u / aborts the remote side
             return;
-        }
-        if (cfg_.http.max_body_bytes != 0 && c.framer.payload_bytes() > cfg_.http.max_body_bytes) {
-            rte_pktmbuf_free(acc);
+        case pump_end::too_large:
             ctr_.body_too_large.inc();
             reject(c, 413, now);
             return;
-        }
-        if (fr.consumed != 0) {
-            bool whole = false;
-            rte_mbuf *m = take_front(p, fr.consumed, c.port, whole);
-            if (whole) c.pop();
-            if (m == nullptr || (acc != nullptr && !net::chain_append(acc, m))) {
-                rte_pktmbuf_free(m);
-                rte_pktmbuf_free(acc);
-                ctr_.no_buffer.inc();
-                abort_remote(c);
-                abort_client(c, now);
-                return;
+        case pump_end::no_buffer:
+            if (u != nullptr) {
+                close_upconn(*u, true, now);
+                c.up = none;
             }
-            if (acc == nullptr) {
-                acc = m;
-                --c.xcredit;
-            }
-            acc_len += fr.consumed;
-            timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
-        }
-        if (fr.done) {
-            send_acc();
-            xsend(peer, op_req_end, hnd, 0, 0, nullptr);
-            c.state = client::st::wait;
-            timers_.cancel(c.timer);
+            abort_client(c, now);  // aborts the remote side
             return;
-        }
-        if (acc_len >= xcore_batch) send_acc();
     }
 }
 
@@ -1617,122 +1617,55 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
     }
 }
 
+// The response body toward the client (or, for a handed-over request,
+// toward the client's worker), until it ends or the sink is full.
 void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
     client *cp = nullptr;
+    rreq *rp = nullptr;
+    body_sink sink;
     if (u.client != none) {
         client &c = clients_[u.client];
         if (c.used && c.gen == u.client_gen) cp = &c;
-    } else if (rreq *r = rreq_of(u)) {
-        upconn_body_remote(u, *r, now);
-        return;
+        sink.dst = cp;
+    } else if ((rp = rreq_of(u)) != nullptr) {
+        sink.peer = rp->from;
+        sink.op = op_resp_data;
+        sink.handle = rp->handle;
+        sink.credit = &rp->credit;
+        sink.sent = &rp->response_started;
     }
-    if (cp == nullptr) {
+    if (cp == nullptr && rp == nullptr) {
         close_upconn(u, true, now);
         return;
     }
-    client &c = *cp;
     const auto &uc = cfg_.upstreams[u.upstream];
-    for (;;) {
-        if (!flush(c, now)) return;  // the client is behind: read nothing more
-        if (u.in_n == 0 && pull(u, now) == 0) {
-            if (u.eof) {
-                if (u.framer.kind() == http::body_kind::until_close) {
-                    finish_response(c, &u, false, now);
-                } else {
-                    // Closed mid-body: the response is truncated.
-                    ctr_.upstream_bad_response.inc();
-                    upconn_failed(u, 502, true, now);
-                }
-            }
-            return;
-        }
-        net::tcp_rx_piece &p = u.front();
-        const auto fr = feed_piece(u.framer, p);
-        if (fr.error) {
-            ctr_.upstream_bad_response.inc();
-            upconn_failed(u, 502, true, now);
-            return;
-        }
-        if (fr.consumed != 0) {
-            bool whole = false;
-            rte_mbuf *m = take_front(p, fr.consumed, u.port, whole);
-            if (whole) u.pop();
-            if (m == nullptr || !push(c, m, now)) {
-                ctr_.no_buffer.inc();
-                upconn_failed(u, 502, false, now);
-                return;
-            }
-            timers_.arm(u.timer, now + uc.read_timeout_ms * ms);
-        }
-        if (fr.done) {
-            const bool extra = u.in_n != 0;
-            finish_response(c, &u, u.resp_keep_alive && !extra && !u.eof, now);
-            return;
-        }
-    }
-}
-
-// The response body of a handed-over request: zero-copy chains in resp_data
-// messages (batched up to xcore_batch), one message per credit.
-void worker_proxy::upconn_body_remote(upconn &u, rreq &r, uint64_t now) noexcept {
-    const auto &uc = cfg_.upstreams[u.upstream];
-    rte_mbuf *acc = nullptr;  // the batch being built (its credit is taken)
-    uint32_t acc_len = 0;
-    auto send_acc = [&] {
-        if (acc != nullptr) {
-            r.response_started = true;
-            xsend(r.from, op_resp_data, r.handle, 0, 0, acc);
-        }
-        acc = nullptr;
-        acc_len = 0;
+    const pump_result r = pump_body(u, sink, 0, uint64_t(uc.read_timeout_ms) * ms, now);
+    auto finish = [&](bool reusable) {
+        if (cp != nullptr)
+            finish_response(*cp, &u, reusable, now);
+        else
+            finish_rreq(u, *rp, reusable, now);
     };
-    for (;;) {
-        if (acc == nullptr && r.credit == 0) return;  // read nothing more
-        if (u.in_n == 0 && pull(u, now) == 0) {
-            send_acc();
-            if (u.eof) {
-                if (u.framer.kind() == http::body_kind::until_close) {
-                    finish_rreq(u, r, false, now);
-                } else {
-                    ctr_.upstream_bad_response.inc();
-                    upconn_failed(u, 502, true, now);
-                }
-            }
+    switch (r.end) {
+        case pump_end::blocked:
             return;
-        }
-        net::tcp_rx_piece &p = u.front();
-        const auto fr = feed_piece(u.framer, p);
-        if (fr.error) {
-            send_acc();  // in order: the client's lcore aborts the client anyway
+        case pump_end::done:
+            finish(u.resp_keep_alive && u.in_n == 0 && !u.eof);
+            return;
+        case pump_end::eof:
+            if (u.framer.kind() == http::body_kind::until_close) {
+                finish(false);
+                return;
+            }
+            [[fallthrough]];  // closed mid-body: the response is truncated
+        case pump_end::bad_framing:
+        case pump_end::too_large:
             ctr_.upstream_bad_response.inc();
             upconn_failed(u, 502, true, now);
             return;
-        }
-        if (fr.consumed != 0) {
-            bool whole = false;
-            rte_mbuf *m = take_front(p, fr.consumed, u.port, whole);
-            if (whole) u.pop();
-            if (m == nullptr || (acc != nullptr && !net::chain_append(acc, m))) {
-                rte_pktmbuf_free(m);
-                send_acc();
-                ctr_.no_buffer.inc();
-                upconn_failed(u, 502, false, now);
-                return;
-            }
-            if (acc == nullptr) {
-                acc = m;
-                --r.credit;
-            }
-            acc_len += fr.consumed;
-            timers_.arm(u.timer, now + uc.read_timeout_ms * ms);
-        }
-        if (fr.done) {
-            send_acc();
-            const bool extra = u.in_n != 0;
-            finish_rreq(u, r, u.resp_keep_alive && !extra && !u.eof, now);
+        case pump_end::no_buffer:
+            upconn_failed(u, 502, false, now);
             return;
-        }
-        if (acc_len >= xcore_batch) send_acc();
     }
 }
 

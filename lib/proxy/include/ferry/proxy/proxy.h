@@ -402,7 +402,7 @@ private:
     // Client side.
     void drive_client(client &c, uint64_t now) noexcept;
     bool client_head(client &c, uint64_t now) noexcept;
-    void client_body(client &c, uint64_t now) noexcept;
+    void client_body(client &c, uint64_t now) noexcept;  // the request body (pump_body)
     void reject(client &c, uint16_t status, uint64_t now) noexcept;
     void finish_response(client &c, upconn *u, bool upstream_reusable, uint64_t now) noexcept;
     void close_client(client &c, uint64_t now) noexcept;
@@ -427,7 +427,7 @@ private:
     upconn *acquire(client &c, int upstream, int server, uint64_t now, bool fresh_only) noexcept;
     void drive_upconn(upconn &u, uint64_t now) noexcept;
     bool upconn_head(upconn &u, uint64_t now) noexcept;
-    void upconn_body(upconn &u, uint64_t now) noexcept;
+    void upconn_body(upconn &u, uint64_t now) noexcept;  // the response body (pump_body)
     void upconn_failed(upconn &u, uint16_t status, bool count_health, uint64_t now) noexcept;
     void release_upconn(upconn &u, bool reusable, uint64_t now) noexcept;
     void unaccount(upconn &u) noexcept;
@@ -439,7 +439,6 @@ private:
     // Shared pools.
     void init_shared();
     bool begin_body(client &c, upconn &u, uint64_t now) noexcept;
-    void upconn_body_remote(upconn &u, rreq &r, uint64_t now) noexcept;
     bool shared_submit(uint32_t slot, job j, bool front) noexcept;
     void kick(uint32_t slot) noexcept;
     void run_kicks(uint64_t now) noexcept;
@@ -462,11 +461,38 @@ private:
     void fail_broken(uint64_t now) noexcept;
     void credit_back(endpoint &e, uint32_t n) noexcept;
     int push_credited(endpoint &e, rte_mbuf *chain, uint64_t now) noexcept;
-    void client_body_remote(client &c, uint64_t now) noexcept;
     void abort_remote(client &c) noexcept;
     void end_remote(client &c) noexcept;
     void on_client_message(unsigned from, xcore::message &m, uint64_t now) noexcept;
     void on_owner_message(unsigned from, xcore::message &m, uint64_t now) noexcept;
+
+    // Bodies: one pump from a source endpoint to a sink, a local endpoint
+    // or a remote worker (proxy.cpp "body pump").
+    struct body_sink {
+        endpoint *dst = nullptr;  // local; else remote:
+        unsigned peer = 0;
+        uint16_t op = 0;
+        uint64_t handle = 0;
+        uint32_t *credit = nullptr;  // data messages the peer still takes
+        bool *sent = nullptr;        // set once a message went out
+        rte_mbuf *acc = nullptr;     // the batch being built (its credit taken)
+        uint32_t acc_len = 0;
+    };
+    enum class pump_end : uint8_t { blocked, done, eof, bad_framing, too_large, no_buffer };
+    struct pump_result {
+        pump_end end = pump_end::blocked;
+        http::parse_error err = http::parse_error::none;  // bad_framing
+    };
+    // Moves body bytes from src until the body ends (done), the sink or the
+    // source has nothing more for now (blocked), the source ended (eof), the
+    // framing is bad, the payload passed body_limit (0 = none) or an mbuf
+    // could not be had (no_buffer, counted). Every chain taken re-arms
+    // src.timer to now + rearm_ns. The sink's batch is sent before it returns.
+    pump_result pump_body(endpoint &src, body_sink &sink, uint64_t body_limit, uint64_t rearm_ns,
+                          uint64_t now) noexcept;
+    bool sink_ready(body_sink &s, uint64_t now) noexcept;
+    bool sink_put(body_sink &s, rte_mbuf *m, uint32_t len, uint64_t now) noexcept;
+    void sink_flush(body_sink &s) noexcept;
 
     // Endpoint plumbing.
     uint32_t pull(endpoint &e, uint64_t now) noexcept;

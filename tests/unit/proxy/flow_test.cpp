@@ -280,3 +280,60 @@ TEST(Timeout, ResponseBodyStalledPastReadTimeoutResetsTheClient) {
 
 }  // namespace
 }  // namespace ferry::proxy::test
+
+namespace ferry::proxy::test {
+namespace {
+
+// Active health checks: worker 0 sends the check every interval on a fresh
+// connection; a 5xx max_fails times marks the server down (clients get 503
+// without a connection being tried), a 2xx marks it up again.
+TEST(Health, ActiveChecksMarkAServerDownAndUpAgain) {
+    bed_options opt;
+    opt.toml = bed_config("", "health_check_path = \"/hc\"\nhealth_check_interval_ms = 1000\n"
+                              "health_check_timeout_ms = 500\nmax_fails = 2\n"
+                              "fail_timeout_ms = 60000\n");
+    proxy_bed bed(opt);
+    size_t answered = 0;
+    auto answer_checks = [&](std::string_view resp) {
+        for (size_t i = 0; bed.origin(i) != nullptr; ++i) {
+            peer_conn &o = *bed.origin(i);
+            if (o.closed || !o.rx.starts_with("GET /hc HTTP/1.1\r\n") || o.rx.ends_with("#"))
+                continue;
+            EXPECT_NE(o.rx.find("User-Agent: ferry-health-check\r\n"), std::string::npos);
+            o.rx += "#";  // answered
+            bed.send(o, resp);
+            ++answered;
+        }
+    };
+    // Answers every check as it comes, for `steps` steps of 100 ms.
+    auto run_checks = [&](int steps, std::string_view resp) {
+        for (int i = 0; i < steps; ++i) {
+            bed.advance(100 * ms, 100 * ms);
+            answer_checks(resp);
+        }
+    };
+    // Two failing checks (at 0.1 s and 1.1 s): down.
+    run_checks(15, "HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n");
+    EXPECT_EQ(answered, 2u);
+    EXPECT_EQ(bed.ctr().health_checks.get(), 2u);
+    EXPECT_EQ(bed.ctr().health_check_failed.get(), 2u);
+    const size_t before = bed.origin_count();
+    const size_t c1 = bed.connect();
+    bed.send(c1, get_req);
+    EXPECT_TRUE(bed.conn(c1).rx.starts_with("HTTP/1.1 503 ")) << bed.conn(c1).rx;
+    EXPECT_EQ(bed.origin_count(), before);  // no connection tried
+    // A passing check (at 2.1 s): up again.
+    run_checks(8, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    EXPECT_EQ(answered, 3u);
+    const size_t c2 = bed.connect();
+    bed.send(c2, get_req);
+    peer_conn *o = bed.origin(bed.origin_count() - 1);
+    ASSERT_NE(o, nullptr);
+    EXPECT_TRUE(o->rx.starts_with("GET /p ")) << o->rx;
+    bed.send(*o, ok5);
+    EXPECT_TRUE(bed.conn(c2).rx.ends_with("hello"));
+    finish(bed, {c1, c2});
+}
+
+}  // namespace
+}  // namespace ferry::proxy::test

@@ -402,6 +402,12 @@ private:
     // Client side.
     void drive_client(client &c, uint64_t now) noexcept;
     bool client_head(client &c, uint64_t now) noexcept;
+    bool start_request(client &c, uint32_t consumed, uint64_t now) noexcept;
+    bool dispatch(client &c, uint32_t consumed, int upstream, int server, uint64_t now) noexcept;
+    rte_mbuf *forward_head(client &c, int upstream, int server, uint16_t port,
+                           uint64_t now) noexcept;
+    bool hand_over(client &c, rte_mbuf *head, uint32_t slot, unsigned owner, uint16_t flags,
+                   uint16_t hport, int server, uint64_t now) noexcept;
     void client_body(client &c, uint64_t now) noexcept;  // the request body (pump_body)
     void reject(client &c, uint16_t status, uint64_t now) noexcept;
     void finish_response(client &c, upconn *u, bool upstream_reusable, uint64_t now) noexcept;
@@ -424,13 +430,21 @@ private:
     // its servers' health and load (balance.h); -1 if none is up.
     int pick_server(int upstream, uint32_t client_addr, std::string_view target,
                     std::string_view host, uint64_t now) noexcept;
+    upconn *open_upconn(int upstream, int server, uint64_t now) noexcept;
     upconn *acquire(client &c, int upstream, int server, uint64_t now, bool fresh_only) noexcept;
     void drive_upconn(upconn &u, uint64_t now) noexcept;
     bool upconn_head(upconn &u, uint64_t now) noexcept;
+    enum class head_next : uint8_t { stop, body, again };
+    head_next response_head(upconn &u, client *cp, rreq *rp, uint32_t consumed,
+                            uint64_t now) noexcept;
+    bool head_body(upconn &u, client *cp, rreq *rp, rte_mbuf *rhead, uint32_t head_arg,
+                   uint64_t now) noexcept;
+    void count_response(uint16_t status) noexcept;
     void upconn_body(upconn &u, uint64_t now) noexcept;  // the response body (pump_body)
     void upconn_failed(upconn &u, uint16_t status, bool count_health, uint64_t now) noexcept;
     void release_upconn(upconn &u, bool reusable, uint64_t now) noexcept;
     void unaccount(upconn &u) noexcept;
+    void detach_upconn(upconn &u) noexcept;
     void close_upconn(upconn &u, bool abort, uint64_t now) noexcept;
     void free_upconn(upconn &u, uint64_t now) noexcept;
     void health_result(int upstream, int server, bool ok, uint64_t now) noexcept;

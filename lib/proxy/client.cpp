@@ -1,0 +1,518 @@
+// The client side: a request head is read and parsed, checked, routed, its
+// server picked (balance.h) and the request dispatched: to a connection of
+// this lcore's pool, to a shared connection of this lcore, or handed to the
+// worker that owns the shared connection (shared_pool.cpp, handoff.cpp).
+// Then its body (body.cpp), and the end of the exchange: a generated error,
+// the response finished, the client closed, aborted or freed.
+#include "internal.h"
+
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "ferry/http/serializer.h"
+#include "ferry/http/status.h"
+#include "ferry/net/mbuf_chain.h"
+
+namespace ferry::proxy {
+
+namespace {
+
+bool idempotent(http::method m) noexcept {
+    switch (m) {
+        case http::method::get:
+        case http::method::head:
+        case http::method::put:
+        case http::method::delete_:
+        case http::method::options:
+        case http::method::trace:
+            return true;
+        default:
+            return false;
+    }
+}
+
+}  // namespace
+
+void worker_proxy::drive_client(client &c, uint64_t now) noexcept {
+    for (int guard = 0; guard < 64 && c.used; ++guard) {
+        switch (c.state) {
+            case client::st::head:
+                if (!client_head(c, now)) return;
+                break;
+            case client::st::body:
+                // A handed-over request's response may already be coming back.
+                if (c.remote && c.out_n != 0) flush(c, now);
+                client_body(c, now);
+                return;
+            case client::st::wait:
+                // The response may be waiting for room toward the client.
+                if (flush(c, now) && c.up != none) {
+                    upconn &u = upconns_[c.up];
+                    if (u.used && u.gen == c.up_gen && u.state == upconn::st::body)
+                        upconn_body(u, now);
+                }
+                return;
+            case client::st::closing:
+                drop_input(c);
+                while (pull(c, now) != 0) drop_input(c);
+                flush(c, now);
+                return;
+        }
+    }
+}
+
+// Reads and parses a request head. True when the state changed (go on).
+bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
+    if (!flush(c, now)) return false;  // the previous response is not out yet
+    for (;;) {
+        if (c.buf_len != 0) {
+            if (c.t_req == 0) c.t_req = now;  // a pipelined head already in the buffer
+            http::request &req = c.req;
+            // A new head: nothing of the last one may stay (the parser sets
+            // only what it sees; it writes nothing before the start line).
+            if (c.hp.current_phase() == http::head_parser::phase::start_line) req = {};
+            const auto r = http::parse_request(c.hp, {c.buf, c.buf_len}, req,
+                                               std::span(c.fields, limits_.max_headers), limits_);
+            if (r.st == http::parse_result::status::error) {
+                note_rejected(r.err);
+                reject(c, http::status_for(r.err), now);
+                return false;
+            }
+            if (r.st == http::parse_result::status::done) return start_request(c, r.consumed, now);
+            if (c.buf_len >= c.cap) {
+                note_rejected(http::parse_error::head_too_large);
+                reject(c, 431, now);
+                return false;
+            }
+        }
+        // More bytes.
+        if (c.in_n == 0 && pull(c, now) == 0) {
+            if (c.eof) {
+                // End of the connection between requests (or mid-head).
+                close_client(c, now);
+            }
+            return false;
+        }
+        if (c.buf_len == 0 && c.requests > 0) {
+            // A new request began: its head must arrive in time.
+            timers_.arm(c.timer, now + cfg_.http.client_header_timeout_ms * ms);
+        }
+        if (c.t_req == 0) c.t_req = now;  // the request's first byte
+        net::tcp_rx_piece &p = c.front();
+        const uint32_t k = net::piece_copy_out(p, c.buf + c.buf_len, c.cap - c.buf_len);
+        c.buf_len += k;
+        p.off += k;
+        p.len -= k;
+        if (p.len == 0) {
+            rte_pktmbuf_free(p.m);
+            c.pop();
+        }
+    }
+}
+
+// A complete request head (the first `consumed` bytes of the buffer): the
+// checks, the route and the server, then dispatch(). True when the client's
+// state changed (go on), false when it was rejected.
+bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noexcept {
+    const http::request &req = c.req;
+    c.head_method = req.m == http::method::head;
+    c.http10 = req.version_minor == 0;
+    c.keep_alive = req.keep_alive && !draining_ &&
+                   (cfg_.http.max_requests_per_connection == 0 ||
+                    c.requests + 1 < cfg_.http.max_requests_per_connection);
+    ++c.requests;
+    ctr_.requests.inc();
+    if (alog_ != nullptr) al_begin(c, req, now);
+    c.t_req = 0;
+    if (req.m == http::method::connect || req.upgrade) {
+        reject(c, 501, now);  // no tunnels, no protocol upgrades
+        return false;
+    }
+    if (req.body == http::body_kind::content_length && cfg_.http.max_body_bytes != 0 &&
+        req.content_length > cfg_.http.max_body_bytes) {
+        ctr_.body_too_large.inc();
+        reject(c, 413, now);
+        return false;
+    }
+    const std::string_view host = host_without_port(req.host);
+    const int upstream =
+        route_request(cfg_.routes, cfg_.listeners[c.listener], c.listener, host,
+                      req.origin_form.empty() ? req.target : req.origin_form);
+    if (upstream < 0) {
+        ctr_.generated_404.inc();
+        reject(c, 404, now);
+        return false;
+    }
+    c.upstream = upstream;
+    if (c.al_open) al_rec(c).upstream = static_cast<int16_t>(upstream);
+    // The server (hash keys come from this request).
+    const int server = pick_server(upstream, c.peer_addr, req.target, host, now);
+    if (server < 0) {
+        reject_generated(c, 503, now);
+        return false;
+    }
+    if (c.al_open) al_rec(c).server = static_cast<int16_t>(server);
+    return dispatch(c, consumed, upstream, server, now);
+}
+
+// c's request head serialized toward server `server` of `upstream`
+// (RFC 9110 §7.6: hop-by-hop fields dropped, Via, X-Forwarded-*) as a chain
+// of `port`'s pool; null when it was rejected (431: too large; 503: no mbuf).
+rte_mbuf *worker_proxy::forward_head(client &c, int upstream, int server, uint16_t port,
+                                     uint64_t now) noexcept {
+    const auto &srv = cfg_.upstreams[upstream].servers[server];
+    char addr[16];
+    std::snprintf(addr, sizeof addr, "%u.%u.%u.%u", c.peer_addr >> 24, (c.peer_addr >> 16) & 255,
+                  (c.peer_addr >> 8) & 255, c.peer_addr & 255);
+    http::forward_info fi;
+    fi.client_addr = cfg_.http.add_x_forwarded ? std::string_view(addr) : "";
+    fi.keep_alive = true;
+    fi.via_name = cfg_.http.via;
+    fi.request_version_minor = c.http10 ? 0 : 1;
+    char hostbuf[32];
+    std::snprintf(hostbuf, sizeof hostbuf, "%u.%u.%u.%u:%u", srv.addr >> 24,
+                  (srv.addr >> 16) & 255, (srv.addr >> 8) & 255, srv.addr & 255, srv.port);
+    fi.default_host = hostbuf;
+    const size_t hl =
+        http::serialize_request_head(c.req, fi, std::span(scratch_.get(), scratch_size));
+    if (hl == 0) {
+        // The head with ferry's fields does not fit the scratch buffer.
+        note_rejected(http::parse_error::head_too_large);
+        reject(c, 431, now);  // closes c.up
+        return nullptr;
+    }
+    rte_mbuf *head = chain_of(scratch_.get(), static_cast<uint32_t>(hl), port);
+    if (head == nullptr) reject_generated(c, 503, now);  // counted as no_buffer; closes c.up
+    return head;
+}
+
+// Sends c's request to its server: on a connection of this lcore's pool
+// (local), in the FIFO of this lcore's shared connection, or handed over to
+// the worker that owns the shared connection (hand_over).
+bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int server,
+                            uint64_t now) noexcept {
+    const http::request &req = c.req;
+    const auto &uc = cfg_.upstreams[upstream];
+    // local pool: a connection of this lcore's own pool. shared: the next of
+    // the server's N connections, owned by worker k % n.
+    upconn *u = nullptr;
+    uint32_t slot = none;
+    unsigned owner = lcore_index_;
+    if (uc.pool != config::pool_mode::shared) {
+        u = acquire(c, upstream, server, now, false);
+        if (u == nullptr) {
+            reject_generated(c, 503, now);
+            return false;
+        }
+    } else {
+        const uint32_t n = uc.shared_connections;
+        uint32_t &rr = shared_rr_[upstream][server];
+        const uint32_t k = rr;
+        rr = rr + 1 == n ? 0 : rr + 1;
+        slot = shared_base_[upstream] + static_cast<uint32_t>(server) * n + k;
+        owner = slots_[slot].owner;
+    }
+    const uint16_t hport = u != nullptr ? u->port : port_for(uc.servers[server].addr);
+    rte_mbuf *head = forward_head(c, upstream, server, hport, now);
+    if (head == nullptr) return false;
+    const bool retryable =
+        req.body == http::body_kind::none && idempotent(req.m) && uc.retries > 0;
+    c.retries_left = 0;
+    if (retryable && owner == lcore_index_) {  // a remote owner keeps its own clone
+        c.retry_head = clone_of(head, hport);
+        c.retries_left = c.retry_head != nullptr ? uc.retries : 0;
+    }
+    if (u != nullptr) {
+        u->ri = http::request_info::of(req);
+        u->t_sent = now;
+        srv_ctr_[upstream][server].requests.inc();
+        if (!push(*u, head, now)) {
+            reject_generated(c, 503, now);  // closes u
+            return false;
+        }
+    }
+    // The request body, then whatever follows it (pipelining).
+    c.framer.reset(req.body, req.content_length, limits_);
+    if (c.al_open && req.body != http::body_kind::none)
+        al_rec(c).flags |= access_record::f_has_body;
+    std::memmove(c.buf, c.buf + consumed, c.buf_len - consumed);
+    c.buf_len -= consumed;
+    c.hp.reset();
+    c.response_started = false;
+    timers_.cancel(c.timer);
+    c.q_body = req.body != http::body_kind::none;
+    c.state = client::st::wait;
+    if (u != nullptr) return begin_body(c, *u, now);
+    if (owner != lcore_index_) {
+        const uint16_t flags = (c.keep_alive ? xf_keep_alive : 0) |
+                               (req.m == http::method::head ? xf_head : 0) |
+                               (retryable ? xf_retry : 0);
+        return hand_over(c, head, slot, owner, flags, hport, server, now);
+    }
+    // Our own shared connection: wait in its FIFO (run_kicks attaches; the
+    // body is read from then on).
+    c.q_head = head;
+    c.q_ri = http::request_info::of(req);
+    c.queued = true;
+    if (!shared_submit(slot, job{static_cast<uint32_t>(&c - clients_.get()), c.gen, false},
+                       false)) {
+        c.queued = false;
+        rte_pktmbuf_free(c.q_head);
+        c.q_head = nullptr;
+        ctr_.shared_queue_full.inc();
+        reject_generated(c, 503, now);
+        return false;
+    }
+    return true;
+}
+
+// Another worker owns the shared connection: the request goes to it as a
+// req_head with the body bytes that came with the head (one data message);
+// the rest of the body follows as req_body messages (client_body).
+bool worker_proxy::hand_over(client &c, rte_mbuf *head, uint32_t slot, unsigned owner,
+                             uint16_t flags, uint16_t hport, int server, uint64_t now) noexcept {
+    if (!c.q_body) {
+        flags |= xf_end;
+    } else if (c.buf_len != 0) {
+        const auto fr = c.framer.feed({c.buf, c.buf_len});
+        if (fr.error) {
+            note_rejected(fr.err);
+            rte_pktmbuf_free(head);
+            reject(c, http::status_for(fr.err), now);
+            return false;
+        }
+        if (fr.consumed != 0) {
+            rte_mbuf *body = chain_of(c.buf, fr.consumed, hport);
+            if (body == nullptr || !net::chain_append(head, body)) {
+                rte_pktmbuf_free(body);
+                rte_pktmbuf_free(head);
+                reject_generated(c, 503, now);
+                return false;
+            }
+        }
+        std::memmove(c.buf, c.buf + fr.consumed, c.buf_len - fr.consumed);
+        c.buf_len -= fr.consumed;
+        if (fr.done) flags |= xf_end;
+    }
+    if (!(flags & xf_end)) {
+        c.state = client::st::body;
+        timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
+    }
+    ++c.xgen;
+    c.remote = true;
+    c.xbroken = false;
+    c.t_xsent = now;
+    if (c.al_open) al_rec(c).flags |= access_record::f_crossed;
+    c.xpeer = static_cast<uint16_t>(owner);
+    c.xcredit = xcore_window - 1;
+    c.server = server;
+    ++ups_[c.upstream]->busy[server];
+    ++inflight_to_[owner];
+    shared_.xrows[lcore_index_].inflight_to[owner].store(inflight_to_[owner],
+                                                         std::memory_order_relaxed);
+    ctr_.xcore_requests_out.inc();
+    xsend(owner, op_req_head, xhandle(c), flags, slot, head);
+    return true;
+}
+
+// Request body bytes that came with the head (copied: small), toward the
+// upconn the request was just given; sets the client's state. False if the
+// client was rejected.
+bool worker_proxy::begin_body(client &c, upconn &u, uint64_t now) noexcept {
+    if (!c.q_body) {
+        c.state = client::st::wait;
+        return true;
+    }
+    c.state = client::st::body;
+    timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
+    if (c.buf_len != 0) {
+        const auto fr = c.framer.feed({c.buf, c.buf_len});
+        if (fr.error) {
+            note_rejected(fr.err);
+            reject(c, http::status_for(fr.err), now);  // closes u
+            return false;
+        }
+        // Bytes that cannot be forwarded end the exchange: never skip them.
+        if (fr.consumed != 0 && !push(u, chain_of(c.buf, fr.consumed, u.port), now)) {
+            reject_generated(c, 503, now);  // closes u
+            return false;
+        }
+        std::memmove(c.buf, c.buf + fr.consumed, c.buf_len - fr.consumed);
+        c.buf_len -= fr.consumed;
+        if (fr.done) c.state = client::st::wait;
+    }
+    return true;
+}
+
+// The request body toward its upstream connection (or, handed over, toward
+// the owner of the shared connection), until it ends or the sink is full.
+void worker_proxy::client_body(client &c, uint64_t now) noexcept {
+    body_sink sink;
+    upconn *u = nullptr;
+    if (c.remote) {
+        sink.peer = c.xpeer;
+        sink.op = op_req_body;
+        sink.handle = xhandle(c);
+        sink.credit = &c.xcredit;
+    } else {
+        if (c.up == none) return;
+        u = &upconns_[c.up];
+        if (!u->used || u->gen != c.up_gen) return;
+        sink.dst = u;
+    }
+    const pump_result r = pump_body(c, sink, cfg_.http.max_body_bytes,
+                                    uint64_t(cfg_.http.client_body_timeout_ms) * ms, now);
+    switch (r.end) {
+        case pump_end::blocked:
+            return;
+        case pump_end::done:
+            if (c.remote) xsend(c.xpeer, op_req_end, sink.handle, 0, 0, nullptr);
+            c.state = client::st::wait;
+            timers_.cancel(c.timer);
+            return;
+        case pump_end::eof:
+            // The client went away mid-body: the request cannot complete.
+            ctr_.client_gone.inc();
+            if (u != nullptr) {
+                close_upconn(*u, true, now);
+                c.up = none;
+            }
+            abort_remote(c);
+            al_end(c, 499, true, now);
+            close_client(c, now);
+            return;
+        case pump_end::bad_framing:
+            note_rejected(r.err);
+            reject(c, http::status_for(r.err), now);  // closes u / aborts the remote side
+            return;
+        case pump_end::too_large:
+            ctr_.body_too_large.inc();
+            reject(c, 413, now);
+            return;
+        case pump_end::no_buffer:
+            if (u != nullptr) {
+                close_upconn(*u, true, now);
+                c.up = none;
+            }
+            abort_client(c, now);  // aborts the remote side
+            return;
+    }
+}
+
+void worker_proxy::reject(client &c, uint16_t status, uint64_t now) noexcept {
+    // A head that did not parse (or never came: 408) still gets its line; a
+    // client already closing was answered before.
+    if (alog_ != nullptr && !c.al_open && c.state != client::st::closing) al_unparsed(c, now);
+    abort_remote(c);
+    if (c.q_head != nullptr) {
+        rte_pktmbuf_free(c.q_head);
+        c.q_head = nullptr;
+    }
+    c.queued = false;
+    if (c.up != none) {
+        upconn &u = upconns_[c.up];
+        if (u.used && u.gen == c.up_gen) close_upconn(u, true, now);
+        c.up = none;
+    }
+    if (status >= 500)
+        ctr_.responses_5xx.inc();
+    else
+        ctr_.responses_4xx.inc();
+    const size_t n = http::serialize_error(status, true, std::span(scratch_.get(), scratch_size));
+    push(c, chain_of(scratch_.get(), static_cast<uint32_t>(n), c.port), now);
+    if (c.al_open) {
+        c.al_status = status;
+        al_end(c, status, false, now);
+    }
+    close_client(c, now);
+}
+
+void worker_proxy::close_client(client &c, uint64_t now) noexcept {
+    abort_remote(c);
+    c.state = client::st::closing;
+    c.closing = true;
+    timers_.arm(c.timer, now + cfg_.http.client_idle_timeout_ms * ms);  // bound the lingering
+    drop_input(c);
+    flush(c, now);
+}
+
+void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
+    abort_remote(c);
+    al_end(c, 444, true, now);  // 444: ferry reset it before any response head
+    ctr_.client_aborted.inc();
+    if (c.h.valid()) ports_[c.port].layer->abort(c.h, now);
+    // The closed event frees it.
+    c.state = client::st::closing;
+}
+
+void worker_proxy::free_client(client &c, uint64_t now) noexcept {
+    // Still open: the client closed or reset before its response was complete
+    // (499, as nginx logs it, when no response head went out).
+    if (c.al_open) al_end(c, 499, true, now);
+    timers_.cancel(c.timer);
+    abort_remote(c);  // B aborts its upstream side
+    drop_input(c);
+    for (uint32_t i = 0; i < c.out_n; ++i) rte_pktmbuf_free(c.out[i]);
+    c.out_n = 0;
+    c.cred_mask = 0;
+    if (c.q_head != nullptr) {
+        rte_pktmbuf_free(c.q_head);
+        c.q_head = nullptr;
+    }
+    c.queued = false;
+    if (c.retry_head != nullptr) {
+        rte_pktmbuf_free(c.retry_head);
+        c.retry_head = nullptr;
+    }
+    if (c.up != none) {
+        upconn &u = upconns_[c.up];
+        if (u.used && u.gen == c.up_gen && u.state != upconn::st::idle)
+            close_upconn(u, true, now);
+        c.up = none;
+    }
+    if (c.h.valid()) {
+        slot_owner_[c.port][c.h.index] = none;
+        ports_[c.port].layer->abort(c.h, now);
+        c.h = net::tcp_handle{};
+    }
+    c.used = false;
+    --nclients_;
+    --listener_active_[c.listener];
+    ctr_.client_closed.inc();
+    free_clients_[nfree_clients_++] = static_cast<uint32_t>(&c - clients_.get());
+}
+
+void worker_proxy::finish_response(client &c, upconn *u, bool reusable, uint64_t now) noexcept {
+    if (c.state == client::st::body) {
+        // The origin answered before the request body was through (RFC 9112
+        // §9.3: e.g. an early 413): the rest of the body cannot be told from
+        // a next request, so both connections end after this response.
+        c.keep_alive = false;
+        reusable = false;
+    }
+    al_end(c, 0, false, now);
+    if (u != nullptr) {
+        u->client = none;
+        release_upconn(*u, reusable, now);
+    }
+    c.up = none;
+    c.response_started = false;
+    if (c.retry_head != nullptr) {
+        rte_pktmbuf_free(c.retry_head);
+        c.retry_head = nullptr;
+    }
+    if (!c.keep_alive || draining_) {
+        if (draining_) ctr_.drained.inc();
+        close_client(c, now);
+        return;
+    }
+    c.state = client::st::head;
+    c.hp.reset();
+    timers_.arm(c.timer, now + cfg_.http.client_idle_timeout_ms * ms);
+    drive_client(c, now);
+}
+
+}  // namespace ferry::proxy

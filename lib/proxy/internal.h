@@ -1,0 +1,169 @@
+// lib/proxy's private part: the objects worker_proxy's files share (the
+// endpoint, client, upstream connection, remote request, shared slot and
+// per-upstream state) and a few constants. Not installed, not for users of the
+// library: see proxy.h for the interface and README.md for how a request
+// flows through the files.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "ferry/http/parser.h"
+#include "ferry/net/tcp_layer.h"
+#include "ferry/proxy/balance.h"
+#include "ferry/proxy/proxy.h"
+#include "ferry/reactor/timer_wheel.h"
+
+namespace ferry::proxy {
+
+inline constexpr uint32_t none = UINT32_MAX;
+inline constexpr uint32_t kind_up = 0x80000000u;
+inline constexpr uint64_t ms = 1'000'000;
+// Head buffers hold a head of up to max_header_bytes plus what arrived with it.
+inline constexpr uint32_t scratch_size = 96 * 1024;
+// Body pieces batched into one cross-core data message, up to this many bytes.
+inline constexpr uint32_t xcore_batch = 32 * 1024;
+
+struct worker_proxy::endpoint {
+    static constexpr uint32_t in_cap = 32;
+    static constexpr uint32_t out_cap = 32;
+    worker_proxy *px = nullptr;
+    uint16_t port = 0;
+    net::tcp_handle h;
+    net::tcp_rx_piece in[in_cap];  // ring of received, unprocessed pieces
+    uint32_t in_head = 0, in_n = 0;
+    rte_mbuf *out[out_cap] = {};  // chains send() refused so far, in order
+    uint32_t out_n = 0;
+    // Bit i: out[i] came in a cross-core data message and owes its sender a
+    // credit when the TCP send queue takes it (shared pools).
+    uint32_t cred_mask = 0;
+    bool is_up = false;     // an upconn (else a client)
+    bool eof = false;       // the peer's FIN arrived (no data after `in`)
+    bool closing = false;   // close once `out` is empty
+    bool fin_sent = false;  // close() called
+    char *buf = nullptr;    // head buffer (cap bytes)
+    uint32_t cap = 0, buf_len = 0;
+    // The head being parsed: the parser fills the message and its fields as
+    // their lines complete, so both must outlive one parse call (a head
+    // arriving in several reads); reset with hp.
+    http::head_parser hp;
+    http::header *fields = nullptr;  // limits_.max_headers entries of its own
+    http::body_framer framer;
+    reactor::timer timer;
+    uint32_t gen = 0;
+    bool used = false;
+
+    net::tcp_rx_piece &front() noexcept { return in[in_head]; }
+    void pop() noexcept {
+        in_head = (in_head + 1) % in_cap;
+        --in_n;
+    }
+};
+
+struct worker_proxy::client : worker_proxy::endpoint {
+    enum class st : uint8_t { head, body, wait, closing };
+    st state = st::head;
+    uint16_t listener = 0;
+    uint32_t peer_addr = 0;
+    http::request req;   // the head being parsed (valid once hp is done)
+    uint32_t up = none;  // the upconn serving the current request
+    uint32_t up_gen = 0;
+    uint32_t requests = 0;
+    bool keep_alive = true;
+    bool response_started = false;
+    bool head_method = false;
+    bool http10 = false;
+    int upstream = -1;
+    rte_mbuf *retry_head = nullptr;  // a clone of the request head, for one retry
+    uint32_t retries_left = 0;
+    // Shared pool, owner here: waiting in a shared connection's FIFO with
+    // its serialized head (the body is read once the connection is ours).
+    bool queued = false;
+    bool q_body = false;  // the request has a body (begin_body once attached)
+    rte_mbuf *q_head = nullptr;
+    http::request_info q_ri;
+    // Shared pool, owner elsewhere: the request went to worker xpeer.
+    bool remote = false;
+    uint16_t xpeer = 0;
+    uint32_t xgen = 0;     // request generation (the handle's), see proxy.h
+    uint32_t xcredit = 0;  // data messages we may still send
+    bool xbroken = false;  // a message of the request was dropped (fail_broken)
+    int server = -1;
+    // Access log (used only with a sink): the request whose record is in
+    // al_pending_ has not ended yet; when its first byte was read (0 = no
+    // request begun); response bytes handed to the connection for it; the
+    // final status the response head carried (0 = none yet); the hand-over
+    // time of a remote request.
+    bool al_open = false;
+    uint16_t peer_port = 0;
+    uint16_t al_status = 0;
+    uint64_t t_req = 0;
+    uint64_t resp_bytes = 0;
+    uint64_t t_xsent = 0;
+};
+
+struct worker_proxy::upconn : worker_proxy::endpoint {
+    enum class st : uint8_t { connecting, idle, head, body, closing };
+    st state = st::connecting;
+    int upstream = -1, server = -1;
+    uint32_t client = none, client_gen = 0;
+    bool reused = false;
+    bool health = false;  // an active health check, no client
+    bool resp_keep_alive = false;
+    http::response resp;  // the head being parsed (valid once hp is done)
+    http::request_info ri;
+    uint64_t t_sent = 0;
+    uint64_t t_conn = 0;  // connected (0 = not yet)
+    uint32_t idle_prev = none, idle_next = none;
+    // Shared pool: `shared` for the connection's life; `slot` while it serves
+    // its slot (none once closing); `rq` the remote request it serves.
+    bool shared = false;
+    uint32_t slot = none;
+    uint32_t rq = none, rq_gen = 0;
+};
+
+// A request another worker handed over (B's side of the protocol in proxy.h).
+struct worker_proxy::rreq {
+    bool used = false;
+    bool queued = false;            // in its slot's FIFO
+    bool end = false;               // the whole request arrived (req_end / xf_end)
+    bool keep_alive = true;         // the client stays open after the response
+    bool response_started = false;  // resp_data sent
+    bool broken = false;            // a message of it was dropped (fail_broken)
+    uint16_t from = 0;
+    uint32_t xgen = 0;
+    uint32_t agen = 0;  // allocation generation (FIFO entries, upconn links)
+    uint32_t cidx = 0, slot = none, up = none, up_gen = 0;
+    uint32_t credit = 0;  // resp_data we may still send
+    uint32_t retries_left = 0;
+    uint64_t handle = 0;
+    http::request_info ri;
+    rte_mbuf *retry_head = nullptr;
+    rte_mbuf *q[xcore_window] = {};  // chains received, not yet pushed to the upconn
+    uint32_t qh = 0, qn = 0;
+};
+
+struct worker_proxy::shared_slot {
+    int upstream = -1, server = -1;
+    uint32_t k = 0;
+    unsigned owner = 0;
+    uint32_t conn = none;  // the upconn serving this slot, or none
+    bool opened = false;   // a connection was opened before (reopen counts)
+    bool listed = false;   // in kick_list_
+    std::unique_ptr<job[]> q;  // FIFO (owner only), shared_fifo_cap entries
+    uint32_t qh = 0, qn = 0;
+};
+
+struct worker_proxy::upstream_state {
+    std::vector<uint32_t> idle_head;  // per server: idle upconns (doubly linked)
+    std::vector<uint32_t> nidle;
+    std::vector<int64_t> rr_current;  // smooth weighted round robin (nginx)
+    std::vector<uint32_t> busy;       // per server: requests in flight here
+    hash_ring ring;                   // consistent hash
+    std::vector<server_view> view;    // the balancer's snapshot (pick_server)
+    std::vector<uint32_t> hc_conn;    // health check in flight per server
+};
+
+}  // namespace ferry::proxy

@@ -1,0 +1,734 @@
+// The upstream side: picking a server (balance.h over a snapshot), getting a
+// connection from this lcore's pool (idle keep-alive first, else a new one),
+// reading the response head and handing it on, the response body, failures
+// (retry, 502/504, passive health), the idle pool, closing; and the active
+// health checks.
+#include "internal.h"
+
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "ferry/http/serializer.h"
+#include "ferry/net/mbuf_chain.h"
+
+namespace ferry::proxy {
+
+int worker_proxy::pick_server(int upstream, uint32_t client_addr, std::string_view target,
+                              std::string_view host, uint64_t now) noexcept {
+    const auto &uc = cfg_.upstreams[upstream];
+    upstream_state &us = *ups_[upstream];
+    for (size_t s = 0; s < us.view.size(); ++s) {
+        const uint64_t d = shared_.health[upstream][s].down_until.load(std::memory_order_relaxed);
+        us.view[s].up = d == 0 || d <= now;
+        us.view[s].busy = us.busy[s];
+    }
+    switch (uc.balance) {
+        case config::balance_mode::round_robin:
+            return pick_round_robin(us.view, us.rr_current);
+        case config::balance_mode::least_conn:
+            return pick_least_conn(us.view, ctr_.requests.get() % us.view.size());
+        case config::balance_mode::consistent_hash:
+            return us.ring.pick(hash_key(uc.hash_key, client_addr, target, host), us.view);
+    }
+    return -1;
+}
+
+uint16_t worker_proxy::port_for(uint32_t addr) const noexcept {
+    for (uint16_t i = 0; i < ports_.size(); ++i) {
+        const uint32_t mask =
+            ports_[i].prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - ports_[i].prefix_len);
+        if ((addr & mask) == (ports_[i].addr & mask)) return i;
+    }
+    for (uint16_t i = 0; i < ports_.size(); ++i)
+        if (ports_[i].has_gateway) return i;
+    return 0;
+}
+
+// A new connection (SYN sent) to server `server` of `upstream` in a free
+// upconn slot, every field of the slot reset (not counted: the callers count
+// it as theirs); null when no upconn slot, TCP slot or local port is free.
+worker_proxy::upconn *worker_proxy::open_upconn(int upstream, int server, uint64_t now) noexcept {
+    const auto &srv = cfg_.upstreams[upstream].servers[server];
+    const uint16_t port = port_for(srv.addr);
+    net::tcp_handle h;
+    if (nfree_upconns_ == 0 ||
+        ports_[port].layer->connect(net::ipv4_addr(srv.addr), srv.port, now, h) !=
+            net::tcp_layer::connect_result::ok)
+        return nullptr;
+    const uint32_t idx = free_upconns_[--nfree_upconns_];
+    upconn &u = upconns_[idx];
+    u.used = true;
+    ++u.gen;
+    u.port = port;
+    u.h = h;
+    u.in_head = u.in_n = u.out_n = 0;
+    u.cred_mask = 0;
+    u.eof = u.closing = u.fin_sent = false;
+    u.buf_len = 0;
+    u.hp.reset();
+    u.upstream = upstream;
+    u.server = server;
+    u.reused = false;
+    u.health = false;
+    u.shared = false;
+    u.slot = u.rq = none;
+    u.client = none;
+    u.state = upconn::st::connecting;
+    u.t_conn = 0;
+    u.ri = http::request_info{};
+    u.idle_next = u.idle_prev = none;
+    slot_owner_[port][h.index] = idx | kind_up;
+    ++nupconns_;
+    return &u;
+}
+
+worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server, uint64_t now,
+                                            bool fresh_only) noexcept {
+    upstream_state &us = *ups_[upstream];
+    const auto &uc = cfg_.upstreams[upstream];
+    upconn *u = nullptr;
+    if (!fresh_only) {
+        // Most recently used idle connection first (LIFO: warm, least likely
+        // to have been closed by the origin's keep-alive timeout).
+        while (us.idle_head[server] != none) {
+            upconn &cand = upconns_[us.idle_head[server]];
+            unaccount(cand);  // off the idle list
+            if (cand.eof || !cand.h.valid()) {
+                close_upconn(cand, true, now);
+                continue;
+            }
+            u = &cand;
+            u->reused = true;
+            u->state = upconn::st::head;
+            ctr_.upstream_reused.inc();
+            timers_.arm(u->timer, now + uc.response_timeout_ms * ms);
+            break;
+        }
+    }
+    if (u == nullptr) {
+        u = open_upconn(upstream, server, now);
+        if (u == nullptr) {
+            ctr_.upstream_no_connection.inc();
+            return nullptr;
+        }
+        ctr_.upstream_connects.inc();
+        srv_ctr_[upstream][server].connections.inc();
+        timers_.arm(u->timer, now + uc.connect_timeout_ms * ms);
+    }
+    u->client = static_cast<uint32_t>(&c - clients_.get());
+    u->client_gen = c.gen;
+    u->hp.reset();
+    u->buf_len = 0;
+    c.up = static_cast<uint32_t>(u - upconns_.get());
+    c.up_gen = u->gen;
+    ++us.busy[server];
+    srv_ctr_[upstream][server].active.inc();
+    return u;
+}
+
+void worker_proxy::drive_upconn(upconn &u, uint64_t now) noexcept {
+    if (!u.used) return;
+    if (u.state == upconn::st::connecting) return;
+    if (u.state == upconn::st::idle) {
+        // Nothing is expected from an idle origin: EOF or stray bytes end it.
+        if (u.in_n != 0 || pull(u, now) != 0 || u.eof) close_upconn(u, u.in_n != 0, now);
+        return;
+    }
+    if (u.state == upconn::st::closing) {
+        drop_input(u);
+        while (pull(u, now) != 0) drop_input(u);
+        flush(u, now);
+        return;
+    }
+    flush(u, now);
+    // The request body may be waiting for room toward us.
+    if (u.client != none) {
+        client &c = clients_[u.client];
+        if (c.used && c.gen == u.client_gen && c.state == client::st::body && u.out_n == 0)
+            client_body(c, now);
+        if (!u.used) return;
+    } else if (rreq *r = rreq_of(u); r != nullptr && r->qn != 0) {
+        pump_req(*r, u, now);
+    }
+    for (int guard = 0; guard < 64 && u.used; ++guard) {
+        if (u.state == upconn::st::head) {
+            if (!upconn_head(u, now)) return;
+        } else if (u.state == upconn::st::body) {
+            upconn_body(u, now);
+            return;
+        } else {
+            return;
+        }
+    }
+}
+
+bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
+    client *cp = nullptr;
+    rreq *rp = nullptr;
+    if (u.client != none) {
+        client &c = clients_[u.client];
+        if (c.used && c.gen == u.client_gen) cp = &c;
+    } else if (u.rq != none) {
+        rp = rreq_of(u);
+    }
+    if (cp == nullptr && rp == nullptr && !u.health) {
+        close_upconn(u, true, now);
+        return false;
+    }
+    for (;;) {
+        // A handed-over request: out of credit, the client's lcore has not
+        // taken the last chains yet; read nothing more.
+        if (rp != nullptr && rp->credit == 0) return false;
+        if (u.buf_len != 0) {
+            http::response &resp = u.resp;
+            if (u.hp.current_phase() == http::head_parser::phase::start_line) resp = {};
+            const auto r = http::parse_response(u.hp, {u.buf, u.buf_len}, u.ri, resp,
+                                                std::span(u.fields, limits_.max_headers), limits_);
+            if (r.st == http::parse_result::status::error) {
+                ctr_.upstream_bad_response.inc();
+                upconn_failed(u, 502, true, now);
+                return false;
+            }
+            if (r.st == http::parse_result::status::done) {
+                const head_next next = response_head(u, cp, rp, r.consumed, now);
+                if (next == head_next::again) continue;  // a 1xx went: the final head follows
+                return next == head_next::body;
+            }
+            if (u.buf_len >= u.cap) {
+                ctr_.upstream_bad_response.inc();
+                upconn_failed(u, 502, true, now);
+                return false;
+            }
+        }
+        if (u.in_n == 0 && pull(u, now) == 0) {
+            if (u.eof) {
+                // Closed before (the rest of) a response head.
+                upconn_failed(u, 502, true, now);
+            }
+            return false;
+        }
+        net::tcp_rx_piece &p = u.front();
+        const uint32_t k = net::piece_copy_out(p, u.buf + u.buf_len, u.cap - u.buf_len);
+        u.buf_len += k;
+        p.off += k;
+        p.len -= k;
+        if (p.len == 0) {
+            rte_pktmbuf_free(p.m);
+            u.pop();
+        }
+    }
+}
+
+// A complete response head (the first `consumed` bytes of u's buffer) for
+// the local client cp or the remote request rp (or a health check): checked,
+// counted, serialized toward the client and sent with the body bytes that
+// came with it. again: it was a 1xx (the final head follows); body: the body
+// follows (upconn_body); stop: the exchange ended or failed.
+worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq *rp,
+                                                    uint32_t consumed, uint64_t now) noexcept {
+    const http::response &resp = u.resp;
+    if (u.health) {
+        const bool ok = resp.status >= 200 && resp.status < 400;
+        if (!ok) ctr_.health_check_failed.inc();
+        ups_[u.upstream]->hc_conn[u.server] = none;
+        health_result(u.upstream, u.server, ok, now);
+        close_upconn(u, true, now);
+        return head_next::stop;
+    }
+    if (resp.status == 101) {  // no upgrades through ferry
+        ctr_.upstream_bad_response.inc();
+        upconn_failed(u, 502, false, now);
+        return head_next::stop;
+    }
+    auto &sc = srv_ctr_[u.upstream][u.server];
+    if (resp.status >= 200) {
+        sc.latency_ns.inc(now - u.t_sent);
+        sc.responses.inc();
+        auto &h = shared_.health[u.upstream][u.server];
+        if (h.consecutive_fails.load(std::memory_order_relaxed) != 0)
+            h.consecutive_fails.store(0, std::memory_order_relaxed);
+    }
+    const bool until_close = resp.body == http::body_kind::until_close;
+    bool &keep_alive = cp != nullptr ? cp->keep_alive : rp->keep_alive;
+    if (until_close) keep_alive = false;
+    http::forward_info fi;
+    fi.keep_alive = keep_alive && resp.status >= 200;
+    fi.via_name = cfg_.http.via;
+    const size_t hl =
+        http::serialize_response_head(resp, fi, std::span(scratch_.get(), scratch_size));
+    rte_mbuf *head = hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl),
+                                        cp != nullptr ? cp->port : u.port)
+                             : nullptr;
+    if (head == nullptr) {
+        // Too large to forward (502), or no mbuf (503, no_buffer).
+        if (hl == 0) ctr_.upstream_bad_response.inc();
+        upconn_failed(u, hl == 0 ? 502 : 503, false, now);
+        return head_next::stop;
+    }
+    // Remote: the head leaves with the body bytes that came with it (one
+    // resp_data); a 1xx leaves at once. Its arg tells A the status and the
+    // connect time, for the access log (proxy.h).
+    rte_mbuf *rhead = nullptr;
+    uint32_t head_arg = resp.status;
+    if (cp != nullptr) {
+        client &c = *cp;
+        if (c.al_open) al_head(c, u, resp.status, now);
+        if (!push(c, head, now)) {  // the client's out queue is full
+            ctr_.no_buffer.inc();
+            upconn_failed(u, 503, false, now);
+            return head_next::stop;
+        }
+        c.response_started = true;
+        if (c.retry_head != nullptr) {
+            rte_pktmbuf_free(c.retry_head);
+            c.retry_head = nullptr;
+        }
+    } else {
+        uint32_t uct_ms = 0xffff;  // unknown
+        if (u.reused)
+            uct_ms = 0;
+        else if (u.t_conn != 0)
+            uct_ms = static_cast<uint32_t>(
+                std::min<uint64_t>((u.t_conn - std::min(u.t_conn, u.t_sent)) / ms, 0xfffe));
+        head_arg |= uct_ms << 16;
+        if (rp->retry_head != nullptr) {
+            rte_pktmbuf_free(rp->retry_head);
+            rp->retry_head = nullptr;
+        }
+        rhead = head;
+    }
+    count_response(resp.status);
+    std::memmove(u.buf, u.buf + consumed, u.buf_len - consumed);
+    u.buf_len -= consumed;
+    u.hp.reset();
+    if (resp.status < 200) {
+        // 1xx: a complete message; the final response follows.
+        if (cp != nullptr) {
+            cp->response_started = false;
+        } else {
+            --rp->credit;
+            xsend(rp->from, op_resp_data, rp->handle, xf_interim, head_arg, rhead);
+        }
+        return head_next::again;
+    }
+    u.resp_keep_alive = resp.keep_alive && !until_close;
+    u.framer.reset(resp.body, resp.content_length, limits_);
+    u.state = upconn::st::body;
+    timers_.arm(u.timer, now + cfg_.upstreams[u.upstream].read_timeout_ms * ms);
+    return head_body(u, cp, rp, rhead, head_arg, now) ? head_next::body : head_next::stop;
+}
+
+// The body bytes that came with a response head (copied: small) go after
+// it: pushed to the local client, or in the remote head's message, which
+// leaves here. True when the body goes on (upconn_body), false when the
+// response ended with them or failed.
+bool worker_proxy::head_body(upconn &u, client *cp, rreq *rp, rte_mbuf *rhead, uint32_t head_arg,
+                             uint64_t now) noexcept {
+    auto send_rhead = [&] {
+        if (rhead == nullptr) return;
+        --rp->credit;
+        rp->response_started = true;
+        xsend(rp->from, op_resp_data, rp->handle, 0, head_arg, rhead);
+        rhead = nullptr;
+    };
+    auto finish = [&](bool reusable) {
+        if (cp != nullptr)
+            finish_response(*cp, &u, reusable, now);
+        else
+            finish_rreq(u, *rp, reusable, now);
+    };
+    if (u.buf_len != 0) {
+        const auto fr = u.framer.feed({u.buf, u.buf_len});
+        if (fr.error) {
+            rte_pktmbuf_free(rhead);
+            ctr_.upstream_bad_response.inc();
+            upconn_failed(u, 502, true, now);
+            return false;
+        }
+        if (fr.consumed != 0) {
+            rte_mbuf *body = chain_of(u.buf, fr.consumed, cp != nullptr ? cp->port : u.port);
+            if (cp != nullptr) {
+                if (!push(*cp, body, now)) {  // the head went: abort the client
+                    if (body != nullptr) ctr_.no_buffer.inc();
+                    upconn_failed(u, 502, false, now);
+                    return false;
+                }
+            } else if (body == nullptr || !net::chain_append(rhead, body)) {
+                rte_pktmbuf_free(body);
+                rte_pktmbuf_free(rhead);
+                upconn_failed(u, 503, false, now);
+                return false;
+            }
+        }
+        const bool extra = fr.consumed < u.buf_len;
+        u.buf_len = 0;
+        if (rp != nullptr) send_rhead();
+        if (fr.done) {
+            finish(u.resp_keep_alive && !extra && u.in_n == 0);
+            return false;
+        }
+        if (extra) {
+            ctr_.upstream_bad_response.inc();
+            upconn_failed(u, 502, true, now);
+            return false;
+        }
+    }
+    if (rp != nullptr) send_rhead();
+    if (u.framer.done()) {  // no body
+        finish(u.resp_keep_alive && u.in_n == 0);
+        return false;
+    }
+    return true;
+}
+
+void worker_proxy::count_response(uint16_t status) noexcept {
+    switch (status / 100) {
+        case 1:
+            ctr_.responses_1xx.inc();
+            break;
+        case 2:
+            ctr_.responses_2xx.inc();
+            break;
+        case 3:
+            ctr_.responses_3xx.inc();
+            break;
+        case 4:
+            ctr_.responses_4xx.inc();
+            break;
+        default:
+            ctr_.responses_5xx.inc();
+            break;
+    }
+}
+
+// The response body toward the client (or, for a handed-over request,
+// toward the client's worker), until it ends or the sink is full.
+void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
+    client *cp = nullptr;
+    rreq *rp = nullptr;
+    body_sink sink;
+    if (u.client != none) {
+        client &c = clients_[u.client];
+        if (c.used && c.gen == u.client_gen) cp = &c;
+        sink.dst = cp;
+    } else if ((rp = rreq_of(u)) != nullptr) {
+        sink.peer = rp->from;
+        sink.op = op_resp_data;
+        sink.handle = rp->handle;
+        sink.credit = &rp->credit;
+        sink.sent = &rp->response_started;
+    }
+    if (cp == nullptr && rp == nullptr) {
+        close_upconn(u, true, now);
+        return;
+    }
+    const auto &uc = cfg_.upstreams[u.upstream];
+    const pump_result r = pump_body(u, sink, 0, uint64_t(uc.read_timeout_ms) * ms, now);
+    auto finish = [&](bool reusable) {
+        if (cp != nullptr)
+            finish_response(*cp, &u, reusable, now);
+        else
+            finish_rreq(u, *rp, reusable, now);
+    };
+    switch (r.end) {
+        case pump_end::blocked:
+            return;
+        case pump_end::done:
+            finish(u.resp_keep_alive && u.in_n == 0 && !u.eof);
+            return;
+        case pump_end::eof:
+            if (u.framer.kind() == http::body_kind::until_close) {
+                finish(false);
+                return;
+            }
+            [[fallthrough]];  // closed mid-body: the response is truncated
+        case pump_end::bad_framing:
+        case pump_end::too_large:
+            ctr_.upstream_bad_response.inc();
+            upconn_failed(u, 502, true, now);
+            return;
+        case pump_end::no_buffer:
+            upconn_failed(u, 502, false, now);
+            return;
+    }
+}
+
+void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
+                                 uint64_t now) noexcept {
+    if (u.health) {
+        ctr_.health_check_failed.inc();
+        ups_[u.upstream]->hc_conn[u.server] = none;
+        health_result(u.upstream, u.server, false, now);
+        close_upconn(u, true, now);
+        return;
+    }
+    client *cp = nullptr;
+    if (u.client != none) {
+        client &c = clients_[u.client];
+        if (c.used && c.gen == u.client_gen) cp = &c;
+    }
+    const int upstream = u.upstream, server = u.server;
+    const uint16_t uport = u.port;
+    const bool reused = u.reused;
+    const uint32_t slot = u.slot;
+    const http::request_info ri = u.ri;
+    if (cp != nullptr && cp->al_open && (reused || u.t_conn != 0))
+        al_rec(*cp).uct_ns = reused ? 0 : u.t_conn - std::min(u.t_conn, u.t_sent);
+    if (count_health && !reused) {
+        srv_ctr_[upstream][server].failures.inc();
+        health_result(upstream, server, false, now);
+    }
+    // A handed-over request: detach it first (close_upconn would answer 502).
+    rreq *rp = rreq_of(u);
+    if (rp != nullptr) {
+        u.rq = none;
+        u.cred_mask = 0;
+        srv_ctr_[upstream][server].active.dec();
+        rp->up = none;
+    }
+    close_upconn(u, true, now);  // also ends its busy accounting for the client
+    if (rp != nullptr) {
+        rreq &r = *rp;
+        if (reused && r.retry_head != nullptr && r.retries_left > 0 && r.end &&
+            !r.response_started && slot != none && r.qn == 0) {
+            --r.retries_left;
+            ctr_.requests_retried.inc();
+            rte_mbuf *again =
+                r.retries_left > 0 ? clone_of(r.retry_head, uport) : nullptr;
+            r.q[r.qh] = r.retry_head;
+            r.qn = 1;
+            r.retry_head = again;
+            r.queued = true;
+            if (shared_submit(slot, job{static_cast<uint32_t>(rp - rreqs_.get()), r.agen, true},
+                              true))
+                return;
+            r.queued = false;
+        }
+        xsend(r.from, op_resp_error, r.handle, 0, status, nullptr);
+        free_rreq(r);
+        return;
+    }
+    if (cp == nullptr) return;
+    client &c = *cp;
+    c.up = none;
+    if (c.response_started) {
+        abort_client(c, now);
+        return;
+    }
+    // RFC 9110 §9.2.2: an idempotent request may be retried; only when the
+    // connection was a reused keep-alive one (the origin may have closed it
+    // just as we sent) and the request had no body.
+    if (reused && c.retry_head != nullptr && c.retries_left > 0 && c.state == client::st::wait) {
+        if (slot != none) {
+            // Shared pool: first in line for the slot's next connection.
+            --c.retries_left;
+            ctr_.requests_retried.inc();
+            rte_mbuf *again = c.retries_left > 0
+                                  ? clone_of(c.retry_head, c.port)
+                                  : nullptr;
+            c.q_head = c.retry_head;
+            c.retry_head = again;
+            c.q_ri = ri;
+            c.q_body = false;
+            c.queued = true;
+            if (shared_submit(slot, job{static_cast<uint32_t>(cp - clients_.get()), c.gen, false},
+                              true))
+                return;
+            c.queued = false;
+            rte_pktmbuf_free(c.q_head);
+            c.q_head = nullptr;
+        } else if (upconn *fresh = acquire(c, upstream, server, now, true); fresh != nullptr) {
+            --c.retries_left;
+            ctr_.requests_retried.inc();
+            rte_mbuf *again = c.retries_left > 0 ? clone_of(c.retry_head, fresh->port) : nullptr;
+            fresh->ri = ri;
+            fresh->t_sent = now;
+            const bool sent = push(*fresh, c.retry_head, now);
+            c.retry_head = again;
+            if (sent) return;
+            status = 503;  // reject below closes fresh
+        }
+    }
+    reject_generated(c, status, now);
+}
+
+void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexcept {
+    upstream_state &us = *ups_[u.upstream];
+    if (us.busy[u.server] > 0) --us.busy[u.server];
+    srv_ctr_[u.upstream][u.server].active.dec();
+    if (u.shared) {
+        shared_release(u, reusable, now);
+        return;
+    }
+    const auto &uc = cfg_.upstreams[u.upstream];
+    if (!reusable || draining_ || u.eof || us.nidle[u.server] >= uc.max_idle) {
+        u.state = upconn::st::body;  // so close_upconn does not touch the idle list
+        close_upconn(u, !reusable, now);
+        return;
+    }
+    u.state = upconn::st::idle;
+    u.reused = false;
+    u.idle_prev = none;
+    u.idle_next = us.idle_head[u.server];
+    if (u.idle_next != none) upconns_[u.idle_next].idle_prev = static_cast<uint32_t>(&u - upconns_.get());
+    us.idle_head[u.server] = static_cast<uint32_t>(&u - upconns_.get());
+    ++us.nidle[u.server];
+    srv_ctr_[u.upstream][u.server].idle.inc();
+    timers_.arm(u.timer, now + cfg_.http.client_idle_timeout_ms * ms);
+}
+
+// Takes u out of the idle list and the idle gauge, or out of the busy count
+// of its client, exactly once: an idle connection leaves the idle state here,
+// so closing it afterwards (or freeing it) does not count it again.
+void worker_proxy::unaccount(upconn &u) noexcept {
+    upstream_state &us = *ups_[u.upstream];
+    if (u.state == upconn::st::idle) {
+        if (!u.shared) {  // shared connections are in no idle list
+            const uint32_t idx = static_cast<uint32_t>(&u - upconns_.get());
+            if (u.idle_prev != none)
+                upconns_[u.idle_prev].idle_next = u.idle_next;
+            else if (us.idle_head[u.server] == idx)
+                us.idle_head[u.server] = u.idle_next;
+            if (u.idle_next != none) upconns_[u.idle_next].idle_prev = u.idle_prev;
+            u.idle_next = u.idle_prev = none;
+            --us.nidle[u.server];
+        }
+        srv_ctr_[u.upstream][u.server].idle.dec();
+        u.state = upconn::st::closing;
+    } else if (u.client != none) {
+        // Still counted busy for a client.
+        if (us.busy[u.server] > 0) --us.busy[u.server];
+        srv_ctr_[u.upstream][u.server].active.dec();
+        u.client = none;
+    }
+}
+
+// Ends what u still serves: its accounting (unaccount), a handed-over
+// request on it (its client's lcore answers 502) and its shared slot (the
+// slot's next job opens a fresh connection).
+void worker_proxy::detach_upconn(upconn &u) noexcept {
+    unaccount(u);
+    if (u.rq != none) {
+        rreq *r = rreq_of(u);
+        u.rq = none;
+        srv_ctr_[u.upstream][u.server].active.dec();
+        if (r != nullptr) {
+            r->up = none;
+            xsend(r->from, op_resp_error, r->handle, 0, 502, nullptr);
+            free_rreq(*r);
+        }
+    }
+    u.cred_mask = 0;
+    if (u.slot != none) {
+        shared_slot &sl = slots_[u.slot];
+        if (sl.conn == static_cast<uint32_t>(&u - upconns_.get())) sl.conn = none;
+        kick(u.slot);
+        u.slot = none;
+    }
+}
+
+void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
+    if (!u.used) return;
+    detach_upconn(u);
+    timers_.cancel(u.timer);
+    drop_input(u);
+    if (!u.h.valid()) {
+        free_upconn(u, now);
+        return;
+    }
+    if (abort) {
+        ctr_.upstream_aborted.inc();
+        ports_[u.port].layer->abort(u.h, now);  // its closed event frees it
+        u.state = upconn::st::closing;
+        return;
+    }
+    u.state = upconn::st::closing;
+    u.closing = true;
+    flush(u, now);
+}
+
+void worker_proxy::free_upconn(upconn &u, uint64_t now) noexcept {
+    if (!u.used) return;
+    detach_upconn(u);
+    if (u.health && ups_[u.upstream]->hc_conn[u.server] == static_cast<uint32_t>(&u - upconns_.get()))
+        ups_[u.upstream]->hc_conn[u.server] = none;
+    timers_.cancel(u.timer);
+    drop_input(u);
+    for (uint32_t i = 0; i < u.out_n; ++i) rte_pktmbuf_free(u.out[i]);
+    u.out_n = 0;
+    u.cred_mask = 0;
+    if (u.h.valid()) {
+        slot_owner_[u.port][u.h.index] = none;
+        ports_[u.port].layer->abort(u.h, now);
+        u.h = net::tcp_handle{};
+    }
+    u.used = false;
+    u.client = none;
+    u.health = false;
+    u.shared = false;
+    u.idle_next = u.idle_prev = none;
+    --nupconns_;
+    free_upconns_[nfree_upconns_++] = static_cast<uint32_t>(&u - upconns_.get());
+}
+
+void worker_proxy::health_result(int upstream, int server, bool ok, uint64_t now) noexcept {
+    auto &h = shared_.health[upstream][server];
+    const auto &uc = cfg_.upstreams[upstream];
+    if (ok) {
+        h.consecutive_fails.store(0, std::memory_order_relaxed);
+        if (h.down_until.load(std::memory_order_relaxed) != 0)
+            h.down_until.store(0, std::memory_order_relaxed);
+        return;
+    }
+    const uint32_t f = h.consecutive_fails.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (uc.max_fails != 0 && f >= uc.max_fails) {
+        h.down_until.store(now + uc.fail_timeout_ms * ms, std::memory_order_relaxed);
+        h.consecutive_fails.store(0, std::memory_order_relaxed);
+        h.marked_down.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void worker_proxy::run_health_checks(uint64_t now) noexcept {
+    uint64_t next = UINT64_MAX;
+    for (size_t ui = 0; ui < cfg_.upstreams.size(); ++ui) {
+        const auto &uc = cfg_.upstreams[ui];
+        if (uc.health_check_path.empty()) continue;
+        next = std::min<uint64_t>(next, now + uc.health_check_interval_ms * ms);
+        upstream_state &us = *ups_[ui];
+        for (size_t s = 0; s < uc.servers.size(); ++s) {
+            if (us.hc_conn[s] != none) continue;  // still running (its timer ends it)
+            if (nfree_upconns_ == 0) return;
+            const auto &srv = uc.servers[s];
+            upconn *hc = open_upconn(static_cast<int>(ui), static_cast<int>(s), now);
+            if (hc == nullptr) continue;
+            upconn &u = *hc;
+            const uint16_t port = u.port;
+            u.health = true;
+            us.hc_conn[s] = static_cast<uint32_t>(hc - upconns_.get());
+            ctr_.health_checks.inc();
+            char host[32];
+            std::snprintf(host, sizeof host, "%u.%u.%u.%u:%u", srv.addr >> 24,
+                          (srv.addr >> 16) & 255, (srv.addr >> 8) & 255, srv.addr & 255, srv.port);
+            const int n = std::snprintf(
+                scratch_.get(), scratch_size,
+                "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: ferry-health-check\r\n"
+                "Connection: close\r\n\r\n",
+                uc.health_check_path.c_str(),
+                uc.health_check_host.empty() ? host : uc.health_check_host.c_str());
+            if (!push(u, chain_of(scratch_.get(), static_cast<uint32_t>(n), port), now)) {
+                // No mbuf for the check: say nothing about the server's health.
+                us.hc_conn[s] = none;
+                u.health = false;
+                close_upconn(u, true, now);
+                continue;
+            }
+            timers_.arm(u.timer, now + uc.health_check_timeout_ms * ms);
+        }
+    }
+    if (next != UINT64_MAX && !draining_) timers_.arm(health_timer_, next);
+}
+
+}  // namespace ferry::proxy

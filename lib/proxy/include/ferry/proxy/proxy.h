@@ -481,7 +481,7 @@ private:
     void on_owner_message(unsigned from, xcore::message &m, uint64_t now) noexcept;
 
     // Bodies: one pump from a source endpoint to a sink, a local endpoint
-    // or a remote worker (proxy.cpp "body pump").
+    // or a remote worker (body.cpp).
     struct body_sink {
         endpoint *dst = nullptr;  // local; else remote:
         unsigned peer = 0;

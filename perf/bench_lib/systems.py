@@ -6,6 +6,9 @@ polling ferry never steals CPU 1 from the others) and stopped by its pid.
   haproxy       HAProxy, nbthread 1, keep-alive both sides (its defaults)
   nginx         nginx proxy_pass, worker_processes 1, upstream keepalive
   direct        wrk straight to the origin over its own veth: the ceiling
+  ferry-base    (opt-in, with --base-bin) ferry-local run from another
+                binary, e.g. a release build of an older commit: a before/after
+                comparison interleaved in one run (ratios ferry-local / ferry-base)
   ferry-relay   (opt-in) ferry's [tcp_test] L4 relay: not HTTP aware, no
                 pooling, and its upstream leg runs through the client
                 namespace's kernel router (the relay connects out of the port
@@ -25,7 +28,7 @@ from . import topo as T
 from . import util
 
 ALL = ["ferry-local", "ferry-shared", "haproxy", "nginx", "direct"]
-OPTIONAL = ["ferry-relay"]
+OPTIONAL = ["ferry-relay", "ferry-base"]
 NOT_SERVING = "ferry: not serving HTTP (skipped)"
 
 HAPROXY_CONF = """\
@@ -293,13 +296,16 @@ def first_error(log):
 class Ferry(System):
     is_ferry = True
 
-    def __init__(self, topo, args, name, app="http", pool="local"):
+    def __init__(self, topo, args, name, app="http", pool="local", binary=None):
         super().__init__(topo, args)
         self.name = name
         self.app = app
         self.pool = pool
+        self.binary = binary or args.ferry_bin
         self.label = ("ferry L4 relay ([tcp_test])" if app == "relay"
                       else f"ferry HTTP, pool {pool}")
+        if binary is not None:
+            self.label += f" (baseline {binary})"
         self.fp = None
         self.skip_reason = None
         self.last_log = ""
@@ -311,7 +317,7 @@ class Ferry(System):
         if self.skip_reason:
             raise Skip(self.skip_reason)
         lcores = self.topo.cpu_proxy
-        self.fp = FerryProc(self.topo, self.args.ferry_bin, self.config_text(), lcores=lcores,
+        self.fp = FerryProc(self.topo, self.binary, self.config_text(), lcores=lcores,
                             cpus=self.topo.cpu_proxy, ports=self.args.ferry_ports)
         url = f"http://{T.FERRY_IP}:{T.PROXY_PORT}"
         try:
@@ -332,6 +338,7 @@ def make(name, topo, args):
         "ferry-local": lambda: Ferry(topo, args, "ferry-local", "http", "local"),
         "ferry-shared": lambda: Ferry(topo, args, "ferry-shared", "http", "shared"),
         "ferry-relay": lambda: Ferry(topo, args, "ferry-relay", "relay"),
+        "ferry-base": lambda: Ferry(topo, args, "ferry-base", "http", "local", args.base_bin),
         "haproxy": lambda: Haproxy(topo, args),
         "nginx": lambda: NginxProxy(topo, args),
         "direct": lambda: Direct(topo, args),

@@ -383,7 +383,10 @@ void stack::input_handoff(rte_mbuf *m, uint64_t now_ns) noexcept {
         drop(m, ctr_.ipv4_drop_truncated);
         return;
     }
-    tcp_->input(m, ip, eth_hlen + static_cast<uint32_t>(pkt.header_len()), now_ns);
+    // The sending lcore verified the segment (checksum, options) before it
+    // handed it over (tcp_layer::input).
+    tcp_->input(m, ip, eth_hlen + static_cast<uint32_t>(pkt.header_len()), now_ns,
+                /*verified=*/true);
 }
 
 void stack::input_tcp(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now_ns) noexcept {

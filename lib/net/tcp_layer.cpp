@@ -236,22 +236,40 @@ bool tcp_layer::checksum_ok(const rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_
     return c.fold() == 0xffff;
 }
 
-void tcp_layer::input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now) noexcept {
+void tcp_layer::input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now,
+                      bool verified) noexcept {
     now_ = now;
     const uint32_t len = ip.payload_len;
     // The stack guarantees the first segment holds every header (or the whole frame).
     const uint32_t first = std::min<uint32_t>(rte_pktmbuf_data_len(m) - l4_off, len);
     const tcp_segment seg({rte_pktmbuf_mtod_offset(m, uint8_t *, l4_off), first}, len);
+    // tcp_rx counts the segments this lcore handles: its own flows' and the
+    // ones it drops; a segment it hands over is counted by its owner.
     if (seg.check() != tcp_error::none) {
         nc_.tcp_rx.inc();
         nc_.tcp_drop_malformed.inc();
         rte_pktmbuf_free(m);
         return;
     }
-    if (cfg_.nqueues > 1 && cfg_.handoff != nullptr) {
-        // Flow ownership: the owner checks the checksum and everything else.
-        const uint16_t owner =
-            owner_of(tcp_tuple{ip.dst, ip.src, seg.dst_port(), seg.src_port()});
+    // Everything a segment can be dropped for on its own is checked before a
+    // hand-off (issue 13): a corrupt segment of another lcore's flow must not
+    // cost a ring slot there. A handed-over segment arrives verified.
+    if (!verified && !checksum_ok(m, ip, l4_off, len)) {
+        nc_.tcp_rx.inc();
+        nc_.tcp_drop_bad_checksum.inc();
+        rte_pktmbuf_free(m);
+        return;
+    }
+    tcp_repr r;
+    if (tcp_repr::parse(seg, r) != tcp_error::none) {
+        nc_.tcp_rx.inc();
+        nc_.tcp_drop_bad_options.inc();
+        rte_pktmbuf_free(m);
+        return;
+    }
+    if (cfg_.nqueues > 1 && cfg_.handoff != nullptr && !verified) {
+        // Flow ownership: the owner's layer handles it (input_handoff).
+        const uint16_t owner = owner_of(tcp_tuple{ip.dst, ip.src, r.dst_port, r.src_port});
         if (owner != cfg_.queue) {
             if (cfg_.handoff(cfg_.handoff_ctx, owner, m)) {
                 nc_.tcp_handoff_out.inc();
@@ -262,18 +280,7 @@ void tcp_layer::input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_
             return;
         }
     }
-    nc_.tcp_rx.inc();  // by the owner only
-    if (!checksum_ok(m, ip, l4_off, len)) {
-        nc_.tcp_drop_bad_checksum.inc();
-        rte_pktmbuf_free(m);
-        return;
-    }
-    tcp_repr r;
-    if (tcp_repr::parse(seg, r) != tcp_error::none) {
-        nc_.tcp_drop_bad_options.inc();
-        rte_pktmbuf_free(m);
-        return;
-    }
+    nc_.tcp_rx.inc();
     const tcp_tuple t{ip.dst, ip.src, r.dst_port, r.src_port};
     const uint32_t payload_off = l4_off + static_cast<uint32_t>(seg.header_len());
 

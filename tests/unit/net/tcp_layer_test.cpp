@@ -506,6 +506,32 @@ TEST_F(TcpLayerTest, segments_of_other_queues_flows_are_handed_over) {
     EXPECT_EQ(out[0].h.flags, tcp_flag::syn | tcp_flag::ack);
 }
 
+// Issue 13, bug 3: a segment of another queue's flow is verified (checksum,
+// options) before it is handed over: a corrupt one never costs a ring slot
+// and is counted here; a good one reaches the owner marked verified, so the
+// owner does not sum it again.
+TEST_F(TcpLayerTest, segments_are_verified_before_they_are_handed_over) {
+    handoff_sink sink;
+    tcp_layer_config c;
+    c.queue = 0;
+    c.nqueues = 2;
+    c.handoff = handoff_sink::take;
+    c.handoff_ctx = &sink;
+    start(c);
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    uint16_t theirs = 5000;
+    while (layer_->owner_of(tcp_tuple{our_ip, peer_ip, 7, theirs}) == 0) ++theirs;
+    send(seg(theirs, 7, 100, tcp_flag::syn), {}, 0, /*corrupt=*/true);
+    send(seg(theirs, 7, 100, tcp_flag::syn), bytes{1, 2, 3}, 0, /*corrupt=*/true);
+    EXPECT_TRUE(sink.got.empty()) << "a corrupt segment was handed over";
+    EXPECT_EQ(nc_.tcp_drop_bad_checksum.get(), 2u);
+    EXPECT_EQ(nc_.tcp_handoff_out.get(), 0u);
+    send(seg(theirs, 7, 100, tcp_flag::syn));
+    ASSERT_EQ(sink.got.size(), 1u);
+    EXPECT_EQ(nc_.tcp_handoff_out.get(), 1u);
+    for (auto &g : sink.got) rte_pktmbuf_free(g.second);
+}
+
 TEST_F(TcpLayerTest, unread_data_survives_an_orderly_close_until_read) {
     // We close first (FIN), the peer's data and FIN arrive, TIME-WAIT runs
     // out: the data not read yet stays readable, `closed` comes after it.

@@ -159,8 +159,11 @@ public:
     [[nodiscard]] uint16_t owner_of(const tcp_tuple &t) const noexcept;
 
     // Called by the stack for every IPv4 datagram with protocol 6 that passed
-    // the IPv4 checks; owns `m`.
-    void input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now) noexcept;
+    // the IPv4 checks; owns `m`. Header, checksum and options are checked
+    // before a segment of another queue's flow is handed over; `verified`: it
+    // was (a hand-off from another lcore: its checksum is not summed again).
+    void input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now,
+               bool verified = false) noexcept;
 
     void poll_timers(uint64_t now) noexcept;
     [[nodiscard]] uint64_t next_deadline() const noexcept;

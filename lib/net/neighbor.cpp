@@ -140,8 +140,9 @@ neighbor_table::learn_result neighbor_table::learn(ipv4_addr ip, mac_addr mac, u
         // already in my translation table, update the sender hardware address
         // field of the entry with the new information in the packet".
         entry &e = entries_[idx];
-        r.status =
-            e.state == neighbor_state::incomplete ? learn_status::resolved : learn_status::updated;
+        r.status = e.state == neighbor_state::incomplete ? learn_status::resolved
+                   : e.mac == mac                        ? learn_status::refreshed
+                                                         : learn_status::updated;
         r.released = std::span<rte_mbuf *const>(e.pending.data(), e.npending);
         e.npending = 0;
     } else {
@@ -164,6 +165,23 @@ neighbor_table::learn_result neighbor_table::learn(ipv4_addr ip, mac_addr mac, u
     e.tries = 0;
     e.confirmed_ns = now_ns;
     note_deadline(expiry(e));
+    const uint64_t since = e.shared_ns == never ? never : now_ns - e.shared_ns;
+    switch (r.status) {
+        case learn_status::inserted:
+        case learn_status::resolved:
+            r.share = true;
+            break;
+        case learn_status::updated:
+            r.share = since >= cfg_.share_change_ns;
+            break;
+        case learn_status::refreshed:
+            r.share = since >= (cfg_.share_refresh_ns != 0 ? cfg_.share_refresh_ns
+                                                           : cfg_.timeout_ns / 2);
+            break;
+        default:
+            break;
+    }
+    if (r.share) e.shared_ns = now_ns;
     return r;
 }
 

@@ -205,6 +205,9 @@ void stack::input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) 
             case neighbor_table::learn_status::updated:
                 ctr_.neigh_updated.inc();
                 break;
+            case neighbor_table::learn_status::refreshed:
+                ctr_.neigh_refreshed.inc();
+                break;
             case neighbor_table::learn_status::resolved:
             case neighbor_table::learn_status::inserted:
                 ctr_.neigh_learned.inc();
@@ -221,11 +224,13 @@ void stack::input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) 
         for (rte_mbuf *p : lr.released) {
             send_ipv4(p, a.sender_hw);
         }
-        const bool bound = lr.status == neighbor_table::learn_status::updated ||
-                           lr.status == neighbor_table::learn_status::resolved ||
-                           lr.status == neighbor_table::learn_status::inserted;
-        if (bound && neigh_hook_ != nullptr) {
-            neigh_hook_(neigh_hook_ctx_, a.sender_ip, a.sender_hw);
+        // Only news goes to the other lcores (learn_result::share).
+        if (neigh_hook_ != nullptr) {
+            if (lr.share)
+                neigh_hook_(neigh_hook_ctx_, a.sender_ip, a.sender_hw);
+            else if (lr.status == neighbor_table::learn_status::updated ||
+                     lr.status == neighbor_table::learn_status::refreshed)
+                ctr_.neigh_share_suppressed.inc();
         }
     }
     if (!for_us) {
@@ -344,6 +349,9 @@ void stack::learn_shared(ipv4_addr ip, mac_addr mac, uint64_t now_ns) noexcept {
     switch (lr.status) {
         case neighbor_table::learn_status::updated:
             ctr_.neigh_updated.inc();
+            break;
+        case neighbor_table::learn_status::refreshed:
+            ctr_.neigh_refreshed.inc();
             break;
         case neighbor_table::learn_status::resolved:
         case neighbor_table::learn_status::inserted:

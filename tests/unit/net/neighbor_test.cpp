@@ -87,10 +87,26 @@ TEST(Neighbor, ExpiresAfterTimeout) {
     EXPECT_EQ(t.next_deadline(), UINT64_MAX);
 }
 
+// learn_result::share: news only (issue 13, bug 3).
+TEST(Neighbor, ShareSaysOnlyNews) {
+    neighbor_table t(cfg());  // timeout 60 s: an unchanged binding re-shared after 30 s
+    const uint64_t ms = sec / 1000;
+    auto l = [&](int m, uint64_t at) { return t.learn(ip(2), mac(m), at, true); };
+    EXPECT_TRUE(l(2, 0).share);                  // inserted
+    EXPECT_FALSE(l(2, 1 * sec).share);           // refreshed, nothing new
+    EXPECT_EQ(l(2, 29 * sec).status, status::refreshed);
+    EXPECT_TRUE(l(2, 30 * sec).share);           // refreshed, half a timeout since
+    const auto moved = l(3, 30 * sec + 100 * ms);
+    EXPECT_EQ(moved.status, status::updated);
+    EXPECT_TRUE(moved.share);                    // a new MAC, 100 ms since the last share
+    EXPECT_FALSE(l(2, 30 * sec + 150 * ms).share);  // flapping: held back
+    EXPECT_TRUE(l(3, 30 * sec + 200 * ms).share);   // 100 ms since the last share
+}
+
 TEST(Neighbor, RefreshAndConfirmExtendLifetime) {
     neighbor_table t(cfg());
     ASSERT_EQ(t.learn(ip(2), mac(2), 0, true).status, status::inserted);
-    ASSERT_EQ(t.learn(ip(2), mac(2), 30 * sec, false).status, status::updated);
+    ASSERT_EQ(t.learn(ip(2), mac(2), 30 * sec, false).status, status::refreshed);
     EXPECT_EQ(t.lookup(ip(2), 80 * sec), mac(2));
     // The deadline may be early; a poll then recomputes it exactly.
     EXPECT_LE(t.next_deadline(), 90 * sec);

@@ -202,6 +202,51 @@ TEST_F(StackTest, GratuitousArpUpdatesOnlyKnownEntries) {
     EXPECT_TRUE(take_tx().empty());
 }
 
+// Issue 13, bug 3: every ARP packet re-shared its (unchanged) binding with
+// every other lcore. Only real changes go out at once (a new binding, a new
+// MAC, at most one per 100 ms per address); a binding that did not change is
+// re-shared at most once per half a neighbour timeout, to keep the other
+// lcores' entries fresh. What is held back is counted.
+TEST_F(StackTest, OnlyChangedBindingsAreSharedWithOtherLcores) {
+    struct shared_log {
+        std::vector<std::pair<ipv4_addr, mac_addr>> got;
+        static void hook(void *ctx, ipv4_addr ip, mac_addr mac) noexcept {
+            static_cast<shared_log *>(ctx)->got.emplace_back(ip, mac);
+        }
+    } log;
+    st_->set_neighbor_hook(&shared_log::hook, &log);
+    const bytes req = to_bytes(fixtures::arp_request_for_us);
+    for (int i = 0; i < 100; ++i) input(req, 1 + uint64_t(i) * 1'000'000);  // 100 in 100 ms
+    take_tx();
+    ASSERT_EQ(log.got.size(), 1u) << "an unchanged binding was re-shared";
+    EXPECT_EQ(log.got[0].first, peer_ip);
+    EXPECT_EQ(log.got[0].second, peer);
+    EXPECT_EQ(count("neigh_learned"), 1u);
+    EXPECT_EQ(count("neigh_refreshed"), 99u);
+    EXPECT_EQ(count("neigh_updated"), 0u);
+    EXPECT_EQ(count("neigh_share_suppressed"), 99u);
+    // Half a neighbour timeout (30 s) later the unchanged binding goes out
+    // once more, so the other lcores' entries do not expire.
+    input(req, 31 * sec);
+    take_tx();
+    EXPECT_EQ(log.got.size(), 2u);
+    // A new MAC is a change: shared at once.
+    arp_spec a;
+    a.sha = {0x02, 0, 0, 0, 0, 0x33};
+    const bytes moved = concat({eth_header(our_mac, a.sha, 0x0806), build_arp(a)});
+    input(moved, 32 * sec);
+    take_tx();
+    ASSERT_EQ(log.got.size(), 3u);
+    EXPECT_EQ(log.got[2].second, mac_addr({0x02, 0, 0, 0, 0, 0x33}));
+    EXPECT_EQ(count("neigh_updated"), 1u);
+    // A MAC flapping faster than once per 100 ms is not re-shared each time.
+    input(req, 32 * sec + 1'000'000);
+    input(moved, 32 * sec + 2'000'000);
+    take_tx();
+    EXPECT_EQ(log.got.size(), 3u);
+    EXPECT_EQ(count("neigh_share_suppressed"), 101u);
+}
+
 TEST_F(StackTest, Announce) {
     st_->announce(0);
     const auto tx = take_tx();

@@ -28,7 +28,9 @@
     X(arp_requests_sent,          "ARP requests sent to resolve a next hop")                     \
     X(arp_gratuitous_sent,        "gratuitous ARP announcements sent")                           \
     X(neigh_learned,              "neighbor entries added or resolved")                          \
-    X(neigh_updated,              "reachable neighbor entries refreshed by ARP")                 \
+    X(neigh_updated,              "reachable neighbor entries given a new MAC by ARP")           \
+    X(neigh_refreshed,            "reachable neighbor entries confirmed by ARP (same MAC)")      \
+    X(neigh_share_suppressed,     "bindings not re-shared with the other lcores: no change, or changed too often") \
     X(neigh_expired,              "neighbor entries removed after the timeout")                  \
     X(neigh_evicted,              "neighbor entries reclaimed to make room")                     \
     X(neigh_table_full,           "neighbor insertions refused: table full")                     \

@@ -33,6 +33,11 @@ struct neighbor_config {
     uint64_t timeout_ns = 60'000'000'000;  // a reachable entry lives this long unconfirmed
     uint64_t retry_ns = 1'000'000'000;     // between ARP requests for one address
     uint32_t max_tries = 3;                // requests per resolution, the first included
+    // Sharing bindings with the other lcores (learn_result::share): a change
+    // at most once per share_change_ns per address, an unchanged binding at
+    // most once per share_refresh_ns (0 = timeout_ns / 2).
+    uint64_t share_change_ns = 100'000'000;
+    uint64_t share_refresh_ns = 0;
 };
 
 enum class neighbor_state : uint8_t {
@@ -83,7 +88,8 @@ public:
     [[nodiscard]] std::optional<mac_addr> lookup(ipv4_addr ip, uint64_t now_ns) const noexcept;
 
     enum class learn_status : uint8_t {
-        updated,     // reachable entry existed: address and timer refreshed (merge flag set)
+        updated,     // reachable entry existed with another address: address and timer set
+        refreshed,   // reachable entry existed with this address: timer refreshed only
         resolved,    // incomplete entry existed: now reachable, `released` holds its packets
         inserted,    // no entry, we are the target: added (RFC 826)
         ignored,     // no entry and not the target: RFC 826 does not add one
@@ -92,6 +98,12 @@ public:
     struct learn_result {
         learn_status status = learn_status::ignored;
         bool evicted = false;  // the insertion reclaimed an expired entry
+        // The binding should go to the other lcores now: it is new (inserted,
+        // resolved), or changed (updated) and was not shared in the last
+        // share_change_ns, or unchanged (refreshed) and not shared in the last
+        // share_refresh_ns (so their entries do not expire while ours is
+        // confirmed). Otherwise a re-share would be a flood, not news.
+        bool share = false;
         // Packets that were waiting for this address, oldest first. The caller
         // owns them now (addresses them and sends them). Valid until the next
         // non-const call on the table.
@@ -190,9 +202,11 @@ private:
         uint32_t tries = 0;          // incomplete: requests sent so far
         uint64_t confirmed_ns = 0;   // reachable: last confirmation
         uint64_t next_retry_ns = 0;  // incomplete: when to send the next request or give up
+        uint64_t shared_ns = never;  // when learn() last said share (never: not yet)
         std::array<rte_mbuf *, max_pending> pending{};
     };
     static constexpr uint32_t npos = UINT32_MAX;
+    static constexpr uint64_t never = UINT64_MAX;
 
     [[nodiscard]] uint64_t expiry(const entry &e) const noexcept;
     [[nodiscard]] uint32_t home_slot(ipv4_addr ip) const noexcept;

@@ -350,17 +350,11 @@ print(got)
         check(p["tcp_connect_no_slot"] == 0 and http["upstream_no_connection"] == 0,
               "no upstream connection refused for want of a slot under churn")
 
-        # leaks: every connection closes, every mbuf returns
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            http = f.telemetry("/ferry/http")
-            p = f.port()
-            if http["active_connections"] == 0 and p["mbufs_in_use"] <= start_in_use + 64:
-                break
-            time.sleep(0.5)
+        # leaks: every connection closes, every mbuf returns, exactly
+        http, p = wait_quiescent(f, start_in_use)
         print(f"  http: {json.dumps(http['sum'])}")
         check(http["active_connections"] == 0, "no client connection left")
-        check(p["mbufs_in_use"] <= start_in_use + 64,
+        check(p["mbufs_in_use"] == start_in_use,
               f"no mbuf leak: {p['mbufs_in_use']} in use (start {start_in_use})")
     check(f.exit_code == 0, f"ferry exited 0 after SIGTERM (got {f.exit_code})")
 
@@ -496,6 +490,25 @@ print(json.dumps(res))
 """
 
 
+def wait_for(get, ok, timeout):
+    """Polls get() until ok(value) or the deadline; returns the last value."""
+    deadline = time.monotonic() + timeout
+    v = get()
+    while not ok(v) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        v = get()
+    return v
+
+
+def wait_quiescent(f, start_in_use, timeout=30):
+    """Waits until no client connection is open and the port's mbufs in use
+    are back to start_in_use exactly; returns the last (http, port) seen."""
+    def get():
+        return f.telemetry("/ferry/http"), f.port()
+    return wait_for(get, lambda v: v[0]["active_connections"] == 0
+                    and v[1]["mbufs_in_use"] == start_in_use, timeout)
+
+
 def per_lcore(http):
     return {k: v for k, v in http.items() if k.startswith("lcore")}
 
@@ -616,10 +629,15 @@ print(got)
 """
     for _ in range(8):
         ns.run([sys.executable, "-c", drop], timeout=30)
-    time.sleep(0.5)
-    after = f.telemetry("/ferry/http")["sum"]
-    d = {k: after[k] - before[k] for k in ("xcore_stale", "xcore_aborted", "client_gone",
-                                              "upstream_aborted", "shared_reconnects")}
+    keys = ("xcore_stale", "xcore_aborted", "client_gone", "upstream_aborted",
+            "shared_reconnects")
+
+    def gone():
+        after = f.telemetry("/ferry/http")["sum"]
+        return {k: after[k] - before[k] for k in keys}
+    # The clients are gone; ferry sees their resets on its next polls.
+    d = wait_for(gone, lambda d: d["client_gone"] >= 8 and d["upstream_aborted"] >= 8
+                 and d["xcore_aborted"] >= 1, timeout=15)
     print(f"  disconnects: {d}")
     check(d["xcore_aborted"] >= 1 and d["client_gone"] >= 8 and d["upstream_aborted"] >= 8,
           "clients gone mid-response: every upstream side aborted, the handed-over ones by "
@@ -643,13 +661,7 @@ print(got)
           f"{req1 - req0} requests")
 
     # (p)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        http = f.telemetry("/ferry/http")
-        p = f.port()
-        if http["active_connections"] == 0 and p["mbufs_in_use"] <= start_in_use + 64:
-            break
-        time.sleep(0.5)
+    http, p = wait_quiescent(f, start_in_use)
     lc = per_lcore(http)
     print("  http: " + json.dumps(http["sum"]))
     for k, v in lc.items():
@@ -671,7 +683,7 @@ print(got)
     check(s["xcore_send_retry"] > 0 and s["shared_queue_full"] == 0,
           f"refused sends kept and retried: {s['xcore_send_retry']}")
     check(http["active_connections"] == 0, "no client connection left")
-    check(p["mbufs_in_use"] <= start_in_use + 64,
+    check(p["mbufs_in_use"] == start_in_use,
           f"no mbuf leak: {p['mbufs_in_use']} in use (start {start_in_use})")
     ups = f.telemetry("/ferry/upstreams")
     gauges = {k: (v["active"], v["idle"], v["connections"]) for k, v in ups.items()}
@@ -684,11 +696,14 @@ print(got)
     # handed across: two on one lcore go to different owners): the drain
     # finishes them all.
     n0 = handed()
+    n2xx0 = f.telemetry("/ferry/http")["sum"]["responses_2xx"]
     procs = [ns.popen(["bash", "-c", f"curl -s --limit-rate 8M --max-time 60 "
                        f"{base}/nginx/big2.bin | sha256sum"],
                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
              for _ in range(4)]
-    time.sleep(1.0)
+    # SIGTERM once all four are in flight (their responses have begun).
+    wait_for(lambda: f.telemetry("/ferry/http")["sum"]["responses_2xx"],
+             lambda n: n >= n2xx0 + 4, timeout=30)
     x = handed() - n0
     t0 = time.monotonic()
     code = f.stop()

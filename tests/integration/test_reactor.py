@@ -19,6 +19,20 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def wait_for(get, ok, timeout=10.0):
+    """Polls get() until ok(value) or the deadline; returns the last value."""
+    deadline = time.monotonic() + timeout
+    v = get()
+    while not ok(v) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        v = get()
+    return v
+
+
+def lcore_states(f):
+    return {k: (v["mode"], v["state"]) for k, v in f.telemetry("/ferry/lcores").items()}
+
+
 def totals(f):
     lc = f.telemetry("/ferry/lcores")
     keys = ("sleeps", "sleep_ns", "polls", "wakeups_rx", "rx_packets")
@@ -32,8 +46,9 @@ def main():
     require_root()
     with Netns() as ns, Ferry(ns, lcores="0-1") as f:
         pid = f.proc.pid
-        time.sleep(1.0)  # settle: both lcores should now be asleep
-
+        # Settled once both lcores sleep (start-up work done).
+        wait_for(lambda: lcore_states(f),
+                 lambda st: len(st) == 2 and all(s == "asleep" for _, s in st.values()))
         _, lc = totals(f)
         for name, v in lc.items():
             check(v["mode"] == "conditional" and v["can_sleep"] == 1,
@@ -45,10 +60,16 @@ def main():
         c1, w1 = cpu_seconds(pid), time.monotonic()
         cpu_pct = 100.0 * (c1 - c0) / (w1 - w0)
         asleep_frac = (t1["sleep_ns"] - t0["sleep_ns"]) / (2 * (w1 - w0) * 1e9)
-        print(f"idle: ferry used {cpu_pct:.1f}% CPU over {w1 - w0:.1f} s with 2 workers; "
-              f"lcores asleep {100 * asleep_frac:.1f}% of the time")
-        # Generous bounds: an idle sleeping ferry sits near 0%; a polling one at 200%.
-        check(cpu_pct < 20.0, f"idle ferry in conditional mode uses little CPU ({cpu_pct:.1f}%)")
+        idle_polls = t1["polls"] - t0["polls"]
+        idle_wakes = sum(lc1[k][w] - lc0[k][w] for k in lc1
+                         for w in ("wakeups_rx", "wakeups_doorbell", "wakeups_timer"))
+        print(f"idle: ferry used {cpu_pct:.1f}% CPU over {w1 - w0:.1f} s with 2 workers "
+              f"(informational: CPU time is no assertion on a shared machine); lcores asleep "
+              f"{100 * asleep_frac:.1f}% of the time, {idle_polls} polls, {idle_wakes} wakeups")
+        # Counts, not timings: a polling lcore makes ~10^6 polls a second; a
+        # sleeping one polls only after a wakeup (a few polls each).
+        check(idle_polls < 1000 and idle_polls <= 20 * (idle_wakes + 2),
+              f"idle lcores do not poll: {idle_polls} polls for {idle_wakes} wakeups in 2 s")
         check(asleep_frac > 0.8, f"idle lcores spend most of the time asleep ({asleep_frac:.2f})")
         check(all(v["state"] == "asleep" for v in lc1.values()), "both lcores report asleep")
 
@@ -60,7 +81,9 @@ def main():
 
         # Runtime switch to poll: no more sleeps, CPU goes up.
         check(f.telemetry("/ferry/wakeup_mode,poll")["wakeup_mode"] == "poll", "mode set to poll")
-        time.sleep(0.3)
+        # Each lcore leaves its sleep at its next wakeup (rings on the switch).
+        wait_for(lambda: lcore_states(f),
+                 lambda st: all(m == "poll" and s == "running" for m, s in st.values()))
         p0, _ = totals(f)
         c0, w0 = cpu_seconds(pid), time.monotonic()
         time.sleep(1.5)
@@ -80,11 +103,9 @@ def main():
         # And back: sleeping resumes.
         check(f.telemetry("/ferry/wakeup_mode,conditional")["wakeup_mode"] == "conditional",
               "mode set back to conditional")
-        time.sleep(0.5)
-        b0, _ = totals(f)
-        time.sleep(0.5)
-        b1, lc = totals(f)
-        check(all(v["state"] == "asleep" for v in lc.values()), "lcores asleep again")
+        st = wait_for(lambda: lcore_states(f),
+                      lambda st: all(m == "conditional" and s == "asleep" for m, s in st.values()))
+        check(all(s == "asleep" for _, s in st.values()), f"lcores asleep again: {st}")
 
         check(f.telemetry("/ferry/wakeup_mode,always")["wakeup_mode"] == "always", "mode always")
         check(f.telemetry("/ferry/wakeup_mode,bogus") is None, "an unknown mode is refused")

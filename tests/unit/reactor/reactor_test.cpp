@@ -15,7 +15,6 @@
 namespace ferry::reactor {
 namespace {
 
-using namespace std::chrono_literals;
 
 // A work source: `queued` items, an eventfd that fires when items are added
 // (like an rx queue's interrupt fd), and counts of what the reactor did.
@@ -127,10 +126,10 @@ TEST_F(ReactorTest, WakeFdWakesAndIsCountedAsRx) {
     fake_source src;
     ASSERT_TRUE(r.add_poller(src.as_poller(src.fd)));
     std::thread feeder([&] {
-        // Only once the consumer has announced its sleep: adding earlier
-        // would (correctly) abort the sleep instead.
-        while (!r.asleep()) std::this_thread::yield();
-        std::this_thread::sleep_for(5ms);
+        // Only once the consumer's re-check has passed: adding earlier would
+        // (correctly) abort the sleep instead. (A fixed 5 ms sleep after
+        // asleep() stood in for this: asleep() is set before the re-check.)
+        while (!r.committed_to_sleep()) std::this_thread::yield();
         src.add(5);
     });
     EXPECT_TRUE(r.try_sleep(reactor::now_ns(), stop));
@@ -146,9 +145,9 @@ TEST_F(ReactorTest, ConditionalNotifyRingsOnlyASleeper) {
     // Awake consumer: suppressed, no syscall, flag untouched.
     EXPECT_EQ(notify(r.bell(), wakeup_mode::conditional), ring_result::suppressed);
     std::thread producer([&] {
-        // Wait until the consumer announced its sleep, then ring like a producer.
-        while (!r.asleep()) std::this_thread::yield();
-        std::this_thread::sleep_for(5ms);
+        // Wait until the consumer is past its re-check, then ring like a
+        // producer (ringing during the re-check would abort the sleep).
+        while (!r.committed_to_sleep()) std::this_thread::yield();
         EXPECT_EQ(notify(r.bell(), wakeup_mode::conditional), ring_result::rung);
         // A second producer in the same sleep finds the flag taken.
         EXPECT_EQ(notify(r.bell(), wakeup_mode::conditional), ring_result::suppressed);

@@ -120,6 +120,13 @@ public:
         return bell_.sleeping.load(std::memory_order_relaxed) != 0;
     }
 
+    // True once the pre-sleep re-check found nothing: the lcore is in (or
+    // about to enter) its epoll wait, so anything that arrives now wakes it
+    // rather than aborting the sleep. Any thread (tests wait on it).
+    [[nodiscard]] bool committed_to_sleep() const noexcept {
+        return asleep_since_.load(std::memory_order_relaxed) != 0;
+    }
+
     // How long the current sleep has lasted at `now` (0 when awake); sleep_ns
     // counts only finished sleeps. Any thread.
     [[nodiscard]] uint64_t current_sleep_ns(uint64_t now) const noexcept {

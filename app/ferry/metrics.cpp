@@ -28,6 +28,7 @@
 #include "app.h"
 #include "ferry/base/log.h"
 #include "ferry/http/parser.h"
+#include "ferry/http/status.h"
 #include "ferry_build_config.h"
 
 extern int ferry_logtype_app;
@@ -390,82 +391,38 @@ response error_response(int status, const char *reason) {
     return r;
 }
 
-// The end of the request head (just past the empty line) in `buf`, or npos.
-// CRLF CRLF, or a bare LF LF from hand-typed requests (RFC 9112 §2.2 lets a
-// recipient accept a bare LF as a line terminator).
-size_t head_end(std::string_view buf) {
-    constexpr size_t npos = std::string_view::npos;
-    const size_t crlf = buf.find("\r\n\r\n");
-    const size_t lf = buf.find("\n\n");
-    const size_t a = crlf == npos ? npos : crlf + 4, b = lf == npos ? npos : lf + 2;
-    return a < b ? a : b;
-}
-
-bool is_tchar(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-// Answers one request head (RFC 9112 §3: method SP request-target SP
-// HTTP-version). Only origin-form targets; header fields are checked for a
-// colon and otherwise ignored (no body is read: none of our paths takes one).
-response answer(std::string_view head, const app_state &app) {
-    const size_t eol = head.find('\n');
-    std::string_view line = head.substr(0, eol);
-    if (!line.empty() && line.back() == '\r')
-        line.remove_suffix(1);
-    const size_t sp1 = line.find(' ');
-    const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-    if (sp1 == std::string_view::npos || sp2 == std::string_view::npos ||
-        line.find(' ', sp2 + 1) != std::string_view::npos)
-        return error_response(400, "Bad Request");
-    const std::string_view method = line.substr(0, sp1);
-    const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-    const std::string_view version = line.substr(sp2 + 1);
-    if (method.empty() || target.empty() || target[0] != '/' ||
-        (version != "HTTP/1.1" && version != "HTTP/1.0"))
-        return error_response(400, "Bad Request");
-    for (char c : method)
-        if (!is_tchar(c))
-            return error_response(400, "Bad Request");
-    for (char c : target)
-        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
-            return error_response(400, "Bad Request");
-    // Field lines: name ":" value, up to the empty line.
-    std::string_view rest = eol == std::string_view::npos ? "" : head.substr(eol + 1);
-    while (!rest.empty()) {
-        const size_t e = rest.find('\n');
-        std::string_view f = rest.substr(0, e);
-        rest = e == std::string_view::npos ? "" : rest.substr(e + 1);
-        if (!f.empty() && f.back() == '\r')
-            f.remove_suffix(1);
-        if (f.empty())
-            break;
-        const size_t colon = f.find(':');
-        if (colon == 0 || colon == std::string_view::npos)
-            return error_response(400, "Bad Request");
-        for (char c : f.substr(0, colon))
-            if (!is_tchar(c))
-                return error_response(400, "Bad Request");
-    }
-
+// Answers one request head parsed by lib/http's parser (the one parser in
+// the tree: CRLF only, a Host in HTTP/1.1, the rest of its strictness). No
+// body is read: none of our paths takes one.
+response answer(const http::request &req, const app_state &app) {
+    const std::string_view target = req.origin_form.empty() ? req.target : req.origin_form;
     const std::string_view path = target.substr(0, target.find('?'));
     const bool known = path == "/metrics" || path == "/healthz";
     if (!known)
         return error_response(404, "Not Found");
-    if (method != "GET" && method != "HEAD") {
+    if (req.m != http::method::get && req.m != http::method::head) {
         response r = error_response(405, "Method Not Allowed");
         r.allow = true;
         return r;
     }
     response r;
-    r.head_only = method == "HEAD";
+    r.head_only = req.m == http::method::head;
     if (path == "/healthz") {
         r.body = "ok\n";
     } else {
         r.content_type = "text/plain; version=0.0.4; charset=utf-8";
         r.body = render_metrics(app);
     }
+    return r;
+}
+
+// A request the parser rejected: the status it maps to (400, 414, 431, 501, 505).
+response rejected(http::parse_error e) {
+    const uint16_t status = http::status_for(e);
+    response r;
+    r.status = status;
+    r.reason = http::reason_phrase(status).data();  // static NUL-terminated strings
+    r.body = std::string(http::reason_phrase(status)) + "\n";
     return r;
 }
 
@@ -633,12 +590,20 @@ void metrics_server::run() noexcept {
 
 bool metrics_server::serve(int fd) noexcept {
     char buf[max_head];
-    size_t len = 0, end = std::string_view::npos;
+    size_t len = 0;
     const int64_t read_deadline = now_ms() + read_timeout_ms;
     std::string out;
-    while (end == std::string_view::npos) {
-        if (len == sizeof buf) {
-            out = serialize(error_response(400, "Bad Request"));
+    // The incremental parser keeps its state, the request and its fields
+    // across reads of one head.
+    http::head_parser hp;
+    http::request req;
+    http::header fields[max_fields];
+    http::limits lim;
+    lim.max_head_bytes = max_head;
+    lim.max_headers = max_fields;
+    while (out.empty()) {
+        if (len == sizeof buf) {  // the parser says head_too_large first; a guard
+            out = serialize(rejected(http::parse_error::head_too_large));
             break;
         }
         const int w = wait_for(fd, POLLIN, read_deadline);
@@ -657,10 +622,12 @@ bool metrics_server::serve(int fd) noexcept {
             return true;  // reset
         }
         len += static_cast<size_t>(n);
-        end = head_end(std::string_view(buf, len));
+        const auto r = http::parse_request(hp, std::string_view(buf, len), req, fields, lim);
+        if (r.st == http::parse_result::status::error)
+            out = serialize(rejected(r.err));
+        else if (r.st == http::parse_result::status::done)
+            out = serialize(answer(req, app_));
     }
-    if (out.empty())
-        out = serialize(answer(std::string_view(buf, end), app_));
 
     const int64_t write_deadline = now_ms() + write_timeout_ms;
     size_t sent = 0;

@@ -36,6 +36,7 @@ public:
     static constexpr int write_timeout_ms = 5000;
     // The request head we read at most (a scraper sends a few hundred bytes).
     static constexpr size_t max_head = 8192;
+    static constexpr uint16_t max_fields = 64;
 
     // Binds addr:port (IPv4, host byte order; 0 = every address) in the
     // calling thread's network namespace, listens, and starts the serving

@@ -12,8 +12,9 @@ namespace), the Python origin (tests/integration/origin.py) behind a
     counters named *_total, numeric values, no duplicate series); every
     telemetry counter group is there with the right labels, and
     sum(ferry_http_requests_total) equals the requests sent
-(c) /healthz answers 200 "ok", /nope 404, HEAD and POST, a malformed request
-    400; a client that connects and sends nothing does not block the next
+(c) /healthz answers 200 "ok", /nope 404, HEAD and POST, malformed requests
+    what the proxy answers (lib/http's strict parser: bare LF 400, HTTP/2.0 505,
+    an oversized head 431), a head split over two writes 200; a client that connects and sends nothing does not block the next
     scrape for longer than the read timeout
 (d) SIGTERM while a client is stuck mid-request: exit 0 at once (an eventfd
     wakes the exporter's thread, which is joined before the ports close)
@@ -663,18 +664,39 @@ print(s.recv(100).split(b"\\r\\n")[0].decode())
             check(st == 405 and hd.get("allow") == "GET, HEAD", f"POST /metrics: {st}, Allow")
             st, _, body = scrape(ns, "/metrics?x=1")
             check(st == 200 and "ferry_build_info" in body, "a query string is ignored")
-            for what, payload in (("no version", b"GET /metrics\r\n\r\n"),
-                                  ("HTTP/2.0", b"GET /metrics HTTP/2.0\r\n\r\n"),
-                                  ("absolute form", b"GET http://x/metrics HTTP/1.1\r\n\r\n"),
-                                  ("field without colon", b"GET /metrics HTTP/1.1\r\nHost\r\n\r\n"),
-                                  ("head over 8 KiB", b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000)):
+            # The exporter parses with lib/http's strict parser (one parser in
+            # the tree): the proxy's statuses for the same mistakes.
+            for what, payload, want in (
+                    ("no version", b"GET /metrics\r\n\r\n", 400),
+                    ("HTTP/2.0", b"GET /metrics HTTP/2.0\r\nHost: m\r\n\r\n", 505),
+                    ("no Host in HTTP/1.1", b"GET /metrics HTTP/1.1\r\n\r\n", 400),
+                    ("field without colon", b"GET /metrics HTTP/1.1\r\nHost\r\n\r\n", 400),
+                    ("bare LF", b"GET /healthz HTTP/1.0\n\n", 400),
+                    ("head over 8 KiB", b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000, 431)):
                 got = raw_exchange(ns, payload, host=METRICS_HOST,
                                    port=METRICS_PORT)
-                check(got.startswith(b"HTTP/1.1 400 "), f"{what}: 400 ({got[:30]!r})")
-            got = raw_exchange(ns, b"GET /healthz HTTP/1.0\n\n", host=METRICS_HOST,
+                check(got.startswith(b"HTTP/1.1 %d " % want), f"{what}: {want} ({got[:30]!r})")
+            got = raw_exchange(ns, b"GET /healthz HTTP/1.0\r\n\r\n", host=METRICS_HOST,
                                port=METRICS_PORT)
             check(got.startswith(b"HTTP/1.1 200 ") and got.endswith(b"\r\n\r\nok\n"),
-                  "bare-LF HTTP/1.0 request: 200 ok")
+                  "HTTP/1.0 request without Host: 200 ok")
+            # A head in two writes (the second after the first was read): the
+            # parser keeps its state across reads.
+            r = ns.run([sys.executable, "-c", f"""
+import socket, sys, time
+s = socket.create_connection(("{METRICS_HOST}", {METRICS_PORT}), timeout=10)
+s.sendall(b"GET /healthz HTTP/1.1\\r\\nHo")
+time.sleep(0.3)  # the stimulus: the exporter reads the first part alone
+s.sendall(b"st: m\\r\\nUser-Agent: split\\r\\n\\r\\n")
+out = b""
+while True:
+    b = s.recv(4096)
+    if not b: break
+    out += b
+sys.stdout.write(out.decode())
+"""], check=False, timeout=20)
+            check(r.stdout.startswith("HTTP/1.1 200 ") and r.stdout.endswith("ok\n"),
+                  f"a head split over two writes: 200 ok ({r.stdout[:20]!r})")
             # A client that connects and says nothing: the next scrape waits at most
             # the read timeout (2 s), and the silent client gets 408.
             silent = ns.popen([sys.executable, "-c", f"""

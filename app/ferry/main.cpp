@@ -114,10 +114,10 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
         APP_LOG(WARNING,
                 "port %s: tcp.tx_checksum_offload set but the port has no tcp_cksum tx "
                 "offload: checksums in software",
-                p.cfg.name.c_str());
+                p.spec.name.c_str());
     tc.tx_chains = (p.tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
     // RFC 9293 §3.7.1: MSS = MTU - 20 (IPv4) - 20 (TCP).
-    tc.conn.mss = static_cast<uint16_t>(p.cfg.mtu - 40);
+    tc.conn.mss = static_cast<uint16_t>(p.spec.mtu - 40);
     tc.conn.time_wait_ns = uint64_t(cfg.tcp.time_wait_ms) * 1'000'000u;
     tc.isn_key = random_key();
     // One cookie key pair for the process: a cookie ACK may come back on
@@ -171,25 +171,56 @@ void warn_about_ports(const std::vector<net::port> &ports, config::wakeup_mode m
                         "port %s (%s) is on NUMA node %d but lcores %s are not: their "
                         "packets cross the interconnect; pick -l CPUs of node %d "
                         "(lscpu -e, /sys/bus/pci/devices/%s/numa_node)",
-                        p.cfg.name.c_str(), p.dev_name.c_str(), port_socket, far.c_str(),
-                        port_socket, p.cfg.pci.empty() ? "<pci>" : p.cfg.pci.c_str());
+                        p.spec.name.c_str(), p.dev_name.c_str(), port_socket, far.c_str(),
+                        port_socket, p.spec.pci_addr.empty() ? "<pci>" : p.spec.pci_addr.c_str());
         }
-        if (p.cfg.fault.enabled())
+        if (p.spec.fault.enabled())
             APP_LOG(WARNING,
                     "port %s: FAULT INJECTION on ([port.fault]): rx drop %g dup %g reorder %g, tx "
                     "drop %g dup %g reorder %g — a test setting, never for production",
-                    p.cfg.name.c_str(), p.cfg.fault.rx_drop, p.cfg.fault.rx_duplicate,
-                    p.cfg.fault.rx_reorder, p.cfg.fault.tx_drop, p.cfg.fault.tx_duplicate,
-                    p.cfg.fault.tx_reorder);
+                    p.spec.name.c_str(), p.spec.fault.rx_drop, p.spec.fault.rx_duplicate,
+                    p.spec.fault.rx_reorder, p.spec.fault.tx_drop, p.spec.fault.tx_duplicate,
+                    p.spec.fault.tx_reorder);
         if (mode != config::wakeup_mode::poll && !p.caps.rx_interrupts)
             APP_LOG(WARNING,
                     "port %s: wakeup_mode = %s but the port has no rx interrupts (profile "
                     "%s%s): the workers serving it cannot sleep and will poll "
                     "(can_sleep=0 in /ferry/lcores)",
-                    p.cfg.name.c_str(), std::string(to_string(mode)).c_str(),
-                    p.profile.name.c_str(),
-                    p.profile.rx_interrupts ? ", probe failed" : ", rx_interrupts = false");
+                    p.spec.name.c_str(), std::string(to_string(mode)).c_str(),
+                    p.spec.profile.c_str(),
+                    p.spec.rx_interrupts ? ", probe failed" : ", rx_interrupts = false");
     }
+}
+
+// lib/net's view of a port: the [[port]] table and its driver profile
+// resolved for `queues` queue pairs (devargs expanded, descriptor counts
+// chosen); lib/net reads no configuration itself.
+net::port_spec port_spec_of(const config::port_config &c, const config::driver_profile &prof,
+                            uint32_t queues) {
+    net::port_spec s;
+    s.name = c.name;
+    s.profile = prof.name;
+    s.pci = prof.bus_kind == config::bus::pci;
+    s.driver = prof.driver;
+    if (!s.pci) s.devargs = config::expand_devargs(prof, c, queues);
+    s.pci_addr = c.pci;
+    s.iface = c.iface;
+    s.address = c.address;
+    s.prefix_len = c.prefix_len;
+    s.gateway = c.gateway;
+    s.mac = c.mac;
+    s.mtu = c.mtu;
+    s.mbufs = c.mbufs;
+    s.rx_desc = c.rx_desc != 0 ? c.rx_desc : prof.rx_desc;
+    s.tx_desc = c.tx_desc != 0 ? c.tx_desc : prof.tx_desc;
+    s.rx_interrupts = prof.rx_interrupts;
+    s.rss = prof.rss;
+    s.rx_offloads = prof.rx_offloads;
+    s.tx_offloads = prof.tx_offloads;
+    const config::fault_config &f = c.fault;
+    s.fault = {f.rx_drop, f.rx_duplicate, f.rx_reorder, f.tx_drop,
+               f.tx_duplicate, f.tx_reorder, f.reorder_hold_us, f.seed};
+    return s;
 }
 
 struct loaded {
@@ -366,8 +397,8 @@ int run(int argc, char **argv) {
 
     for (size_t i = 0; i < l.cfg.ports.size(); ++i) {
         const bool want_intr = l.cfg.wakeup != config::wakeup_mode::poll;
-        auto p = net::port_open(l.cfg.ports[i], l.profiles[i], static_cast<uint16_t>(nworkers),
-                                nworkers, want_intr);
+        auto p = net::port_open(port_spec_of(l.cfg.ports[i], l.profiles[i], nworkers),
+                                static_cast<uint16_t>(nworkers), nworkers, want_intr);
         if (!p) {
             std::fprintf(stderr, "ferry: %s\n", p.error().c_str());
             goto out;
@@ -394,10 +425,10 @@ int run(int argc, char **argv) {
             for (const auto &p : app.ports) {
                 net::iface_config ic;
                 std::memcpy(&ic.mac, p.mac.addr_bytes, 6);
-                ic.addr = net::ipv4_addr(p.cfg.address);
-                ic.prefix_len = p.cfg.prefix_len;
-                if (p.cfg.gateway) ic.gateway = net::ipv4_addr(*p.cfg.gateway);
-                ic.mtu = p.cfg.mtu;
+                ic.addr = net::ipv4_addr(p.spec.address);
+                ic.prefix_len = p.spec.prefix_len;
+                if (p.spec.gateway) ic.gateway = net::ipv4_addr(*p.spec.gateway);
+                ic.mtu = p.spec.mtu;
                 ic.neighbor_timeout_ns = uint64_t(l.cfg.neighbor_timeout_s) * 1'000'000'000u;
                 auto &blk = app.net_counter_blocks.emplace_back(std::make_unique<net::net_counters>());
                 w->net_counters.push_back(blk.get());

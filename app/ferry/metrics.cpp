@@ -140,7 +140,7 @@ std::string lcore_label(const worker &w) {
     return labels().add("lcore", w.lcore).str();
 }
 std::string lcore_port_label(const worker &w, const net::port &p) {
-    return labels().add("lcore", w.lcore).add("port", p.cfg.name).str();
+    return labels().add("lcore", w.lcore).add("port", p.spec.name).str();
 }
 
 void render_lcores(exposition &e, const app_state &app) {
@@ -187,18 +187,18 @@ void render_ports(exposition &e, const app_state &app) {
         e.family(counter_name("port", f.name), "counter", f.help);
         for (size_t i = 0; i < app.ports.size(); ++i)
             if (have[i])
-                e.sample(labels().add("port", app.ports[i].cfg.name).str(), st[i].*(f.member));
+                e.sample(labels().add("port", app.ports[i].spec.name).str(), st[i].*(f.member));
     }
     e.family("ferry_port_mbufs", "gauge", "mbufs in the port's pool ([[port]] mbufs)");
     for (const auto &p : app.ports)
-        e.sample(labels().add("port", p.cfg.name).str(), p.cfg.mbufs);
+        e.sample(labels().add("port", p.spec.name).str(), p.spec.mbufs);
     e.family("ferry_port_mbufs_available", "gauge", "mbufs of the port's pool free now");
     for (const auto &p : app.ports)
-        e.sample(labels().add("port", p.cfg.name).str(), rte_mempool_avail_count(p.pool));
+        e.sample(labels().add("port", p.spec.name).str(), rte_mempool_avail_count(p.pool));
     e.family("ferry_port_mbufs_in_use", "gauge",
              "mbufs of the port's pool in use now (queues, connections, in flight)");
     for (const auto &p : app.ports)
-        e.sample(labels().add("port", p.cfg.name).str(), rte_mempool_in_use_count(p.pool));
+        e.sample(labels().add("port", p.spec.name).str(), rte_mempool_in_use_count(p.pool));
 }
 
 void render_stack(exposition &e, const app_state &app) {
@@ -211,7 +211,7 @@ void render_stack(exposition &e, const app_state &app) {
             nc.emplace_back(lbl, w->net_counters[i]);
             if (i < w->tcp_counters.size())
                 tc.emplace_back(lbl, w->tcp_counters[i].get());
-            if (app.ports[i].cfg.fault.enabled() && i < w->queues.size())
+            if (app.ports[i].spec.fault.enabled() && i < w->queues.size())
                 fc.emplace_back(lbl, &w->queues[i]->fault_ctr);
         }
     counter_group(e, "net", net::net_counter_fields, nc);

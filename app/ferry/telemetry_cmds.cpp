@@ -39,22 +39,22 @@ int cmd_ports(const char *, const char *, rte_tel_data *d) {
         rte_tel_data_add_dict_int(c, "port_id", p.id);
         rte_tel_data_add_dict_string(c, "device", p.dev_name.c_str());
         rte_tel_data_add_dict_string(c, "driver", p.driver_name.c_str());
-        rte_tel_data_add_dict_string(c, "profile", p.profile.name.c_str());
-        rte_tel_data_add_dict_string(c, "iface", p.cfg.iface.c_str());
+        rte_tel_data_add_dict_string(c, "profile", p.spec.profile.c_str());
+        rte_tel_data_add_dict_string(c, "iface", p.spec.iface.c_str());
         rte_tel_data_add_dict_string(c, "mac", mac);
         const std::string addr =
-            config::format_ipv4(p.cfg.address) + "/" + std::to_string(unsigned(p.cfg.prefix_len));
+            config::format_ipv4(p.spec.address) + "/" + std::to_string(unsigned(p.spec.prefix_len));
         rte_tel_data_add_dict_string(c, "address", addr.c_str());
-        rte_tel_data_add_dict_int(c, "mtu", p.cfg.mtu);
+        rte_tel_data_add_dict_int(c, "mtu", p.spec.mtu);
         rte_tel_data_add_dict_int(c, "queues", p.queues);
         rte_tel_data_add_dict_int(c, "rx_desc", p.rx_desc);
         rte_tel_data_add_dict_int(c, "tx_desc", p.tx_desc);
-        rte_tel_data_add_dict_u64(c, "mbufs", p.cfg.mbufs);
+        rte_tel_data_add_dict_u64(c, "mbufs", p.spec.mbufs);
         rte_tel_data_add_dict_u64(c, "mbufs_available", rte_mempool_avail_count(p.pool));
         rte_tel_data_add_dict_u64(c, "mbufs_in_use", rte_mempool_in_use_count(p.pool));
         rte_tel_data_add_dict_string(c, "steering", p.steering.substr(0, 120).c_str());
-        rte_tel_data_add_dict_int(c, "fault_injection", p.cfg.fault.enabled());
-        if (p.cfg.fault.enabled()) {
+        rte_tel_data_add_dict_int(c, "fault_injection", p.spec.fault.enabled());
+        if (p.spec.fault.enabled()) {
             // Summed over the lcores serving the port.
             for (const auto &f : net::fault_counter_fields) {
                 uint64_t v = 0;
@@ -90,7 +90,7 @@ int cmd_ports(const char *, const char *, rte_tel_data *d) {
             for (const auto &w : the_app->workers) total += (w->net_counters[i]->*(f.member)).get();
             rte_tel_data_add_dict_u64(c, f.name, total);
         }
-        if (rte_tel_data_add_dict_container(d, p.cfg.name.c_str(), c, 0) != 0) return -ENOSPC;
+        if (rte_tel_data_add_dict_container(d, p.spec.name.c_str(), c, 0) != 0) return -ENOSPC;
     }
     return 0;
 }
@@ -100,7 +100,7 @@ int cmd_net(const char *, const char *, rte_tel_data *d) {
     for (const auto &w : the_app->workers)
         for (size_t i = 0; i < the_app->ports.size(); ++i) {
             const std::string key =
-                "lcore" + std::to_string(w->lcore) + "/" + the_app->ports[i].cfg.name;
+                "lcore" + std::to_string(w->lcore) + "/" + the_app->ports[i].spec.name;
             if (!telemetry::add_counter_dict(d, key.c_str(), *w->net_counters[i],
                                              net::net_counter_fields))
                 return -ENOMEM;
@@ -118,7 +118,7 @@ int cmd_tcp(const char *, const char *, rte_tel_data *d) {
             for (const auto &f : net::tcp_counter_fields)
                 (sum.*(f.member)).inc((c.*(f.member)).get());
             const std::string key =
-                "lcore" + std::to_string(w->lcore) + "/" + the_app->ports[i].cfg.name;
+                "lcore" + std::to_string(w->lcore) + "/" + the_app->ports[i].spec.name;
             if (!telemetry::add_counter_dict(d, key.c_str(), c, net::tcp_counter_fields))
                 return -ENOMEM;
         }

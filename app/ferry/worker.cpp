@@ -239,9 +239,9 @@ std::string setup_worker(app_state &app, worker &w) {
         q->stack = w.stacks[i].get();
         q->app = i < w.tcp_apps.size() ? w.tcp_apps[i].get() : nullptr;
         q->io = &w.io;
-        if (p.cfg.fault.enabled()) {
+        if (p.spec.fault.enabled()) {
             const net::fault_params fp =
-                net::fault_params_of(p.cfg.fault, static_cast<uint32_t>(i), w.lcore);
+                net::fault_params_of(p.spec.fault, static_cast<uint32_t>(i), w.lcore);
             q->fault = std::make_unique<net::fault_injector>(fp, p.pool, q->fault_ctr);
         }
         reactor::poller pl;
@@ -258,7 +258,7 @@ std::string setup_worker(app_state &app, worker &w) {
         }
         if (!w.loop->add_poller(pl))
             return "lcore " + std::to_string(w.lcore) + ": cannot register rx queue " +
-                   std::to_string(w.index) + " of port " + p.cfg.name;
+                   std::to_string(w.index) + " of port " + p.spec.name;
         w.queues.push_back(std::move(q));
     }
     if (app.proxy_shared) {
@@ -266,8 +266,8 @@ std::string setup_worker(app_state &app, worker &w) {
         std::vector<proxy::port_ref> refs;
         for (size_t i = 0; i < app.ports.size(); ++i) {
             const net::port &p = app.ports[i];
-            refs.push_back({w.tcp_layers[i].get(), p.pool, p.cfg.address, p.cfg.prefix_len,
-                            p.cfg.gateway.has_value()});
+            refs.push_back({w.tcp_layers[i].get(), p.pool, p.spec.address, p.spec.prefix_len,
+                            p.spec.gateway.has_value()});
         }
         // Test knob of the integration test (test_http): every n-th
         // cross-core send of the proxy counts as refused (its backlog path).

@@ -41,7 +41,7 @@ uint64_t fault_threshold(double p) noexcept {
     return static_cast<uint64_t>(std::llround(std::ldexp(p, 32)));
 }
 
-fault_params fault_params_of(const config::fault_config &cfg, uint32_t port_index,
+fault_params fault_params_of(const fault_spec &cfg, uint32_t port_index,
                              uint32_t lcore) noexcept {
     fault_params p;
     p.rx_drop = fault_threshold(cfg.rx_drop);

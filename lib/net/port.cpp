@@ -51,7 +51,7 @@ uint64_t offload_bits(const std::vector<std::string> &names, bool rx) {
 }
 
 std::string fail(const port &p, const char *call, int rc) {
-    return "port '" + p.cfg.name + "' (" + p.dev_name + "): " + call +
+    return "port '" + p.spec.name + "' (" + p.dev_name + "): " + call +
            " failed: " + std::strerror(rc < 0 ? -rc : rc);
 }
 
@@ -79,19 +79,17 @@ std::string offload_names(uint64_t rx_offloads, uint64_t tx_offloads) {
     return out.empty() ? "none" : out;
 }
 
-result<port, std::string> port_open(const config::port_config &cfg,
-                                    const config::driver_profile &profile, uint16_t queues,
-                                    uint32_t workers, bool want_rx_intr) {
+result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint32_t workers,
+                                    bool want_rx_intr) {
     port p;
-    p.cfg = cfg;
-    p.profile = profile;
+    p.spec = spec;
     p.queues = queues;
 
     // 1. Find or create the ethdev.
-    if (profile.bus_kind == config::bus::vdev) {
+    if (!spec.pci) {
         // A vdev name is the driver name plus a unique suffix (net_tap0).
-        p.dev_name = profile.driver + std::to_string(rte_eth_dev_count_total());
-        const std::string args = config::expand_devargs(profile, cfg, queues);
+        p.dev_name = spec.driver + std::to_string(rte_eth_dev_count_total());
+        const std::string &args = spec.devargs;
         PORT_LOG(INFO, "creating %s with devargs '%s'", p.dev_name.c_str(), args.c_str());
         // Hot-plug through EAL (the same path as --vdev), so the vdev bus
         // library need not be linked: DPDK loads it as a plugin.
@@ -101,12 +99,13 @@ result<port, std::string> port_open(const config::port_config &cfg,
             return unexpected{fail(p, "rte_dev_probe", rc)};
         p.created = true;
     } else {
-        p.dev_name = cfg.pci;
+        p.dev_name = spec.pci_addr;
     }
     if (rte_eth_dev_get_port_by_name(p.dev_name.c_str(), &p.id) != 0) {
-        std::string msg = "port '" + cfg.name + "': no ethdev named '" + p.dev_name + "'";
-        if (profile.bus_kind == config::bus::pci)
-            msg += " (is the device bound to vfio-pci and allowed with EAL -a " + cfg.pci + "?)";
+        std::string msg = "port '" + spec.name + "': no ethdev named '" + p.dev_name + "'";
+        if (spec.pci)
+            msg += " (is the device bound to vfio-pci and allowed with EAL -a " + spec.pci_addr +
+                   "?)";
         return unexpected{msg};
     }
 
@@ -126,10 +125,10 @@ result<port, std::string> port_open(const config::port_config &cfg,
     p.caps.tx_tcp_cksum = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_CKSUM;
     p.caps.tx_udp_cksum = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
     p.caps.tx_multi_segs = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
-    p.caps.rss = profile.rss && info.flow_type_rss_offloads != 0 && info.max_rx_queues > 1;
+    p.caps.rss = spec.rss && info.flow_type_rss_offloads != 0 && info.max_rx_queues > 1;
     if (queues > info.max_rx_queues || queues > info.max_tx_queues) {
         port_close(p);
-        return unexpected{"port '" + cfg.name + "': " + std::to_string(queues) +
+        return unexpected{"port '" + spec.name + "': " + std::to_string(queues) +
                           " queue pairs needed (one per worker) but " + p.driver_name + " offers " +
                           std::to_string(info.max_rx_queues) + " rx / " +
                           std::to_string(info.max_tx_queues) + " tx"};
@@ -137,16 +136,16 @@ result<port, std::string> port_open(const config::port_config &cfg,
 
     // 3. Configure: offloads we asked for and the device has; the rest is done
     // in software, so a missing offload is a notice, not an error.
-    const uint64_t want_rx = offload_bits(profile.rx_offloads, true);
-    const uint64_t want_tx = offload_bits(profile.tx_offloads, false);
+    const uint64_t want_rx = offload_bits(spec.rx_offloads, true);
+    const uint64_t want_tx = offload_bits(spec.tx_offloads, false);
     p.rx_offloads = want_rx & info.rx_offload_capa;
     p.tx_offloads = want_tx & info.tx_offload_capa;
     if (p.rx_offloads != want_rx || p.tx_offloads != want_tx)
-        PORT_LOG(NOTICE, "%s: offloads not offered, done in software: %s", cfg.name.c_str(),
+        PORT_LOG(NOTICE, "%s: offloads not offered, done in software: %s", spec.name.c_str(),
                  offload_names(want_rx & ~p.rx_offloads, want_tx & ~p.tx_offloads).c_str());
 
     rte_eth_conf conf{};
-    conf.rxmode.mtu = cfg.mtu;
+    conf.rxmode.mtu = spec.mtu;
     conf.rxmode.offloads = p.rx_offloads;
     conf.txmode.offloads = p.tx_offloads;
     if (p.caps.rss && queues > 1) {
@@ -154,11 +153,11 @@ result<port, std::string> port_open(const config::port_config &cfg,
         conf.rx_adv_conf.rss_conf.rss_hf =
             (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP) & info.flow_type_rss_offloads;
     }
-    conf.intr_conf.rxq = want_rx_intr && profile.rx_interrupts ? 1 : 0;
+    conf.intr_conf.rxq = want_rx_intr && spec.rx_interrupts ? 1 : 0;
     int rc = rte_eth_dev_configure(p.id, queues, queues, &conf);
     if (rc != 0 && conf.intr_conf.rxq) {
         PORT_LOG(WARNING, "%s: configure with rx interrupts failed (%s); cores will poll",
-                 cfg.name.c_str(), std::strerror(-rc));
+                 spec.name.c_str(), std::strerror(-rc));
         conf.intr_conf.rxq = 0;
         rc = rte_eth_dev_configure(p.id, queues, queues, &conf);
     }
@@ -167,8 +166,8 @@ result<port, std::string> port_open(const config::port_config &cfg,
         return unexpected{fail(p, "rte_eth_dev_configure", rc)};
     }
 
-    p.rx_desc = cfg.rx_desc != 0 ? cfg.rx_desc : profile.rx_desc;
-    p.tx_desc = cfg.tx_desc != 0 ? cfg.tx_desc : profile.tx_desc;
+    p.rx_desc = spec.rx_desc;
+    p.tx_desc = spec.tx_desc;
     if (rc = rte_eth_dev_adjust_nb_rx_tx_desc(p.id, &p.rx_desc, &p.tx_desc); rc != 0) {
         port_close(p);
         return unexpected{fail(p, "rte_eth_dev_adjust_nb_rx_tx_desc", rc)};
@@ -180,17 +179,17 @@ result<port, std::string> port_open(const config::port_config &cfg,
     constexpr uint32_t cache = 256, burst_slack = 1024;
     const uint64_t needed =
         uint64_t(queues) * (p.rx_desc + p.tx_desc) + uint64_t(workers) * (cache + burst_slack);
-    if (cfg.mbufs < needed) {
+    if (spec.mbufs < needed) {
         port_close(p);
-        return unexpected{"port '" + cfg.name + "': mbufs = " + std::to_string(cfg.mbufs) +
+        return unexpected{"port '" + spec.name + "': mbufs = " + std::to_string(spec.mbufs) +
                           " is too small: " + std::to_string(queues) + " queues x (" +
                           std::to_string(p.rx_desc) + " rx + " + std::to_string(p.tx_desc) +
                           " tx descriptors) + per-worker cache and bursts need at least " +
                           std::to_string(needed) + "; raise mbufs in its [[port]]"};
     }
     const int socket = rte_eth_dev_socket_id(p.id);
-    const std::string pool_name = "ferry_" + cfg.name;
-    p.pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mbufs, cache, 0,
+    const std::string pool_name = "ferry_" + spec.name;
+    p.pool = rte_pktmbuf_pool_create(pool_name.c_str(), spec.mbufs, cache, 0,
                                      RTE_MBUF_DEFAULT_BUF_SIZE, socket);
     if (p.pool == nullptr) {
         port_close(p);
@@ -212,9 +211,9 @@ result<port, std::string> port_open(const config::port_config &cfg,
         }
     }
 
-    if (cfg.mac) {
+    if (spec.mac) {
         rte_ether_addr mac;
-        std::memcpy(mac.addr_bytes, cfg.mac->data(), RTE_ETHER_ADDR_LEN);
+        std::memcpy(mac.addr_bytes, spec.mac->data(), RTE_ETHER_ADDR_LEN);
         if (rc = rte_eth_dev_default_mac_addr_set(p.id, &mac); rc != 0) {
             port_close(p);
             return unexpected{fail(p, "rte_eth_dev_default_mac_addr_set", rc)};
@@ -248,7 +247,7 @@ result<port, std::string> port_open(const config::port_config &cfg,
         if (!prog) {
             p.steering = "none (" + prog.error() + ")";
         } else {
-            auto n = attach_tap_steering(cfg.iface, prog.value());
+            auto n = attach_tap_steering(spec.iface, prog.value());
             p.steering = n ? std::string("tap-ebpf") : "none (" + n.error() + ")";
             ::close(prog.value());  // the tap device holds its own reference
         }
@@ -256,7 +255,7 @@ result<port, std::string> port_open(const config::port_config &cfg,
             PORT_LOG(WARNING,
                      "%s: cannot install the tap steering program: %s; flows that arrive on "
                      "another lcore's queue are handed over (counted in tcp_handoff_out)",
-                     cfg.name.c_str(), p.steering.c_str());
+                     spec.name.c_str(), p.steering.c_str());
     } else {
         p.steering = "none (no computable steering for " + p.driver_name + ")";
     }
@@ -266,9 +265,9 @@ result<port, std::string> port_open(const config::port_config &cfg,
     PORT_LOG(INFO,
              "%s: %s (%s) port %u mac %s, %u queue pairs, %u/%u descriptors, %u mbufs; "
              "rx interrupts %s, rss %s, steering %s, offloads %s",
-             cfg.name.c_str(), p.dev_name.c_str(), p.driver_name.c_str(), p.id, macs, queues,
-             p.rx_desc, p.tx_desc, cfg.mbufs,
-             p.caps.rx_interrupts ? "yes" : (profile.rx_interrupts ? "no (probe failed)" : "no"),
+             spec.name.c_str(), p.dev_name.c_str(), p.driver_name.c_str(), p.id, macs, queues,
+             p.rx_desc, p.tx_desc, spec.mbufs,
+             p.caps.rx_interrupts ? "yes" : (spec.rx_interrupts ? "no (probe failed)" : "no"),
              p.caps.rss ? "yes" : "no", p.steering.c_str(),
              offload_names(p.rx_offloads, p.tx_offloads).c_str());
     return p;

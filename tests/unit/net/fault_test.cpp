@@ -585,7 +585,7 @@ TEST_F(fault_test, everything_at_once_conserves_frames) {
 }
 
 TEST(fault_params_of, converts_config) {
-    config::fault_config c;
+    fault_spec c;
     c.rx_drop = 0.02;
     c.rx_duplicate = 1.0;
     c.rx_reorder = 0.5;
@@ -602,11 +602,11 @@ TEST(fault_params_of, converts_config) {
     EXPECT_EQ(p.tx_reorder, uint64_t{1} << 30);
     EXPECT_EQ(p.hold_ns, 250'000u);
     EXPECT_TRUE(fault_injector::enabled(p));
-    EXPECT_FALSE(fault_injector::enabled(fault_params_of(config::fault_config{}, 3, 4)));
+    EXPECT_FALSE(fault_injector::enabled(fault_params_of(fault_spec{}, 3, 4)));
 }
 
 TEST(fault_params_of, seed_depends_on_config_port_and_lcore) {
-    config::fault_config c;
+    fault_spec c;
     const uint64_t base = fault_params_of(c, 0, 0).seed;
     EXPECT_EQ(fault_params_of(c, 0, 0).seed, base);
     std::set<uint64_t> seeds{base};

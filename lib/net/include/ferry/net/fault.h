@@ -37,7 +37,6 @@
 #include <cstdint>
 
 #include "ferry/base/counter.h"
-#include "ferry/config/config.h"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -85,12 +84,26 @@ struct fault_params {
 // p >= 1 -> fault_params::always. Control path.
 [[nodiscard]] uint64_t fault_threshold(double p) noexcept;
 
+// What a port's faults should be, as the configuration says it ([port.fault]:
+// the app fills it): probabilities as doubles, the longest hold, the seed.
+struct fault_spec {
+    double rx_drop = 0, rx_duplicate = 0, rx_reorder = 0;
+    double tx_drop = 0, tx_duplicate = 0, tx_reorder = 0;
+    uint32_t reorder_hold_us = 1000;
+    uint64_t seed = 0;
+    // Any probability above 0 (else the app builds no injector).
+    [[nodiscard]] bool enabled() const noexcept {
+        return rx_drop > 0 || rx_duplicate > 0 || rx_reorder > 0 || tx_drop > 0 ||
+               tx_duplicate > 0 || tx_reorder > 0;
+    }
+};
+
 // The params of the injector for port `port_index` on one lcore: thresholds of
-// cfg's probabilities, hold_ns = reorder_hold_us * 1000, and a seed mixed
-// (splitmix64) from cfg.seed, port_index and `lcore` (the lcore id, or any
+// the spec's probabilities, hold_ns = reorder_hold_us * 1000, and a seed mixed
+// (splitmix64) from spec.seed, port_index and `lcore` (the lcore id, or any
 // number that tells the port's lcores apart), so every (lcore, port) draws its
 // own stream and a run with the same config repeats. Control path.
-[[nodiscard]] fault_params fault_params_of(const config::fault_config &cfg, uint32_t port_index,
+[[nodiscard]] fault_params fault_params_of(const fault_spec &spec, uint32_t port_index,
                                            uint32_t lcore) noexcept;
 
 class fault_injector {

@@ -12,12 +12,15 @@
 #include <rte_mbuf.h>
 
 #include <cstdint>
+#include <array>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ferry/base/result.h"
-#include "ferry/config/config.h"
+#include "ferry/net/fault.h"
 
 namespace ferry::net {
 
@@ -30,9 +33,31 @@ struct port_caps {
     uint16_t max_rx_queues = 0, max_tx_queues = 0;
 };
 
+// Everything lib/net needs to open and run a port, resolved by the app from
+// its configuration ([[port]] and the driver profile): lib/net reads no
+// configuration of its own.
+struct port_spec {
+    std::string name;     // the [[port]] name, for messages and telemetry
+    std::string profile;  // the driver profile's name
+    bool pci = false;     // a PCI device EAL probed (-a); else a vdev created here
+    std::string driver;   // vdev: the DPDK driver, e.g. "net_tap"
+    std::string devargs;  // vdev: the driver's arguments, expanded for this port
+    std::string pci_addr; // pci: dddd:bb:dd.f
+    std::string iface;    // the kernel interface a vdev makes or uses ("" = none)
+    uint32_t address = 0;  // IPv4, host byte order
+    uint8_t prefix_len = 0;
+    std::optional<uint32_t> gateway;
+    std::optional<std::array<uint8_t, 6>> mac;  // else the device's own
+    uint16_t mtu = 1500;
+    uint32_t mbufs = 16384;
+    uint16_t rx_desc = 0, tx_desc = 0;  // per queue (0: the device's default)
+    bool rx_interrupts = false, rss = false;              // the profile offers them
+    std::vector<std::string> rx_offloads, tx_offloads;  // offload names (offload_flag)
+    fault_spec fault;
+};
+
 struct port {
-    config::port_config cfg;
-    config::driver_profile profile;
+    port_spec spec;
     uint16_t id = UINT16_MAX;  // DPDK port id
     std::string dev_name;      // ethdev name, e.g. net_tap0
     std::string driver_name;   // from rte_eth_dev_info
@@ -57,10 +82,8 @@ struct port {
 // asks for rx interrupts (the profile must offer them). On failure returns a
 // message naming the port and the failing DPDK call with its errno text, and
 // releases what it had created.
-[[nodiscard]] result<port, std::string> port_open(const config::port_config &cfg,
-                                                  const config::driver_profile &profile,
-                                                  uint16_t queues, uint32_t workers,
-                                                  bool want_rx_intr);
+[[nodiscard]] result<port, std::string> port_open(const port_spec &spec, uint16_t queues,
+                                                  uint32_t workers, bool want_rx_intr);
 
 // Stops and closes the device and frees its pool. Safe on a partly opened port.
 void port_close(port &p) noexcept;

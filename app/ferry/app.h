@@ -14,6 +14,7 @@
 #include "ferry/net/counters.h"
 #include "ferry/net/fault.h"
 #include "ferry/net/port.h"
+#include "ferry/net/queue_io.h"
 #include "ferry/net/stack.h"
 #include "ferry/net/tcp_layer.h"
 #include "ferry/proxy/proxy.h"
@@ -25,35 +26,11 @@
 
 namespace ferry::app {
 
-// Port I/O counters per lcore (the loop's own counters are the reactor's).
-#define FERRY_IO_COUNTERS(X)                                                  \
-    X(rx_packets, "frames received from all of this lcore's queues")          \
-    X(rx_bursts, "rx bursts that returned frames")                            \
-    X(tx_packets, "frames handed to the NIC")                                 \
-    X(tx_short_bursts, "tx bursts the NIC took only partly (retried later)")  \
-    X(tx_drop_stuck, "frames freed after the NIC refused them for too long")
-
-struct alignas(64) io_counters {
-    FERRY_IO_COUNTERS(FERRY_COUNTER_MEMBER)
-};
-#define FERRY_IO_FIELD(n, h) FERRY_COUNTER_FIELD(io_counters, n, h)
-inline constexpr counter_field<io_counters> io_counter_fields[] = {FERRY_IO_COUNTERS(FERRY_IO_FIELD)};
-
-// One rx/tx queue pair of one port as seen by its worker: the reactor polls
-// it, the pre-sleep re-check asks pending() (which receives into the stash,
-// so nothing is lost), and the flusher transmits the stack's batch.
-struct queue_io {
-    static constexpr uint16_t burst = 32;
-    uint16_t port_id = 0, queue = 0;
-    net::stack *stack = nullptr;
+// A worker's queue pair of one port (lib/net's queue I/O) and the
+// [tcp_test] services on that port: the reactor polls them together.
+struct port_queue {
+    std::unique_ptr<net::queue_io> io;
     tcp_test_app *app = nullptr;  // null without [tcp_test] services
-    io_counters *io = nullptr;
-    uint32_t tx_stuck = 0;  // consecutive flushes the NIC refused part of the batch
-    uint16_t stash_n = 0, stash_pos = 0;
-    rte_mbuf *stash[burst];
-    // [port.fault]: loss, duplication, reordering for tests (null when off).
-    std::unique_ptr<net::fault_injector> fault;
-    net::fault_counters fault_ctr;
 };
 
 // Cross-core message opcodes of the app (lib/xcore carries them opaquely).
@@ -80,13 +57,13 @@ struct worker {
     unsigned lcore = 0;
     uint16_t index = 0;
     reactor::reactor_counters rc;
-    io_counters io;
+    net::io_counters io;
     std::vector<net::net_counters *> net_counters;    // one per port, same order as ports
     std::vector<std::unique_ptr<net::stack>> stacks;  // one per port
     std::vector<std::unique_ptr<net::tcp_counters>> tcp_counters;  // one per port
     std::vector<std::unique_ptr<net::tcp_layer>> tcp_layers;       // one per port
     std::vector<std::unique_ptr<tcp_test_app>> tcp_apps;           // one per port, or none
-    std::vector<std::unique_ptr<queue_io>> queues;    // one per port
+    std::vector<std::unique_ptr<port_queue>> queues;    // one per port
     std::vector<std::unique_ptr<port_link>> links;    // one per port
     std::unique_ptr<reactor::reactor> loop;
     // The HTTP proxy of this lcore (null without [[listener]]).

@@ -499,7 +499,7 @@ out:
         for (auto &st : w->stacks)
             st->attach_tcp(nullptr);
         w->tcp_layers.clear();
-        for (auto &q : w->queues) q->fault.reset();  // frees held frames
+        w->queues.clear();  // frees held (fault injector) and stashed frames
         w->out.reset();  // frees frames still queued for other workers
         w->in.reset();
     }

@@ -145,13 +145,13 @@ std::string lcore_port_label(const worker &w, const net::port &p) {
 
 void render_lcores(exposition &e, const app_state &app) {
     std::vector<std::pair<std::string, const reactor::reactor_counters *>> rc;
-    std::vector<std::pair<std::string, const io_counters *>> io;
+    std::vector<std::pair<std::string, const net::io_counters *>> io;
     for (const auto &w : app.workers) {
         rc.emplace_back(lcore_label(*w), &w->rc);
         io.emplace_back(lcore_label(*w), &w->io);
     }
     counter_group(e, "reactor", reactor::reactor_counter_fields, rc);
-    counter_group(e, "io", io_counter_fields, io);
+    counter_group(e, "io", net::io_counter_fields, io);
     e.family("ferry_lcore_asleep", "gauge",
              "1 while the worker lcore sleeps (or runs its pre-sleep re-check), else 0");
     for (const auto &w : app.workers)
@@ -212,7 +212,7 @@ void render_stack(exposition &e, const app_state &app) {
             if (i < w->tcp_counters.size())
                 tc.emplace_back(lbl, w->tcp_counters[i].get());
             if (app.ports[i].spec.fault.enabled() && i < w->queues.size())
-                fc.emplace_back(lbl, &w->queues[i]->fault_ctr);
+                fc.emplace_back(lbl, &w->queues[i]->io->faults());
         }
     counter_group(e, "net", net::net_counter_fields, nc);
     counter_group(e, "tcp", net::tcp_counter_fields, tc);

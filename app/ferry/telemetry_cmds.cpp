@@ -59,7 +59,7 @@ int cmd_ports(const char *, const char *, rte_tel_data *d) {
             for (const auto &f : net::fault_counter_fields) {
                 uint64_t v = 0;
                 for (const auto &w : the_app->workers)
-                    if (i < w->queues.size()) v += (w->queues[i]->fault_ctr.*(f.member)).get();
+                    if (i < w->queues.size()) v += (w->queues[i]->io->faults().*(f.member)).get();
                 rte_tel_data_add_dict_u64(c, ("fault_" + std::string(f.name)).c_str(), v);
             }
         }
@@ -261,7 +261,7 @@ int cmd_lcores(const char *, const char *, rte_tel_data *d) {
         telemetry::add_counters(c, w->rc, reactor::reactor_counter_fields);
         rte_tel_data_add_dict_u64(c, "current_sleep_ns",
                                   w->loop->current_sleep_ns(reactor::reactor::now_ns()));
-        telemetry::add_counters(c, w->io, io_counter_fields);
+        telemetry::add_counters(c, w->io, net::io_counter_fields);
         const std::string key = "lcore" + std::to_string(w->lcore);
         if (rte_tel_data_add_dict_container(d, key.c_str(), c, 0) != 0) return -ENOSPC;
     }

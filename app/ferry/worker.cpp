@@ -11,126 +11,21 @@
 namespace ferry::app {
 namespace {
 
-// A tx batch the NIC refuses this many flushes in a row is freed (and
-// counted) so a wedged queue cannot hold the pool's mbufs forever.
-constexpr uint32_t tx_stuck_limit = 100000;
-
-// Room for a burst, its duplicates and the frames the fault injector releases.
-constexpr uint16_t rx_room = 2 * queue_io::burst + net::fault_injector::release_room;
-
+// The reactor's poller for a worker's queue of one port (port_queue): the
+// queue's rx and stack timers, then the port's [tcp_test] services.
 uint32_t queue_poll(void *ctx, uint64_t now) {
-    auto &q = *static_cast<queue_io *>(ctx);
-    uint32_t work = 0;
-    uint16_t n;
-    rte_mbuf **pkts;
-    rte_mbuf *fresh[rx_room];
-    if (q.stash_n != 0) {  // frames the pre-sleep re-check received
-        pkts = q.stash;
-        n = q.stash_n;
-        q.stash_n = 0;
-        if (q.fault) {
-            std::memcpy(fresh, q.stash, n * sizeof(rte_mbuf *));
-            pkts = fresh;
-        }
-    } else {
-        pkts = fresh;
-        n = rte_eth_rx_burst(q.port_id, q.queue, fresh, queue_io::burst);
-    }
-    if (q.fault) n = q.fault->rx(pkts, n, rx_room, now);
-    if (n != 0) {
-        q.io->rx_packets.inc(n);
-        q.io->rx_bursts.inc();
-        q.stack->input_burst(std::span<rte_mbuf *const>(pkts, n), now);
-        work += n;
-    }
-    if (q.stack->next_deadline() <= now) {
-        q.stack->poll_timers(now);
-        ++work;
-    }
-    if (q.app != nullptr)
-        work += q.app->run(now);
+    auto &q = *static_cast<port_queue *>(ctx);
+    uint32_t work = q.io->poll(now);
+    if (q.app != nullptr) work += q.app->run(now);
     return work;
 }
-
-bool queue_pending(void *ctx) {
-    auto &q = *static_cast<queue_io *>(ctx);
-    if (q.stash_n == 0) q.stash_n = rte_eth_rx_burst(q.port_id, q.queue, q.stash, queue_io::burst);
-    return q.stash_n != 0;
-}
-
-uint64_t queue_deadline(void *ctx) {
-    auto &q = *static_cast<queue_io *>(ctx);
-    const uint64_t d = q.stack->next_deadline();
-    return q.fault ? std::min(d, q.fault->next_deadline()) : d;
-}
-
-// flush_tx through the fault injector: the stack's batch is taken over into
-// a local array (the injector reorders and duplicates in it); what the NIC
-// refuses is freed and counted (a test mode: TCP recovers from it).
-void flush_tx_faulty(queue_io &q, uint64_t now) {
-    constexpr uint16_t cap = 2 * queue_io::burst + net::fault_injector::release_room;
-    rte_mbuf *pkts[cap];
-    for (;;) {
-        auto tx = q.stack->tx_pending();
-        const auto n = static_cast<uint16_t>(std::min<size_t>(tx.size(), queue_io::burst));
-        if (n == 0 && !(q.fault->holding(net::fault_direction::tx) &&
-                        q.fault->next_deadline(net::fault_direction::tx) <= now))
-            return;
-        std::memcpy(pkts, tx.data(), n * sizeof(rte_mbuf *));
-        q.stack->tx_consumed(n);
-        const uint16_t m = q.fault->tx(pkts, n, cap, now);
-        uint16_t sent = 0;
-        for (int tries = 0; sent < m && tries < 4; ++tries)
-            sent = static_cast<uint16_t>(
-                sent + rte_eth_tx_burst(q.port_id, q.queue, pkts + sent,
-                                        static_cast<uint16_t>(m - sent)));
-        q.io->tx_packets.inc(sent);
-        if (sent < m) {
-            rte_pktmbuf_free_bulk(pkts + sent, m - sent);
-            q.io->tx_drop_stuck.inc(m - sent);
-        }
-        if (n == 0) return;
-    }
-}
-
-// Real NICs need the interrupt armed while asleep; net_tap answers -ENOTSUP
-// but its queue fd fires anyway (TESTBED.md), so the result is not checked.
-void queue_arm(void *ctx) {
-    auto &q = *static_cast<queue_io *>(ctx);
-    (void)rte_eth_dev_rx_intr_enable(q.port_id, q.queue);
-}
-void queue_disarm(void *ctx) {
-    auto &q = *static_cast<queue_io *>(ctx);
-    (void)rte_eth_dev_rx_intr_disable(q.port_id, q.queue);
-}
+bool queue_pending(void *ctx) { return static_cast<port_queue *>(ctx)->io->pending(); }
+uint64_t queue_deadline(void *ctx) { return static_cast<port_queue *>(ctx)->io->next_deadline(); }
+void queue_arm(void *ctx) { static_cast<port_queue *>(ctx)->io->arm(); }
+void queue_disarm(void *ctx) { static_cast<port_queue *>(ctx)->io->disarm(); }
 
 void flush_tx(void *ctx, uint64_t now) {
-    auto &w = *static_cast<worker *>(ctx);
-    for (auto &qp : w.queues) {
-        queue_io &q = *qp;
-        if (q.fault) {
-            flush_tx_faulty(q, now);
-            continue;
-        }
-        auto tx = q.stack->tx_pending();
-        if (tx.empty()) continue;
-        const uint16_t sent =
-            rte_eth_tx_burst(q.port_id, q.queue, tx.data(), static_cast<uint16_t>(tx.size()));
-        q.io->tx_packets.inc(sent);
-        q.stack->tx_consumed(sent);
-        if (sent == tx.size()) {
-            q.tx_stuck = 0;
-            continue;
-        }
-        q.io->tx_short_bursts.inc();
-        if (++q.tx_stuck >= tx_stuck_limit) {
-            auto rest = q.stack->tx_pending();
-            rte_pktmbuf_free_bulk(rest.data(), static_cast<unsigned>(rest.size()));
-            q.io->tx_drop_stuck.inc(rest.size());
-            q.stack->tx_consumed(static_cast<uint16_t>(rest.size()));
-            q.tx_stuck = 0;
-        }
-    }
+    for (auto &q : static_cast<worker *>(ctx)->queues) q->io->flush(now);
 }
 
 // The inbox handler: messages other workers sent this one.
@@ -233,17 +128,13 @@ std::string setup_worker(app_state &app, worker &w) {
     }
     for (size_t i = 0; i < app.ports.size(); ++i) {
         const net::port &p = app.ports[i];
-        auto q = std::make_unique<queue_io>();
-        q->port_id = p.id;
-        q->queue = w.index;
-        q->stack = w.stacks[i].get();
+        auto q = std::make_unique<port_queue>();
+        net::fault_params fp;
+        if (p.spec.fault.enabled())
+            fp = net::fault_params_of(p.spec.fault, static_cast<uint32_t>(i), w.lcore);
+        q->io = std::make_unique<net::queue_io>(p.id, w.index, *w.stacks[i], w.io,
+                                                p.spec.fault.enabled() ? &fp : nullptr, p.pool);
         q->app = i < w.tcp_apps.size() ? w.tcp_apps[i].get() : nullptr;
-        q->io = &w.io;
-        if (p.spec.fault.enabled()) {
-            const net::fault_params fp =
-                net::fault_params_of(p.spec.fault, static_cast<uint32_t>(i), w.lcore);
-            q->fault = std::make_unique<net::fault_injector>(fp, p.pool, q->fault_ctr);
-        }
         reactor::poller pl;
         pl.poll = queue_poll;
         pl.pending = queue_pending;

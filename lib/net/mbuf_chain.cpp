@@ -93,6 +93,21 @@ bool chain_append(rte_mbuf *head, rte_mbuf *tail) noexcept {
     return rte_pktmbuf_chain(head, tail) == 0;
 }
 
+internet_checksum chain_sum(const rte_mbuf *m, uint32_t off, uint32_t len) noexcept {
+    internet_checksum c;
+    for (const rte_mbuf *seg = m; seg != nullptr && len > 0; seg = seg->next) {
+        if (off >= seg->data_len) {
+            off -= seg->data_len;
+            continue;
+        }
+        const uint32_t n = std::min<uint32_t>(seg->data_len - off, len);
+        c.add({rte_pktmbuf_mtod_offset(seg, const uint8_t *, off), n});
+        len -= n;
+        off = 0;
+    }
+    return c;
+}
+
 uint32_t piece_copy_out(const tcp_rx_piece &p, char *dst, uint32_t n) noexcept {
     n = std::min(n, p.len);
     uint32_t off = p.off, done = 0;

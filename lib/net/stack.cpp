@@ -24,22 +24,6 @@ neighbor_config neighbor_config_of(const iface_config &cfg) noexcept {
 }
 
 
-// The one's complement sum of `len` bytes from byte `off` of the chain. The
-// bytes exist: the IPv4 total length was checked against pkt_len.
-internet_checksum chain_sum(const rte_mbuf *m, uint32_t off, uint32_t len) noexcept {
-    internet_checksum c;
-    for (const rte_mbuf *seg = m; seg != nullptr && len > 0; seg = seg->next) {
-        if (off >= seg->data_len) {
-            off -= seg->data_len;
-            continue;
-        }
-        const uint32_t n = std::min<uint32_t>(seg->data_len - off, len);
-        c.add({rte_pktmbuf_mtod_offset(seg, const uint8_t *, off), n});
-        len -= n;
-        off = 0;
-    }
-    return c;
-}
 
 // A frame received and turned around keeps no receive metadata: rx offload
 // flags, packet type or VLAN would otherwise be read as tx requests.
@@ -201,29 +185,7 @@ void stack::input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) 
     // RFC 5227 §2.1.1: a probe's sender address is 0.0.0.0, it binds nothing.
     if (!a.sender_ip.is_unspecified()) {
         const auto lr = neigh_.learn(a.sender_ip, a.sender_hw, now_ns, for_us);
-        switch (lr.status) {
-            case neighbor_table::learn_status::updated:
-                ctr_.neigh_updated.inc();
-                break;
-            case neighbor_table::learn_status::refreshed:
-                ctr_.neigh_refreshed.inc();
-                break;
-            case neighbor_table::learn_status::resolved:
-            case neighbor_table::learn_status::inserted:
-                ctr_.neigh_learned.inc();
-                break;
-            case neighbor_table::learn_status::table_full:
-                ctr_.neigh_table_full.inc();
-                break;
-            case neighbor_table::learn_status::ignored:
-                break;
-        }
-        if (lr.evicted) {
-            ctr_.neigh_evicted.inc();
-        }
-        for (rte_mbuf *p : lr.released) {
-            send_ipv4(p, a.sender_hw);
-        }
+        learned(lr, a.sender_hw);
         // Only news goes to the other lcores (learn_result::share).
         if (neigh_hook_ != nullptr) {
             if (lr.share)
@@ -345,7 +307,11 @@ void stack::input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
 
 void stack::learn_shared(ipv4_addr ip, mac_addr mac, uint64_t now_ns) noexcept {
     ctr_.neigh_shared_in.inc();
-    const auto lr = neigh_.learn(ip, mac, now_ns, true);
+    learned(neigh_.learn(ip, mac, now_ns, true), mac);
+}
+
+// Counts a learn() by its outcome and sends the packets that waited for it.
+void stack::learned(const neighbor_table::learn_result &lr, mac_addr mac) noexcept {
     switch (lr.status) {
         case neighbor_table::learn_status::updated:
             ctr_.neigh_updated.inc();
@@ -363,12 +329,8 @@ void stack::learn_shared(ipv4_addr ip, mac_addr mac, uint64_t now_ns) noexcept {
         case neighbor_table::learn_status::ignored:
             break;
     }
-    if (lr.evicted) {
-        ctr_.neigh_evicted.inc();
-    }
-    for (rte_mbuf *p : lr.released) {
-        send_ipv4(p, mac);
-    }
+    if (lr.evicted) ctr_.neigh_evicted.inc();
+    for (rte_mbuf *p : lr.released) send_ipv4(p, mac);
 }
 
 void stack::input_handoff(rte_mbuf *m, uint64_t now_ns) noexcept {

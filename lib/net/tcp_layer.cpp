@@ -1,3 +1,4 @@
+#include "ferry/net/mbuf_chain.h"
 #include "ferry/net/tcp_layer.h"
 
 #include <rte_mbuf.h>
@@ -20,22 +21,6 @@ namespace {
 constexpr uint32_t none = UINT32_MAX;
 constexpr uint32_t eth_hlen = ethernet_frame::header_len;
 constexpr uint32_t ip_hlen = ipv4_repr::header_len();
-
-// The one's complement sum of `len` bytes from byte `off` of the chain.
-internet_checksum chain_sum(const rte_mbuf *m, uint32_t off, uint32_t len) noexcept {
-    internet_checksum c;
-    for (const rte_mbuf *seg = m; seg != nullptr && len > 0; seg = seg->next) {
-        if (off >= seg->data_len) {
-            off -= seg->data_len;
-            continue;
-        }
-        const uint32_t n = std::min<uint32_t>(seg->data_len - off, len);
-        c.add({rte_pktmbuf_mtod_offset(seg, const uint8_t *, off), n});
-        len -= n;
-        off = 0;
-    }
-    return c;
-}
 
 // tcp_conn's choice (tcp_conn.cpp wscale_for): the cookie SYN-ACK must offer
 // the shift the rebuilt connection will use.

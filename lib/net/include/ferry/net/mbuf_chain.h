@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "ferry/net/checksum.h"
 #include "ferry/net/tcp_conn_queues.h"
 
 struct rte_mbuf;
@@ -35,6 +36,11 @@ void chain_truncate(rte_mbuf *m, uint32_t len) noexcept;
 // count would overflow (nb_segs is 16 bits): nothing changed, the caller
 // still owns tail.
 [[nodiscard]] bool chain_append(rte_mbuf *head, rte_mbuf *tail) noexcept;
+
+// The one's complement sum (RFC 1071) of `len` bytes from byte `off` of the
+// chain; bytes past its end are not there to sum (the caller checked the
+// length against pkt_len).
+[[nodiscard]] internet_checksum chain_sum(const rte_mbuf *m, uint32_t off, uint32_t len) noexcept;
 
 // Copies up to n bytes of the piece's range into dst; returns how many.
 uint32_t piece_copy_out(const tcp_rx_piece &p, char *dst, uint32_t n) noexcept;

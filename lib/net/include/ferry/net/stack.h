@@ -128,6 +128,7 @@ public:
     [[nodiscard]] const iface_config &config() const noexcept { return cfg_; }
 
 private:
+    void learned(const neighbor_table::learn_result &lr, mac_addr mac) noexcept;
     void input_frame(rte_mbuf *m, uint64_t now_ns) noexcept;
     void input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) noexcept;
     void input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload,

@@ -101,15 +101,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
             timers_.arm(c.timer, now + cfg_.http.client_header_timeout_ms * ms);
         }
         if (c.t_req == 0) c.t_req = now;  // the request's first byte
-        net::tcp_rx_piece &p = c.front();
-        const uint32_t k = net::piece_copy_out(p, c.buf + c.buf_len, c.cap - c.buf_len);
-        c.buf_len += k;
-        p.off += k;
-        p.len -= k;
-        if (p.len == 0) {
-            rte_pktmbuf_free(p.m);
-            c.pop();
-        }
+        c.fill_buf();
     }
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ferry/http/parser.h"
+#include "ferry/net/mbuf_chain.h"
 #include "ferry/net/tcp_layer.h"
 #include "ferry/proxy/balance.h"
 #include "ferry/proxy/proxy.h"
@@ -56,6 +57,19 @@ struct worker_proxy::endpoint {
     bool used = false;
 
     net::tcp_rx_piece &front() noexcept { return in[in_head]; }
+    // Copies what fits of the front input piece into the head buffer (the
+    // piece is consumed as far as copied, and dropped when empty).
+    void fill_buf() noexcept {
+        net::tcp_rx_piece &p = front();
+        const uint32_t k = net::piece_copy_out(p, buf + buf_len, cap - buf_len);
+        buf_len += k;
+        p.off += k;
+        p.len -= k;
+        if (p.len == 0) {
+            rte_pktmbuf_free(p.m);
+            pop();
+        }
+    }
     void pop() noexcept {
         in_head = (in_head + 1) % in_cap;
         --in_n;

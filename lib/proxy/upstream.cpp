@@ -210,15 +210,7 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
             }
             return false;
         }
-        net::tcp_rx_piece &p = u.front();
-        const uint32_t k = net::piece_copy_out(p, u.buf + u.buf_len, u.cap - u.buf_len);
-        u.buf_len += k;
-        p.off += k;
-        p.len -= k;
-        if (p.len == 0) {
-            rte_pktmbuf_free(p.m);
-            u.pop();
-        }
+        u.fill_buf();
     }
 }
 

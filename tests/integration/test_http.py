@@ -49,7 +49,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check, curl,  # noqa: E402
-                     raw_exchange, require_root, status_of, stop_pid)
+                     raw_exchange, require_root, status_of, stop_pid, wait_for)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIG_MIB = int(os.environ.get("FERRY_HTTP_BIG_MIB", "100"))
@@ -488,16 +488,6 @@ for t in threads:
     t.join()
 print(json.dumps(res))
 """
-
-
-def wait_for(get, ok, timeout):
-    """Polls get() until ok(value) or the deadline; returns the last value."""
-    deadline = time.monotonic() + timeout
-    v = get()
-    while not ok(v) and time.monotonic() < deadline:
-        time.sleep(0.1)
-        v = get()
-    return v
 
 
 def wait_quiescent(f, start_in_use, timeout=30):

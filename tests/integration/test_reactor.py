@@ -7,7 +7,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from testbed import FERRY_ADDR, Ferry, Netns, check, require_root  # noqa: E402
+from testbed import FERRY_ADDR, Ferry, Netns, check, require_root, wait_for  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -17,16 +17,6 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def wait_for(get, ok, timeout=10.0):
-    """Polls get() until ok(value) or the deadline; returns the last value."""
-    deadline = time.monotonic() + timeout
-    v = get()
-    while not ok(v) and time.monotonic() < deadline:
-        time.sleep(0.05)
-        v = get()
-    return v
 
 
 def lcore_states(f):

@@ -292,3 +292,14 @@ sys.stdout.write(out.hex())
         check(r.returncode == 0, f"client reset after {reset_after} s ({r.stdout.strip()!r})")
         return b""
     return bytes.fromhex(r.stdout.strip() or "")
+
+
+def wait_for(get, ok, timeout=10.0, interval=0.1):
+    """Polls get() until ok(value) or the deadline; returns the last value
+    (the caller checks it: a wait on a condition, never a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    v = get()
+    while not ok(v) and time.monotonic() < deadline:
+        time.sleep(interval)
+        v = get()
+    return v

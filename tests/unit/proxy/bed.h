@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ferry/config/config.h"
+#include "ferry/net/mbuf_chain.h"
 #include "ferry/net/stack.h"
 #include "ferry/net/tcp_layer.h"
 #include "ferry/proxy/proxy.h"
@@ -228,28 +229,9 @@ public:
 
 private:
     rte_mbuf *chain_of(std::string_view data) {
-        rte_mbuf *head = nullptr, *last = nullptr;
-        while (!data.empty()) {
-            rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
-            if (m == nullptr) {
-                ADD_FAILURE() << "test pool exhausted";
-                rte_pktmbuf_free(head);
-                return nullptr;
-            }
-            const uint16_t k =
-                static_cast<uint16_t>(std::min<size_t>(data.size(), rte_pktmbuf_tailroom(m)));
-            std::memcpy(rte_pktmbuf_append(m, k), data.data(), k);
-            data.remove_prefix(k);
-            if (head == nullptr) {
-                head = m;
-            } else {
-                last->next = m;
-                ++head->nb_segs;
-                head->pkt_len += k;
-            }
-            last = m;
-        }
-        return head;
+        rte_mbuf *m = net::chain_from(g_pool, data.data(), static_cast<uint32_t>(data.size()));
+        if (m == nullptr) ADD_FAILURE() << "test pool exhausted";
+        return m;
     }
 
     // Copies every frame `from` queued into a fresh flat mbuf for `to`.

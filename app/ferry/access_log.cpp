@@ -350,7 +350,7 @@ proxy::access_log_sink *access_log_writer::add_sink(unsigned lcore) {
 }
 
 std::string access_log_writer::start() {
-    // As the metrics thread (metrics.cpp): a DPDK control thread on the
+    // As the exporter thread (lib/telemetry/exporter.cpp): a DPDK control thread on the
     // control CPUs; the stop and reopen signals stay with the main thread.
     sigset_t set, old;
     sigemptyset(&set);

@@ -20,6 +20,7 @@
 #include "ferry/proxy/proxy.h"
 #include "tcp_app.h"
 #include "ferry/reactor/reactor.h"
+#include "ferry/telemetry/view.h"
 #include "ferry/xcore/inbox.h"
 #include "ferry/xcore/mesh.h"
 #include "ferry/xcore/outbox.h"
@@ -91,7 +92,7 @@ struct app_state {
 // Set by SIGINT/SIGTERM; workers poll it once per iteration.
 extern std::atomic<bool> stop_requested;
 
-// The one app_state of the process, for telemetry callbacks (which carry no context).
+// The one app_state of the process, for callbacks that carry no context.
 extern app_state *the_app;
 
 // Builds each worker's reactor with its queue pollers and flusher. Returns an
@@ -109,6 +110,8 @@ void share_neighbor(void *link, net::ipv4_addr ip, net::mac_addr mac) noexcept;
 int worker_main(void *arg);
 // Rings every worker's doorbell so sleepers re-read the stop flag and settings.
 void wake_all_workers() noexcept;
-void register_telemetry();
+// What lib/telemetry's commands and exporter read: every worker's counter
+// blocks, once the workers (and their outboxes) are set up.
+telemetry::process_view telemetry_view(app_state &app);
 
 }  // namespace ferry::app

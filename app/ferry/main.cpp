@@ -18,7 +18,8 @@
 #include "app.h"
 #include "cli.h"
 #include "ferry/base/log.h"
-#include "metrics.h"
+#include "ferry/telemetry/commands.h"
+#include "ferry/telemetry/exporter.h"
 #include "ferry_build_config.h"
 
 RTE_LOG_REGISTER(ferry_logtype_app, ferry.app, INFO);
@@ -360,8 +361,11 @@ int run(int argc, char **argv) {
     }
     install_stop_handlers(&stop_set, alog != nullptr);
 
-    static app_state app;  // lives until exit; telemetry callbacks may still run during cleanup
+    static app_state app;  // lives until exit
     the_app = &app;
+    // What telemetry reads; withdrawn (publish(nullptr)) before cleanup frees
+    // what it points to, since DPDK may still call a command then.
+    static telemetry::process_view view;
     app.cfg = l.cfg;
     app.drivers_dir = drivers_dir;
     // config::wakeup_mode and reactor::wakeup_mode list the same modes in the same order.
@@ -383,7 +387,7 @@ int run(int argc, char **argv) {
     const unsigned lcores = rte_lcore_count();
     const uint32_t nworkers = l.cfg.workers ? l.cfg.workers : lcores;
     int rc = 1;
-    std::unique_ptr<metrics_server> metrics;  // [admin] metrics_address
+    std::unique_ptr<telemetry::exporter> metrics;  // [admin] metrics_address
     if (nworkers > lcores) {
         // Each worker owns one lcore and one queue pair per port: two workers cannot
         // share an lcore, so this is fatal, not a warning.
@@ -467,16 +471,18 @@ int run(int argc, char **argv) {
             goto out;
         }
     }
+    // After the workers are set up (the view points into them), before "ready".
+    view = telemetry_view(app);
     if (l.cfg.admin.addr) {
-        // After the workers are set up (it reads them), before "ready".
-        auto m = metrics_server::start(app, *l.cfg.admin.addr, l.cfg.admin.port);
+        auto m = telemetry::exporter::start(view, *l.cfg.admin.addr, l.cfg.admin.port);
         if (!m) {
             std::fprintf(stderr, "ferry: %s\n", m.error().c_str());
             goto out;
         }
         metrics = std::move(m.value());
     }
-    register_telemetry();
+    telemetry::publish(&view);
+    telemetry::register_commands();
     APP_LOG(INFO, "ready: %zu port(s), %u worker(s), wakeup mode %s, config %s",
             app.ports.size(), nworkers, std::string(to_string(l.cfg.wakeup)).c_str(),
             l.cfg.source.c_str());
@@ -489,8 +495,11 @@ int run(int argc, char **argv) {
     rc = 0;
 
 out:
-    // The exporter reads everything below: its thread is joined first.
+    // The exporter and the telemetry commands read everything below: the
+    // exporter's thread is joined first, then the view withdrawn (which waits
+    // for a command in progress).
     metrics.reset();
+    telemetry::publish(nullptr);
     // Connections and the test services hold mbufs of the ports' pools: free
     // them before the pools go (app is static, destroyed only after this).
     for (auto &w : app.workers) {

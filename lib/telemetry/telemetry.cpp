@@ -2,6 +2,10 @@
 
 #include <cstring>
 
+#include "telemetry_log.h"
+
+RTE_LOG_REGISTER(ferry_logtype_telemetry, ferry.telemetry, INFO);
+
 namespace ferry::telemetry {
 
 bool register_command(const char *cmd, handler fn, const char *help) noexcept {

@@ -1,8 +1,8 @@
 // ferry's commands on DPDK's telemetry socket (/var/run/dpdk/<prefix>/dpdk_telemetry.v2;
 // `dpdk-telemetry.py -f <prefix>` works unchanged).
 //
-// This layer knows nothing about ferry's internals: upper layers register
-// commands and hand it counter blocks described by ferry::counter_field lists.
+// The building blocks of ferry's commands (commands.h): registration under
+// /ferry/ and counter blocks described by ferry::counter_field lists.
 // Callbacks run on DPDK's telemetry thread, never on a worker; they read
 // per-lcore counters with relaxed atomic loads (ferry/base/counter.h), so a
 // read never stalls or races a worker.

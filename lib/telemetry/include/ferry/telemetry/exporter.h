@@ -1,7 +1,6 @@
 // The Prometheus exporter of [admin] metrics_address (docs/OPERATIONS.md
 // "Metrics"): a kernel TCP socket served by one control thread that answers
-// GET /metrics with every counter /ferry/* telemetry shows, in the text
-// exposition format 0.0.4, and GET /healthz with "ok".
+// GET /metrics with render_metrics() (metrics.h) and GET /healthz with "ok".
 //
 // The thread is a DPDK control thread, never a worker lcore, and it reads
 // only what the telemetry thread reads: per-lcore counters with relaxed
@@ -20,16 +19,11 @@
 #include <string>
 
 #include "ferry/base/result.h"
+#include "ferry/telemetry/view.h"
 
-namespace ferry::app {
+namespace ferry::telemetry {
 
-struct app_state;
-
-// Every metric of `app` in the text exposition format 0.0.4 (names and labels
-// in docs/OPERATIONS.md "Metrics"). Any thread, once the workers are set up.
-std::string render_metrics(const app_state &app);
-
-class metrics_server {
+class exporter {
 public:
     // Time limits per client: the whole request head, the whole response.
     static constexpr int read_timeout_ms = 2000;
@@ -40,24 +34,25 @@ public:
 
     // Binds addr:port (IPv4, host byte order; 0 = every address) in the
     // calling thread's network namespace, listens, and starts the serving
-    // thread. Call after every worker is set up: the thread reads `app` from
-    // its first request on, until stop(). Error text naming the address and
-    // the errno text when the socket, bind, listen, eventfd or the thread fail.
-    static result<std::unique_ptr<metrics_server>, std::string> start(const app_state &app,
-                                                                      uint32_t addr, uint16_t port);
+    // thread. The thread reads `view` from its first request on, until
+    // stop(): it must stay valid (view.h) until then. Error text naming the
+    // address and the errno text when the socket, bind, listen, eventfd or
+    // the thread fail.
+    static result<std::unique_ptr<exporter>, std::string> start(const process_view &view,
+                                                                uint32_t addr, uint16_t port);
 
     // stop().
-    ~metrics_server();
-    metrics_server(const metrics_server &) = delete;
-    metrics_server &operator=(const metrics_server &) = delete;
+    ~exporter();
+    exporter(const exporter &) = delete;
+    exporter &operator=(const exporter &) = delete;
 
     // Wakes the thread (the eventfd is in every poll() it makes), joins it and
     // closes the sockets. A request in progress is abandoned. Idempotent.
     void stop() noexcept;
 
 private:
-    metrics_server(const app_state &app, int listen_fd, int wake_fd) noexcept
-        : app_(app), listen_fd_(listen_fd), wake_fd_(wake_fd) {}
+    exporter(const process_view &view, int listen_fd, int wake_fd) noexcept
+        : view_(view), listen_fd_(listen_fd), wake_fd_(wake_fd) {}
 
     static void *thread_main(void *self) noexcept;
     void run() noexcept;
@@ -66,7 +61,7 @@ private:
     // 1: `fd` has `events`; 0: `deadline_ms` (CLOCK_MONOTONIC) passed; -1: stop.
     int wait_for(int fd, short events, int64_t deadline_ms) noexcept;
 
-    const app_state &app_;
+    const process_view &view_;
     int listen_fd_ = -1;
     int wake_fd_ = -1;
     pthread_t thread_{};
@@ -74,4 +69,4 @@ private:
     std::atomic<bool> stopping_{false};
 };
 
-}  // namespace ferry::app
+}  // namespace ferry::telemetry

@@ -1,0 +1,367 @@
+// /ferry/* telemetry commands (commands.h). They run on DPDK's telemetry
+// thread and only read: configuration fixed at start-up, per-lcore counters
+// (relaxed atomic loads), ethdev stats and mempool counts (both safe from any
+// thread). The two writable commands store the reactor settings and wake
+// every worker through the view's callback.
+#include "ferry/telemetry/commands.h"
+
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mempool.h>
+#include <rte_version.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "ferry/telemetry/telemetry.h"
+#include "ferry_build_config.h"
+#include "read.h"
+#include "telemetry_log.h"
+
+namespace ferry::telemetry {
+namespace {
+
+// The published view. Commands hold the lock while they read it, publish()
+// while it swaps it: a view is never freed under a command (the lock is only
+// ever taken by the telemetry thread and the control path, never a worker).
+std::mutex view_lock;
+const process_view *the_view = nullptr;
+
+// Runs fn(view, d) under the lock; -ENODEV while no view is published.
+template <class Fn>
+int with_view(rte_tel_data *d, Fn fn) {
+    std::lock_guard<std::mutex> g(view_lock);
+    if (the_view == nullptr) return -ENODEV;
+    return fn(*the_view, d);
+}
+
+std::string lcore_key(const lcore_view &l) { return "lcore" + std::to_string(l.lcore); }
+std::string lcore_port_key(const lcore_view &l, const net::port &p) {
+    return lcore_key(l) + "/" + p.spec.name;
+}
+
+int version(const process_view &, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "version", FERRY_VERSION);
+    rte_tel_data_add_dict_string(d, "dpdk", rte_version());
+    return 0;
+}
+
+int ports(const process_view &v, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    for (size_t i = 0; i < v.ports.size(); ++i) {
+        const net::port &p = v.ports[i];
+        rte_tel_data *c = rte_tel_data_alloc();
+        if (c == nullptr) return -ENOMEM;
+        rte_tel_data_start_dict(c);
+        char mac[RTE_ETHER_ADDR_FMT_SIZE];
+        rte_ether_format_addr(mac, sizeof mac, &p.mac);
+        rte_tel_data_add_dict_int(c, "port_id", p.id);
+        rte_tel_data_add_dict_string(c, "device", p.dev_name.c_str());
+        rte_tel_data_add_dict_string(c, "driver", p.driver_name.c_str());
+        rte_tel_data_add_dict_string(c, "profile", p.spec.profile.c_str());
+        rte_tel_data_add_dict_string(c, "iface", p.spec.iface.c_str());
+        rte_tel_data_add_dict_string(c, "mac", mac);
+        const std::string addr =
+            config::format_ipv4(p.spec.address) + "/" + std::to_string(unsigned(p.spec.prefix_len));
+        rte_tel_data_add_dict_string(c, "address", addr.c_str());
+        rte_tel_data_add_dict_int(c, "mtu", p.spec.mtu);
+        rte_tel_data_add_dict_int(c, "queues", p.queues);
+        rte_tel_data_add_dict_int(c, "rx_desc", p.rx_desc);
+        rte_tel_data_add_dict_int(c, "tx_desc", p.tx_desc);
+        rte_tel_data_add_dict_u64(c, "mbufs", p.spec.mbufs);
+        rte_tel_data_add_dict_u64(c, "mbufs_available", rte_mempool_avail_count(p.pool));
+        rte_tel_data_add_dict_u64(c, "mbufs_in_use", rte_mempool_in_use_count(p.pool));
+        rte_tel_data_add_dict_string(c, "steering", p.steering.substr(0, 120).c_str());
+        rte_tel_data_add_dict_int(c, "fault_injection", p.spec.fault.enabled());
+        if (p.spec.fault.enabled()) {
+            // Summed over the lcores serving the port.
+            for (const auto &f : net::fault_counter_fields) {
+                uint64_t total = 0;
+                for (const lcore_view &l : v.lcores)
+                    if (i < l.ports.size() && l.ports[i].fault != nullptr)
+                        total += (l.ports[i].fault->*(f.member)).get();
+                rte_tel_data_add_dict_u64(c, ("fault_" + std::string(f.name)).c_str(), total);
+            }
+        }
+        // Capabilities as probed at start (0/1), and what is enabled.
+        rte_tel_data_add_dict_int(c, "cap_rx_interrupts", p.caps.rx_interrupts);
+        rte_tel_data_add_dict_int(c, "cap_rss", p.caps.rss);
+        rte_tel_data_add_dict_int(c, "cap_rx_ipv4_cksum", p.caps.rx_ipv4_cksum);
+        rte_tel_data_add_dict_int(c, "cap_rx_tcp_cksum", p.caps.rx_tcp_cksum);
+        rte_tel_data_add_dict_int(c, "cap_tx_ipv4_cksum", p.caps.tx_ipv4_cksum);
+        rte_tel_data_add_dict_int(c, "cap_tx_tcp_cksum", p.caps.tx_tcp_cksum);
+        rte_tel_data_add_dict_int(c, "cap_tx_multi_segs", p.caps.tx_multi_segs);
+        rte_tel_data_add_dict_string(c, "offloads",
+                                     net::offload_names(p.rx_offloads, p.tx_offloads).c_str());
+        rte_eth_stats st{};
+        if (rte_eth_stats_get(p.id, &st) == 0)
+            for (const auto &f : detail::eth_stat_fields)
+                rte_tel_data_add_dict_u64(c, f.name, st.*(f.member));
+        // The stack's counters for this port, summed over its lcores.
+        for (const auto &f : net::net_counter_fields) {
+            uint64_t total = 0;
+            for (const lcore_view &l : v.lcores)
+                if (i < l.ports.size()) total += (l.ports[i].net->*(f.member)).get();
+            rte_tel_data_add_dict_u64(c, f.name, total);
+        }
+        if (rte_tel_data_add_dict_container(d, p.spec.name.c_str(), c, 0) != 0) return -ENOSPC;
+    }
+    return 0;
+}
+
+int net_cmd(const process_view &v, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    for (const lcore_view &l : v.lcores)
+        for (size_t i = 0; i < v.ports.size() && i < l.ports.size(); ++i)
+            if (!add_counter_dict(d, lcore_port_key(l, v.ports[i]).c_str(), *l.ports[i].net,
+                                  net::net_counter_fields))
+                return -ENOMEM;
+    return 0;
+}
+
+// Per lcore and port the tcp_counters block, and their sum under "sum".
+int tcp(const process_view &v, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    net::tcp_counters sum{};
+    for (const lcore_view &l : v.lcores)
+        for (size_t i = 0; i < v.ports.size() && i < l.ports.size(); ++i) {
+            const net::tcp_counters *c = l.ports[i].tcp;
+            if (c == nullptr) continue;
+            for (const auto &f : net::tcp_counter_fields)
+                (sum.*(f.member)).inc((c->*(f.member)).get());
+            if (!add_counter_dict(d, lcore_port_key(l, v.ports[i]).c_str(), *c,
+                                  net::tcp_counter_fields))
+                return -ENOMEM;
+        }
+    if (!add_counter_dict(d, "sum", sum, net::tcp_counter_fields)) return -ENOMEM;
+    return 0;
+}
+
+// Per lcore the proxy's counters, their sum, and rejections by reason.
+int http(const process_view &v, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    for (const lcore_view &l : v.lcores)
+        if (l.proxy != nullptr &&
+            !add_counter_dict(d, lcore_key(l).c_str(), l.proxy->counters(), proxy::http_counter_fields))
+            return -ENOMEM;
+    proxy::http_counters sum{};
+    detail::sum_http(v, sum);
+    if (!add_counter_dict(d, "sum", sum, proxy::http_counter_fields)) return -ENOMEM;
+    rte_tel_data *r = rte_tel_data_alloc();
+    if (r == nullptr) return -ENOMEM;
+    rte_tel_data_start_dict(r);
+    for (uint8_t e = 1; e < 64; ++e) {
+        const std::string_view n = http::name(static_cast<http::parse_error>(e));
+        if (n == "unknown") break;
+        rte_tel_data_add_dict_u64(r, std::string(n).c_str(), sum.rejected_by_reason[e].get());
+    }
+    if (rte_tel_data_add_dict_container(d, "rejected_by_reason", r, 0) != 0) return -ENOSPC;
+    rte_tel_data_add_dict_u64(d, "active_connections", detail::active_connections(sum));
+    return 0;
+}
+
+// Per upstream, per server: health and the lcores' counters summed.
+int upstreams(const process_view &v, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    if (v.proxy_shared == nullptr) return 0;
+    const uint64_t now = reactor::reactor::now_ns();  // the clock of down_until
+    const auto &ups = v.cfg->upstreams;
+    for (size_t u = 0; u < ups.size(); ++u) {
+        const auto &uc = ups[u];
+        for (size_t s = 0; s < uc.servers.size(); ++s) {
+            const auto &sv = uc.servers[s];
+            const auto &h = v.proxy_shared->health[u][s];
+            const detail::server_totals t = detail::sum_server(v, u, s);
+            rte_tel_data *sd = rte_tel_data_alloc();
+            if (sd == nullptr) return -ENOMEM;
+            rte_tel_data_start_dict(sd);
+            const std::string where = config::format_ipv4(sv.addr) + ":" + std::to_string(sv.port);
+            rte_tel_data_add_dict_string(sd, "server", where.c_str());
+            rte_tel_data_add_dict_string(sd, "state", detail::server_down(h, now) ? "down" : "up");
+            rte_tel_data_add_dict_string(sd, "pool",
+                                         uc.pool == config::pool_mode::local ? "local" : "shared");
+            rte_tel_data_add_dict_u64(sd, "weight", sv.weight);
+            rte_tel_data_add_dict_u64(sd, "active", t.active);
+            rte_tel_data_add_dict_u64(sd, "idle", t.idle);
+            rte_tel_data_add_dict_u64(sd, "connections", t.connections);
+            rte_tel_data_add_dict_u64(sd, "requests", t.requests);
+            rte_tel_data_add_dict_u64(sd, "failures", t.failures);
+            rte_tel_data_add_dict_u64(sd, "marked_down", h.marked_down.load(std::memory_order_relaxed));
+            rte_tel_data_add_dict_u64(sd, "responses", t.responses);
+            rte_tel_data_add_dict_u64(sd, "latency_avg_us",
+                                      t.responses ? t.latency_ns / t.responses / 1000 : 0);
+            // One level of nesting (what DPDK 22.11's telemetry can print), and
+            // names only of [A-Za-z0-9_/]: "<upstream>/<index>", the address
+            // is a value.
+            const std::string key = uc.name + "/" + std::to_string(s);
+            if (rte_tel_data_add_dict_container(d, key.c_str(), sd, 0) != 0) return -ENOSPC;
+        }
+    }
+    return 0;
+}
+
+// Per ordered worker pair "lcore<from>/lcore<to>": the cross-core ring's depth
+// now, capacity, the producer's high-water mark and its ring_full events.
+// Empty with one worker (no rings).
+int rings(const process_view &v, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    for (const detail::ring_snapshot &r : detail::rings(v)) {
+        rte_tel_data *c = rte_tel_data_alloc();
+        if (c == nullptr) return -ENOMEM;
+        rte_tel_data_start_dict(c);
+        rte_tel_data_add_dict_int(c, "from_lcore", static_cast<int>(r.from->lcore));
+        rte_tel_data_add_dict_int(c, "to_lcore", static_cast<int>(r.to->lcore));
+        rte_tel_data_add_dict_u64(c, "depth", r.depth);
+        rte_tel_data_add_dict_u64(c, "capacity", r.capacity);
+        rte_tel_data_add_dict_u64(c, "high_water", r.lane.high_water);
+        rte_tel_data_add_dict_u64(c, "ring_full", r.lane.ring_full);
+        const std::string key = lcore_key(*r.from) + "/" + lcore_key(*r.to);
+        if (rte_tel_data_add_dict_container(d, key.c_str(), c, 0) != 0) return -ENOSPC;
+    }
+    return 0;
+}
+
+int lcores(const process_view &v, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    const auto mode = v.settings->mode.load(std::memory_order_relaxed);
+    for (const lcore_view &l : v.lcores) {
+        rte_tel_data *c = rte_tel_data_alloc();
+        if (c == nullptr) return -ENOMEM;
+        rte_tel_data_start_dict(c);
+        rte_tel_data_add_dict_int(c, "lcore", static_cast<int>(l.lcore));
+        rte_tel_data_add_dict_int(c, "queue", l.index);
+        rte_tel_data_add_dict_int(c, "socket", static_cast<int>(rte_lcore_to_socket_id(l.lcore)));
+        // The mode this lcore really runs in: a queue without rx interrupts
+        // (af_packet) forces polling whatever the process-wide mode says.
+        const bool can_sleep = l.loop->can_sleep();
+        rte_tel_data_add_dict_string(c, "mode", can_sleep ? reactor::name(mode) : "poll");
+        rte_tel_data_add_dict_int(c, "can_sleep", can_sleep);
+        rte_tel_data_add_dict_string(c, "state", l.loop->asleep() ? "asleep" : "running");
+        const uint64_t polls = l.reactor->polls.get(), busy = l.reactor->busy_polls.get();
+        rte_tel_data_add_dict_u64(c, "busy_permille", polls ? busy * 1000 / polls : 0);
+        add_counters(c, *l.reactor, reactor::reactor_counter_fields);
+        rte_tel_data_add_dict_u64(c, "current_sleep_ns",
+                                  l.loop->current_sleep_ns(reactor::reactor::now_ns()));
+        for (const counter_ref &r : l.io) rte_tel_data_add_dict_u64(c, r.name, r.value->get());
+        if (rte_tel_data_add_dict_container(d, lcore_key(l).c_str(), c, 0) != 0) return -ENOSPC;
+    }
+    return 0;
+}
+
+// Read: /ferry/wakeup_mode. Write: /ferry/wakeup_mode,<conditional|always|poll>.
+// Every worker is woken so a sleeper re-reads the mode at once.
+int wakeup_mode(const process_view &v, const char *params, rte_tel_data *d) {
+    if (params != nullptr && *params != '\0') {
+        reactor::wakeup_mode m;
+        if (!reactor::parse_wakeup_mode(params, m)) return -EINVAL;
+        v.settings->mode.store(m, std::memory_order_relaxed);
+        v.wake_all();
+        TELEMETRY_LOG(NOTICE, "wakeup mode set to %s", reactor::name(m));
+    }
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "wakeup_mode",
+                                 reactor::name(v.settings->mode.load(std::memory_order_relaxed)));
+    return 0;
+}
+
+// Read: /ferry/idle_threshold_us. Write: /ferry/idle_threshold_us,<1..1000000>.
+int idle_threshold(const process_view &v, const char *params, rte_tel_data *d) {
+    if (params != nullptr && *params != '\0') {
+        char *end = nullptr;
+        const unsigned long us = std::strtoul(params, &end, 10);
+        if (end == params || *end != '\0' || us < 1 || us > 1'000'000) return -EINVAL;
+        v.settings->idle_threshold_ns.store(uint64_t(us) * 1000u, std::memory_order_relaxed);
+        v.wake_all();
+        TELEMETRY_LOG(NOTICE, "idle threshold set to %lu us", us);
+    }
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_u64(d, "idle_threshold_us",
+                              v.settings->idle_threshold_ns.load(std::memory_order_relaxed) / 1000u);
+    return 0;
+}
+
+int config_cmd(const process_view &v, rte_tel_data *d) {
+    const config::ferry_config &cfg = *v.cfg;
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "source", cfg.source.c_str());
+    rte_tel_data_add_dict_string(d, "drivers_dir", v.drivers_dir.c_str());
+    rte_tel_data_add_dict_int(d, "workers", static_cast<int>(v.lcores.size()));
+    // The live values (telemetry can change both at run time).
+    rte_tel_data_add_dict_string(d, "wakeup_mode",
+                                 reactor::name(v.settings->mode.load(std::memory_order_relaxed)));
+    rte_tel_data_add_dict_u64(d, "idle_threshold_us",
+                              v.settings->idle_threshold_ns.load(std::memory_order_relaxed) / 1000u);
+    rte_tel_data_add_dict_u64(d, "neighbor_timeout_s", cfg.neighbor_timeout_s);
+    rte_tel_data_add_dict_int(d, "ports", static_cast<int>(cfg.ports.size()));
+    // [admin]: "" when there is no metrics listener.
+    const std::string metrics =
+        cfg.admin.addr ? config::format_ipv4(*cfg.admin.addr) + ":" + std::to_string(cfg.admin.port)
+                       : "";
+    rte_tel_data_add_dict_string(d, "metrics_address", metrics.c_str());
+    return 0;
+}
+
+// DPDK's callbacks carry no context: one adapter per command, reading the
+// published view.
+template <int (*Fn)(const process_view &, rte_tel_data *)>
+int reader(const char *, const char *, rte_tel_data *d) {
+    return with_view(d, Fn);
+}
+template <int (*Fn)(const process_view &, const char *, rte_tel_data *)>
+int writer(const char *, const char *params, rte_tel_data *d) {
+    return with_view(d, [params](const process_view &v, rte_tel_data *dd) { return Fn(v, params, dd); });
+}
+
+struct command {
+    const char *name;
+    handler fn;
+    const char *help;
+};
+
+constexpr command commands[] = {
+    {"/ferry/version", reader<version>, "ferry and DPDK versions. Takes no parameters."},
+    {"/ferry/ports", reader<ports>,
+     "Per port: device, mac, address, queues, capabilities (cap_*), ethdev stats, stack "
+     "counters."},
+    {"/ferry/net", reader<net_cmd>,
+     "Per lcore and port: Ethernet/ARP/IPv4/ICMP counters, drops by reason."},
+    {"/ferry/tcp", reader<tcp>,
+     "Per lcore and port, and summed: TCP connection counters (states, retransmits, resets)."},
+    {"/ferry/lcores", reader<lcores>,
+     "Per worker lcore: queue, mode, state, sleeps, wakeups by cause, doorbells, loop and I/O "
+     "counters."},
+    {"/ferry/wakeup_mode", writer<wakeup_mode>,
+     "Read, or set with ,<conditional|always|poll>: when workers sleep and peers ring."},
+    {"/ferry/idle_threshold_us", writer<idle_threshold>,
+     "Read, or set with ,<us>: idle time before a worker tries to sleep."},
+    {"/ferry/config", reader<config_cmd>, "The effective configuration."},
+    {"/ferry/http", reader<http>,
+     "HTTP proxy per lcore and summed: requests, responses by class, rejections by reason."},
+    {"/ferry/upstreams", reader<upstreams>,
+     "Per <upstream>/<n>: server, state, pool, active/idle connections, requests, failures, latency."},
+    {"/ferry/rings", reader<rings>,
+     "Per lcore<from>/lcore<to>: the cross-core ring's depth, capacity, high-water mark, "
+     "ring_full events."},
+};
+
+}  // namespace
+
+void publish(const process_view *v) noexcept {
+    std::lock_guard<std::mutex> g(view_lock);
+    the_view = v;
+}
+
+unsigned register_commands() noexcept {
+    unsigned refused = 0;
+    for (const auto &c : commands)
+        if (!register_command(c.name, c.fn, c.help)) {
+            TELEMETRY_LOG(WARNING, "telemetry command %s not registered", c.name);
+            ++refused;
+        }
+    return refused;
+}
+
+}  // namespace ferry::telemetry

@@ -1,0 +1,15 @@
+// Every counter /ferry/* shows, in Prometheus's text exposition format 0.0.4
+// (names and labels in docs/OPERATIONS.md "Metrics"). The exporter
+// (exporter.h) serves it as GET /metrics.
+#pragma once
+
+#include <string>
+
+#include "ferry/telemetry/view.h"
+
+namespace ferry::telemetry {
+
+// Renders every metric of `v`. Any thread, while `v` is valid (view.h).
+[[nodiscard]] std::string render_metrics(const process_view &v);
+
+}  // namespace ferry::telemetry

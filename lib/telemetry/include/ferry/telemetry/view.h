@@ -1,0 +1,86 @@
+// What the telemetry commands and the Prometheus exporter read: a view of the
+// running process that the app builds once every worker is set up.
+//
+// This layer sits above every other (lib/meson.build): it reads the counter
+// blocks of the reactor, the stack, TCP, the cross-core rings and the proxy,
+// but it never includes the app's headers. The app describes its workers
+// here (pointers to their blocks, one entry per lcore) and registers the one
+// action telemetry may take (waking every worker after a settings change).
+// Counter blocks the app defines itself (its port I/O counters) come
+// type-erased, as counter_refs.
+//
+// Everything a view points to must stay valid and, apart from the counters,
+// unchanged while the view is published (commands.h) or an exporter serving
+// it runs (exporter.h). Readers only load: counters with relaxed atomic loads
+// (ferry/base/counter.h), the health words and the ring tails atomically;
+// ethdev stats and mempool counts through DPDK calls safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ferry/base/counter.h"
+#include "ferry/config/config.h"
+#include "ferry/net/counters.h"
+#include "ferry/net/fault.h"
+#include "ferry/net/port.h"
+#include "ferry/proxy/proxy.h"
+#include "ferry/reactor/reactor.h"
+#include "ferry/xcore/mesh.h"
+#include "ferry/xcore/outbox.h"
+
+namespace ferry::telemetry {
+
+// One counter of a block whose type this layer does not know.
+struct counter_ref {
+    const char *name;  // the X-macro name: [a-z0-9_]
+    const char *help;
+    const counter *value;
+};
+
+// The counters of `block` described by `fields` (an X-macro counter_field
+// array), as counter_refs. The block must outlive the result.
+template <class S, class Fields>
+std::vector<counter_ref> counter_refs(const S &block, const Fields &fields) {
+    std::vector<counter_ref> out;
+    for (const auto &f : fields) out.push_back({f.name, f.help, &(block.*(f.member))});
+    return out;
+}
+
+// One port as one lcore serves it.
+struct lcore_port_view {
+    const net::net_counters *net = nullptr;      // never null
+    const net::tcp_counters *tcp = nullptr;      // null: no TCP layer on this port
+    const net::fault_counters *fault = nullptr;  // null: no [port.fault] on this port
+};
+
+// One worker lcore.
+struct lcore_view {
+    unsigned lcore = 0;  // EAL lcore id
+    // Worker index: the queue it owns on every port, its row in the mesh.
+    uint16_t index = 0;
+    const reactor::reactor *loop = nullptr;                // never null
+    const reactor::reactor_counters *reactor = nullptr;  // never null
+    // The port I/O counters (exported as group "io": ferry_io_*_total).
+    std::vector<counter_ref> io;
+    std::vector<lcore_port_view> ports;            // same order as process_view::ports
+    const proxy::worker_proxy *proxy = nullptr;  // null without [[listener]]
+    const xcore::outbox *out = nullptr;          // null with one worker
+};
+
+struct process_view {
+    const config::ferry_config *cfg = nullptr;  // never null
+    std::string drivers_dir;
+    std::span<const net::port> ports;
+    std::vector<lcore_view> lcores;
+    const xcore::mesh *mesh = nullptr;                   // null with one worker
+    const proxy::shared_state *proxy_shared = nullptr;  // null without [[listener]]
+    // The live settings; /ferry/wakeup_mode and /ferry/idle_threshold_us
+    // write them, then call wake_all so sleeping workers re-read them at once.
+    reactor::settings *settings = nullptr;  // never null
+    void (*wake_all)() = nullptr;           // never null
+};
+
+}  // namespace ferry::telemetry

@@ -1,0 +1,349 @@
+// Prometheus text exposition (metrics.h). Format: "Exposition formats", text
+// format 0.0.4 (prometheus.io/docs/instrumenting/exposition_formats): one
+// "# HELP" and one "# TYPE" line per metric family, then every sample of that
+// family, contiguous; counters end in _total; label values escape \ " and LF.
+#include "ferry/telemetry/metrics.h"
+
+#include <rte_ethdev.h>
+#include <rte_mempool.h>
+#include <rte_version.h>
+
+#include <charconv>
+#include <cstdio>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ferry/http/parser.h"
+#include "ferry_build_config.h"
+#include "read.h"
+
+namespace ferry::telemetry {
+
+namespace {
+
+// ---- Text exposition format 0.0.4 ----
+
+// A label set rendered as `{a="x",b="y"}` (empty: no braces at all).
+class labels {
+public:
+    labels &add(std::string_view name, std::string_view value) {
+        s_ += s_.empty() ? "" : ",";
+        s_ += name;
+        s_ += "=\"";
+        // Label values may hold any UTF-8; \, " and LF are escaped.
+        for (char c : value) {
+            if (c == '\\')
+                s_ += "\\\\";
+            else if (c == '"')
+                s_ += "\\\"";
+            else if (c == '\n')
+                s_ += "\\n";
+            else
+                s_ += c;
+        }
+        s_ += '"';
+        return *this;
+    }
+    labels &add(std::string_view name, uint64_t value) { return add(name, std::to_string(value)); }
+    [[nodiscard]] std::string str() const { return s_.empty() ? std::string() : "{" + s_ + "}"; }
+
+private:
+    std::string s_;
+};
+
+// Appends families and samples. Callers emit each family's samples right
+// after family(), which the format requires; names are built from X-macro
+// identifiers and fixed strings, so they match [a-zA-Z_:][a-zA-Z0-9_:]*.
+class exposition {
+public:
+    exposition() { out_.reserve(256 * 1024); }
+
+    // type: "counter" (the name must end in _total) or "gauge".
+    void family(std::string_view name, std::string_view type, std::string_view help) {
+        name_ = name;
+        out_ += "# HELP ";
+        out_ += name;
+        out_ += ' ';
+        // HELP text escapes \ and LF (not ").
+        for (char c : help) {
+            if (c == '\\')
+                out_ += "\\\\";
+            else if (c == '\n')
+                out_ += "\\n";
+            else
+                out_ += c;
+        }
+        out_ += "\n# TYPE ";
+        out_ += name;
+        out_ += ' ';
+        out_ += type;
+        out_ += '\n';
+    }
+    // A sample of the current family.
+    void sample(const std::string &labelset, uint64_t v) {
+        char buf[24];
+        const auto r = std::to_chars(buf, buf + sizeof buf, v);
+        line(labelset, std::string_view(buf, static_cast<size_t>(r.ptr - buf)));
+    }
+    void sample_seconds(const std::string &labelset, uint64_t ns) {
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%llu.%09llu",
+                      static_cast<unsigned long long>(ns / 1000000000u),
+                      static_cast<unsigned long long>(ns % 1000000000u));
+        line(labelset, buf);
+    }
+    [[nodiscard]] std::string take() { return std::move(out_); }
+
+private:
+    void line(const std::string &labelset, std::string_view value) {
+        out_ += name_;
+        out_ += labelset;
+        out_ += ' ';
+        out_ += value;
+        out_ += '\n';
+    }
+    std::string out_;
+    std::string name_;
+};
+
+std::string counter_name(std::string_view group, std::string_view field) {
+    return "ferry_" + std::string(group) + "_" + std::string(field) + "_total";
+}
+
+// One counter family per field of an X-macro table, one sample per block;
+// nothing without blocks (a family without samples says nothing).
+template <class S, class Fields>
+void counter_group(exposition &e, std::string_view group, const Fields &fields,
+                   const std::vector<std::pair<std::string, const S *>> &blocks) {
+    if (blocks.empty())
+        return;
+    for (const auto &f : fields) {
+        e.family(counter_name(group, f.name), "counter", f.help);
+        for (const auto &[lbl, b] : blocks)
+            e.sample(lbl, (b->*(f.member)).get());
+    }
+}
+
+// The same, for a block this layer knows only as counter_refs (every block
+// of the group lists the same fields in the same order).
+void counter_group(exposition &e, std::string_view group,
+                   const std::vector<std::pair<std::string, const std::vector<counter_ref> *>> &blocks) {
+    if (blocks.empty()) return;
+    const std::vector<counter_ref> &first = *blocks.front().second;
+    for (size_t i = 0; i < first.size(); ++i) {
+        e.family(counter_name(group, first[i].name), "counter", first[i].help);
+        for (const auto &[lbl, refs] : blocks)
+            e.sample(lbl, (*refs)[i].value->get());
+    }
+}
+
+std::string lcore_label(const lcore_view &l) {
+    return labels().add("lcore", l.lcore).str();
+}
+std::string lcore_port_label(const lcore_view &l, const net::port &p) {
+    return labels().add("lcore", l.lcore).add("port", p.spec.name).str();
+}
+std::string port_label(const net::port &p) {
+    return labels().add("port", p.spec.name).str();
+}
+
+void render_lcores(exposition &e, const process_view &v) {
+    std::vector<std::pair<std::string, const reactor::reactor_counters *>> rc;
+    std::vector<std::pair<std::string, const std::vector<counter_ref> *>> io;
+    for (const lcore_view &l : v.lcores) {
+        rc.emplace_back(lcore_label(l), l.reactor);
+        io.emplace_back(lcore_label(l), &l.io);
+    }
+    counter_group(e, "reactor", reactor::reactor_counter_fields, rc);
+    counter_group(e, "io", io);
+    e.family("ferry_lcore_asleep", "gauge",
+             "1 while the worker lcore sleeps (or runs its pre-sleep re-check), else 0");
+    for (const lcore_view &l : v.lcores)
+        e.sample(lcore_label(l), l.loop->asleep() ? 1 : 0);
+    e.family("ferry_lcore_can_sleep", "gauge",
+             "1 if the worker may sleep when idle (every queue it polls has rx interrupts)");
+    for (const lcore_view &l : v.lcores)
+        e.sample(lcore_label(l), l.loop->can_sleep() ? 1 : 0);
+}
+
+void render_ports(exposition &e, const process_view &v) {
+    if (v.ports.empty())
+        return;
+    std::vector<rte_eth_stats> st(v.ports.size());
+    std::vector<bool> have(v.ports.size());
+    for (size_t i = 0; i < v.ports.size(); ++i)
+        have[i] = rte_eth_stats_get(v.ports[i].id, &st[i]) == 0;
+    for (const auto &f : detail::eth_stat_fields) {
+        e.family(counter_name("port", f.name), "counter", f.help);
+        for (size_t i = 0; i < v.ports.size(); ++i)
+            if (have[i])
+                e.sample(port_label(v.ports[i]), st[i].*(f.member));
+    }
+    e.family("ferry_port_mbufs", "gauge", "mbufs in the port's pool ([[port]] mbufs)");
+    for (const auto &p : v.ports)
+        e.sample(port_label(p), p.spec.mbufs);
+    e.family("ferry_port_mbufs_available", "gauge", "mbufs of the port's pool free now");
+    for (const auto &p : v.ports)
+        e.sample(port_label(p), rte_mempool_avail_count(p.pool));
+    e.family("ferry_port_mbufs_in_use", "gauge",
+             "mbufs of the port's pool in use now (queues, connections, in flight)");
+    for (const auto &p : v.ports)
+        e.sample(port_label(p), rte_mempool_in_use_count(p.pool));
+}
+
+void render_stack(exposition &e, const process_view &v) {
+    std::vector<std::pair<std::string, const net::net_counters *>> nc;
+    std::vector<std::pair<std::string, const net::tcp_counters *>> tc;
+    std::vector<std::pair<std::string, const net::fault_counters *>> fc;
+    for (const lcore_view &l : v.lcores)
+        for (size_t i = 0; i < v.ports.size() && i < l.ports.size(); ++i) {
+            const std::string lbl = lcore_port_label(l, v.ports[i]);
+            nc.emplace_back(lbl, l.ports[i].net);
+            if (l.ports[i].tcp != nullptr)
+                tc.emplace_back(lbl, l.ports[i].tcp);
+            if (l.ports[i].fault != nullptr)
+                fc.emplace_back(lbl, l.ports[i].fault);
+        }
+    counter_group(e, "net", net::net_counter_fields, nc);
+    counter_group(e, "tcp", net::tcp_counter_fields, tc);
+    // Only with [port.fault] on some port: a test setting.
+    counter_group(e, "fault", net::fault_counter_fields, fc);
+}
+
+void render_http(exposition &e, const process_view &v) {
+    std::vector<std::pair<std::string, const proxy::http_counters *>> hc;
+    for (const lcore_view &l : v.lcores)
+        if (l.proxy != nullptr)
+            hc.emplace_back(lcore_label(l), &l.proxy->counters());
+    if (hc.empty())
+        return;  // no [[listener]]: no proxy
+    counter_group(e, "http", proxy::http_counter_fields, hc);
+    e.family("ferry_http_rejected_total", "counter",
+             "requests rejected by the parser, by reason (answered 400/413/414/431/501/505 "
+             "and closed)");
+    for (const lcore_view &l : v.lcores) {
+        if (l.proxy == nullptr)
+            continue;
+        const proxy::http_counters &c = l.proxy->counters();
+        for (uint8_t r = 1; r < 64; ++r) {
+            const std::string_view n = http::name(static_cast<http::parse_error>(r));
+            if (n == "unknown")
+                break;
+            e.sample(labels().add("lcore", l.lcore).add("reason", n).str(),
+                     c.rejected_by_reason[r].get());
+        }
+    }
+    e.family("ferry_http_active_connections", "gauge",
+             "client connections open now (accepted minus closed)");
+    for (const auto &[lbl, c] : hc)
+        e.sample(lbl, detail::active_connections(*c));
+}
+
+void render_upstreams(exposition &e, const process_view &v) {
+    if (v.proxy_shared == nullptr)
+        return;
+    const auto &ups = v.cfg->upstreams;
+    struct srv {
+        std::string lbl;
+        size_t u, s;
+        detail::server_totals t;
+    };
+    std::vector<srv> all;
+    for (size_t u = 0; u < ups.size(); ++u)
+        for (size_t s = 0; s < ups[u].servers.size(); ++s) {
+            const auto &sv = ups[u].servers[s];
+            all.push_back(
+                {labels()
+                     .add("upstream", ups[u].name)
+                     .add("server", config::format_ipv4(sv.addr) + ":" + std::to_string(sv.port))
+                     .str(),
+                 u, s, detail::sum_server(v, u, s)});
+        }
+    if (all.empty())
+        return;
+    const uint64_t now = reactor::reactor::now_ns();  // the clock of down_until
+    e.family("ferry_upstream_server_up", "gauge",
+             "1 if the server is up, 0 while health checks hold it down");
+    for (const auto &x : all)
+        e.sample(x.lbl, detail::server_down(v.proxy_shared->health[x.u][x.s], now) ? 0 : 1);
+    e.family("ferry_upstream_server_weight", "gauge", "the server's configured weight");
+    for (const auto &x : all)
+        e.sample(x.lbl, ups[x.u].servers[x.s].weight);
+    e.family("ferry_upstream_marked_down_total", "counter", "times the server was marked down");
+    for (const auto &x : all)
+        e.sample(x.lbl,
+                 v.proxy_shared->health[x.u][x.s].marked_down.load(std::memory_order_relaxed));
+    struct field {
+        const char *name, *type, *help;
+        uint64_t detail::server_totals::*member;
+    };
+    static constexpr field fields[] = {
+        {"ferry_upstream_requests_total", "counter", "requests sent to the server",
+         &detail::server_totals::requests},
+        {"ferry_upstream_failures_total", "counter",
+         "connect and response failures counted for passive health",
+         &detail::server_totals::failures},
+        {"ferry_upstream_connections_total", "counter", "connections opened to the server",
+         &detail::server_totals::connections},
+        {"ferry_upstream_responses_total", "counter",
+         "response heads received from the server (the latency samples)",
+         &detail::server_totals::responses},
+        {"ferry_upstream_active_connections", "gauge",
+         "connections to the server busy with a request now", &detail::server_totals::active},
+        {"ferry_upstream_idle_connections", "gauge",
+         "idle keep-alive connections to the server now", &detail::server_totals::idle},
+    };
+    for (const auto &f : fields) {
+        e.family(f.name, f.type, f.help);
+        for (const auto &x : all)
+            e.sample(x.lbl, x.t.*(f.member));
+    }
+    e.family("ferry_upstream_latency_seconds_total", "counter",
+             "sum of request-sent to response-head times; divide by "
+             "ferry_upstream_responses_total for the mean");
+    for (const auto &x : all)
+        e.sample_seconds(x.lbl, x.t.latency_ns);
+}
+
+void render_rings(exposition &e, const process_view &v) {
+    const std::vector<detail::ring_snapshot> all = detail::rings(v);
+    if (all.empty())
+        return;  // one worker: no rings
+    std::vector<std::string> lbl;
+    for (const auto &r : all)
+        lbl.push_back(labels().add("from", r.from->lcore).add("to", r.to->lcore).str());
+    e.family("ferry_ring_depth", "gauge", "messages in the cross-core ring from -> to now");
+    for (size_t i = 0; i < all.size(); ++i)
+        e.sample(lbl[i], all[i].depth);
+    e.family("ferry_ring_capacity", "gauge", "messages the cross-core ring holds at most");
+    for (size_t i = 0; i < all.size(); ++i)
+        e.sample(lbl[i], all[i].capacity);
+    e.family("ferry_ring_high_water", "gauge",
+             "the deepest the ring was right after one of the producer's enqueue bursts");
+    for (size_t i = 0; i < all.size(); ++i)
+        e.sample(lbl[i], all[i].lane.high_water);
+    e.family("ferry_ring_full_total", "counter",
+             "enqueue bursts into this ring that left messages behind (backpressure)");
+    for (size_t i = 0; i < all.size(); ++i)
+        e.sample(lbl[i], all[i].lane.ring_full);
+}
+
+}  // namespace
+
+std::string render_metrics(const process_view &v) {
+    exposition e;
+    e.family("ferry_build_info", "gauge", "always 1; the labels say which ferry and DPDK run");
+    e.sample(labels().add("version", FERRY_VERSION).add("dpdk", rte_version()).str(), 1);
+    e.family("ferry_workers", "gauge", "worker lcores");
+    e.sample("", v.lcores.size());
+    render_lcores(e, v);
+    render_ports(e, v);
+    render_stack(e, v);
+    render_http(e, v);
+    render_upstreams(e, v);
+    render_rings(e, v);
+    return e.take();
+}
+
+}  // namespace ferry::telemetry

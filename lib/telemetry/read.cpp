@@ -1,0 +1,63 @@
+#include "read.h"
+
+#include <rte_ring.h>
+
+namespace ferry::telemetry::detail {
+
+server_totals sum_server(const process_view &v, size_t upstream, size_t server) {
+    server_totals t;
+    for (const lcore_view &l : v.lcores) {
+        if (l.proxy == nullptr) continue;
+        const proxy::server_counters &c = l.proxy->server(upstream, server);
+        t.requests += c.requests.get();
+        t.failures += c.failures.get();
+        t.active += c.active.get();
+        t.idle += c.idle.get();
+        t.connections += c.connections.get();
+        t.latency_ns += c.latency_ns.get();
+        t.responses += c.responses.get();
+    }
+    return t;
+}
+
+bool server_down(const proxy::server_health &h, uint64_t now) noexcept {
+    const uint64_t down = h.down_until.load(std::memory_order_relaxed);
+    return down != 0 && down > now;
+}
+
+void sum_http(const process_view &v, proxy::http_counters &sum) {
+    for (const lcore_view &l : v.lcores) {
+        if (l.proxy == nullptr) continue;
+        const proxy::http_counters &c = l.proxy->counters();
+        for (const auto &f : proxy::http_counter_fields) (sum.*(f.member)).inc((c.*(f.member)).get());
+        for (size_t r = 0; r < 64; ++r) sum.rejected_by_reason[r].inc(c.rejected_by_reason[r].get());
+    }
+}
+
+uint64_t active_connections(const proxy::http_counters &c) noexcept {
+    const uint64_t closed = c.client_closed.get(), accepted = c.client_accepted.get();
+    return accepted > closed ? accepted - closed : 0;
+}
+
+std::vector<ring_snapshot> rings(const process_view &v) {
+    std::vector<ring_snapshot> out;
+    if (v.mesh == nullptr) return out;
+    for (const lcore_view &from : v.lcores)
+        for (const lcore_view &to : v.lcores) {
+            rte_ring *r = v.mesh->ring(from.index, to.index);
+            if (r == nullptr || from.out == nullptr) continue;
+            ring_snapshot s;
+            s.from = &from;
+            s.to = &to;
+            // rte_ring_count: a snapshot of the ring's two tails, safe from any
+            // thread (as DPDK's own /ring/info reads it). Depth first: it can
+            // only have been lower than the mark read after it.
+            s.depth = rte_ring_count(r);
+            s.capacity = rte_ring_get_capacity(r);
+            s.lane = from.out->stats(to.index);
+            out.push_back(s);
+        }
+    return out;
+}
+
+}  // namespace ferry::telemetry::detail

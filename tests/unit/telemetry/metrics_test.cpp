@@ -1,0 +1,103 @@
+// render_metrics() over a view built by hand (no EAL, no port, no proxy):
+// the families and samples a view's lcores yield, labelled by lcore id, with
+// counter blocks the telemetry layer knows only as counter_refs.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ferry/telemetry/metrics.h"
+
+namespace ferry::telemetry {
+namespace {
+
+#define TEST_IO_COUNTERS(X)             \
+    X(rx_packets, "frames received")    \
+    X(tx_packets, "frames handed on")
+
+struct alignas(64) test_io_counters {
+    TEST_IO_COUNTERS(FERRY_COUNTER_MEMBER)
+};
+#define TEST_IO_FIELD(n, h) FERRY_COUNTER_FIELD(test_io_counters, n, h)
+constexpr counter_field<test_io_counters> test_io_fields[] = {TEST_IO_COUNTERS(TEST_IO_FIELD)};
+
+struct two_lcores : ::testing::Test {
+    config::ferry_config cfg;
+    reactor::settings settings;
+    reactor::reactor_counters rc[2];
+    test_io_counters io[2];
+    reactor::reactor loop0{settings, rc[0], 1};
+    reactor::reactor loop1{settings, rc[1], 1};
+    process_view v;
+
+    void SetUp() override {
+        v.cfg = &cfg;
+        v.settings = &settings;
+        v.wake_all = [] {};
+        const reactor::reactor *loops[2] = {&loop0, &loop1};
+        for (unsigned i = 0; i < 2; ++i) {
+            lcore_view &l = v.lcores.emplace_back();
+            l.lcore = 3 + 2 * i;  // EAL ids, not indices: the labels must use these
+            l.index = static_cast<uint16_t>(i);
+            l.loop = loops[i];
+            l.reactor = &rc[i];
+            l.io = counter_refs(io[i], test_io_fields);
+        }
+        rc[0].polls.inc(11);
+        rc[1].polls.inc(13);
+        io[1].tx_packets.inc(42);
+    }
+};
+
+bool has_line(const std::string &text, const std::string &line) {
+    return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
+}
+
+TEST_F(two_lcores, LcoreCountersAreSamplesLabelledByLcoreId) {
+    const std::string m = render_metrics(v);
+    EXPECT_TRUE(has_line(m, "ferry_workers 2")) << m;
+    EXPECT_TRUE(has_line(m, "# TYPE ferry_reactor_polls_total counter"));
+    EXPECT_TRUE(has_line(m, "# HELP ferry_reactor_polls_total loop iterations"));
+    EXPECT_TRUE(has_line(m, "ferry_reactor_polls_total{lcore=\"3\"} 11"));
+    EXPECT_TRUE(has_line(m, "ferry_reactor_polls_total{lcore=\"5\"} 13"));
+    EXPECT_TRUE(has_line(m, "ferry_lcore_can_sleep{lcore=\"5\"} 1"));
+    EXPECT_TRUE(has_line(m, "ferry_lcore_asleep{lcore=\"3\"} 0"));
+}
+
+TEST_F(two_lcores, TypeErasedBlocksAreAGroupOfTheirOwn) {
+    const std::string m = render_metrics(v);
+    EXPECT_TRUE(has_line(m, "# HELP ferry_io_tx_packets_total frames handed on")) << m;
+    EXPECT_TRUE(has_line(m, "# TYPE ferry_io_tx_packets_total counter"));
+    EXPECT_TRUE(has_line(m, "ferry_io_tx_packets_total{lcore=\"3\"} 0"));
+    EXPECT_TRUE(has_line(m, "ferry_io_tx_packets_total{lcore=\"5\"} 42"));
+    // A family's samples follow its HELP and TYPE lines, contiguous.
+    const size_t help = m.find("# HELP ferry_io_rx_packets_total");
+    const size_t first = m.find("ferry_io_rx_packets_total{lcore=\"3\"} 0");
+    const size_t second = m.find("ferry_io_rx_packets_total{lcore=\"5\"} 0");
+    const size_t next = m.find("# HELP ferry_io_tx_packets_total");
+    ASSERT_NE(help, std::string::npos);
+    EXPECT_LT(help, first);
+    EXPECT_LT(first, second);
+    EXPECT_LT(second, next);
+}
+
+TEST_F(two_lcores, NoProxyNoPortsNoRingsNoTheirFamilies) {
+    const std::string m = render_metrics(v);
+    for (const char *prefix : {"ferry_http_", "ferry_upstream_", "ferry_ring_", "ferry_net_",
+                               "ferry_tcp_", "ferry_fault_", "ferry_port_"})
+        EXPECT_EQ(m.find(prefix), std::string::npos) << prefix;
+    // Every family that is there has a sample: the line after its TYPE line
+    // is a sample of it.
+    size_t at = 0, families = 0;
+    while ((at = m.find("# TYPE ", at)) != std::string::npos) {
+        const size_t name_end = m.find(' ', at + 7);
+        const std::string name = m.substr(at + 7, name_end - at - 7);
+        const size_t next = m.find('\n', at) + 1;
+        EXPECT_EQ(m.compare(next, name.size(), name), 0) << name << " has no sample";
+        at = next;
+        ++families;
+    }
+    EXPECT_GT(families, 20u);
+}
+
+}  // namespace
+}  // namespace ferry::telemetry

@@ -366,6 +366,7 @@ int run(int argc, char **argv) {
     // What telemetry reads; withdrawn (publish(nullptr)) before cleanup frees
     // what it points to, since DPDK may still call a command then.
     static telemetry::process_view view;
+    static telemetry::exporter_counters exporter_counters;  // [admin] metrics_address
     app.cfg = l.cfg;
     app.drivers_dir = drivers_dir;
     // config::wakeup_mode and reactor::wakeup_mode list the same modes in the same order.
@@ -474,7 +475,9 @@ int run(int argc, char **argv) {
     // After the workers are set up (the view points into them), before "ready".
     view = telemetry_view(app);
     if (l.cfg.admin.addr) {
-        auto m = telemetry::exporter::start(view, *l.cfg.admin.addr, l.cfg.admin.port);
+        view.exporter = &exporter_counters;
+        auto m = telemetry::exporter::start(view, exporter_counters, *l.cfg.admin.addr,
+                                            l.cfg.admin.port);
         if (!m) {
             std::fprintf(stderr, "ferry: %s\n", m.error().c_str());
             goto out;

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 
+#include "ferry/telemetry/exporter.h"
 #include "ferry/telemetry/telemetry.h"
 #include "ferry_build_config.h"
 #include "read.h"
@@ -304,6 +305,13 @@ int config_cmd(const process_view &v, rte_tel_data *d) {
     return 0;
 }
 
+// The [admin] exporter's counters; {} without metrics_address.
+int exporter_cmd(const process_view &v, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    if (v.exporter != nullptr) add_counters(d, *v.exporter, exporter_counter_fields);
+    return 0;
+}
+
 // DPDK's callbacks carry no context: one adapter per command, reading the
 // published view.
 template <int (*Fn)(const process_view &, rte_tel_data *)>
@@ -345,6 +353,8 @@ constexpr command commands[] = {
     {"/ferry/rings", reader<rings>,
      "Per lcore<from>/lcore<to>: the cross-core ring's depth, capacity, high-water mark, "
      "ring_full events."},
+    {"/ferry/exporter", reader<exporter_cmd>,
+     "The [admin] metrics listener: connections, requests, scrapes, rejected, timeouts."},
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The Prometheus exporter's HTTP side (exporter.h).
+// The Prometheus exporter's socket side (exporter.h); what it answers is
+// admin_request.h's.
 #include "ferry/telemetry/exporter.h"
 
 #include <arpa/inet.h>
@@ -12,131 +13,22 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <string_view>
+#include <span>
+#include <string>
 
+#include "ferry/http/status.h"
+#include "ferry/telemetry/admin_request.h"
 #include "ferry/telemetry/metrics.h"
 #include "telemetry_log.h"
 
 namespace ferry::telemetry {
 namespace {
 
-// ---- The HTTP side ----
-
 int64_t now_ms() noexcept {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
-struct response {
-    int status = 200;
-    const char *reason = "OK";
-    const char *content_type = "text/plain; charset=utf-8";
-    std::string body;
-    bool head_only = false;  // HEAD: headers with the GET's Content-Length, no body
-    bool allow = false;      // 405: say which methods are allowed
-};
-
-response error_response(int status, const char *reason) {
-    response r;
-    r.status = status;
-    r.reason = reason;
-    r.body = std::string(reason) + "\n";
-    return r;
-}
-
-// The end of the request head (just past the empty line) in `buf`, or npos.
-// CRLF CRLF, or a bare LF LF from hand-typed requests (RFC 9112 §2.2 lets a
-// recipient accept a bare LF as a line terminator).
-size_t head_end(std::string_view buf) {
-    constexpr size_t npos = std::string_view::npos;
-    const size_t crlf = buf.find("\r\n\r\n");
-    const size_t lf = buf.find("\n\n");
-    const size_t a = crlf == npos ? npos : crlf + 4, b = lf == npos ? npos : lf + 2;
-    return a < b ? a : b;
-}
-
-bool is_tchar(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-// Answers one request head (RFC 9112 §3: method SP request-target SP
-// HTTP-version). Only origin-form targets; header fields are checked for a
-// colon and otherwise ignored (no body is read: none of our paths takes one).
-response answer(std::string_view head, const process_view &view) {
-    const size_t eol = head.find('\n');
-    std::string_view line = head.substr(0, eol);
-    if (!line.empty() && line.back() == '\r')
-        line.remove_suffix(1);
-    const size_t sp1 = line.find(' ');
-    const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-    if (sp1 == std::string_view::npos || sp2 == std::string_view::npos ||
-        line.find(' ', sp2 + 1) != std::string_view::npos)
-        return error_response(400, "Bad Request");
-    const std::string_view method = line.substr(0, sp1);
-    const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-    const std::string_view version = line.substr(sp2 + 1);
-    if (method.empty() || target.empty() || target[0] != '/' ||
-        (version != "HTTP/1.1" && version != "HTTP/1.0"))
-        return error_response(400, "Bad Request");
-    for (char c : method)
-        if (!is_tchar(c))
-            return error_response(400, "Bad Request");
-    for (char c : target)
-        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
-            return error_response(400, "Bad Request");
-    // Field lines: name ":" value, up to the empty line.
-    std::string_view rest = eol == std::string_view::npos ? "" : head.substr(eol + 1);
-    while (!rest.empty()) {
-        const size_t e = rest.find('\n');
-        std::string_view f = rest.substr(0, e);
-        rest = e == std::string_view::npos ? "" : rest.substr(e + 1);
-        if (!f.empty() && f.back() == '\r')
-            f.remove_suffix(1);
-        if (f.empty())
-            break;
-        const size_t colon = f.find(':');
-        if (colon == 0 || colon == std::string_view::npos)
-            return error_response(400, "Bad Request");
-        for (char c : f.substr(0, colon))
-            if (!is_tchar(c))
-                return error_response(400, "Bad Request");
-    }
-
-    const std::string_view path = target.substr(0, target.find('?'));
-    const bool known = path == "/metrics" || path == "/healthz";
-    if (!known)
-        return error_response(404, "Not Found");
-    if (method != "GET" && method != "HEAD") {
-        response r = error_response(405, "Method Not Allowed");
-        r.allow = true;
-        return r;
-    }
-    response r;
-    r.head_only = method == "HEAD";
-    if (path == "/healthz") {
-        r.body = "ok\n";
-    } else {
-        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        r.body = render_metrics(view);
-    }
-    return r;
-}
-
-std::string serialize(const response &r) {
-    char head[256];
-    const int n = std::snprintf(head, sizeof head,
-                                "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                                "Cache-Control: no-store\r\nConnection: close\r\n%s\r\n",
-                                r.status, r.reason, r.content_type, r.body.size(),
-                                r.allow ? "Allow: GET, HEAD\r\n" : "");
-    std::string out(head, static_cast<size_t>(n));
-    if (!r.head_only)
-        out += r.body;
-    return out;
 }
 
 std::string errno_text(int e) {
@@ -146,8 +38,8 @@ std::string errno_text(int e) {
 }  // namespace
 
 result<std::unique_ptr<exporter>, std::string> exporter::start(const process_view &view,
-                                                                           uint32_t addr,
-                                                                           uint16_t port) {
+                                                               exporter_counters &counters,
+                                                               uint32_t addr, uint16_t port) {
     const std::string where = config::format_ipv4(addr) + ":" + std::to_string(port);
     auto fail = [&](const char *what, int e) {
         return unexpected{"[admin] metrics_address " + where + ": " + what + ": " + errno_text(e)};
@@ -180,7 +72,7 @@ result<std::unique_ptr<exporter>, std::string> exporter::start(const process_vie
         close(fd);
         return fail("eventfd", e);
     }
-    std::unique_ptr<exporter> s(new exporter(view, fd, wfd));
+    std::unique_ptr<exporter> s(new exporter(view, counters, fd, wfd));
     // A DPDK control thread rather than a std::thread: the same plain pthread,
     // but pinned to EAL's control CPUs (those of no lcore, when there are any)
     // instead of inheriting the main thread's pinning to the main lcore, whose
@@ -266,6 +158,7 @@ void exporter::run() noexcept {
                 return;
             continue;
         }
+        ctr_.connections.inc();
         const bool go_on = serve(c);
         close(c);
         if (!go_on)
@@ -274,35 +167,53 @@ void exporter::run() noexcept {
 }
 
 bool exporter::serve(int fd) noexcept {
-    char buf[max_head];
-    size_t len = 0, end = std::string_view::npos;
+    // Per connection: the parser's state, the request it fills and its field
+    // storage live as long as this one head (admin_request.h).
+    admin_request req;
+    admin_reply reply;
     const int64_t read_deadline = now_ms() + read_timeout_ms;
-    std::string out;
-    while (end == std::string_view::npos) {
-        if (len == sizeof buf) {
-            out = serialize(error_response(400, "Bad Request"));
-            break;
-        }
+    for (;;) {
         const int w = wait_for(fd, POLLIN, read_deadline);
         if (w < 0)
             return false;
         if (w == 0) {
-            out = serialize(error_response(408, "Request Timeout"));
+            ctr_.read_timeouts.inc();
+            reply.status = 408;
             break;
         }
-        const ssize_t n = recv(fd, buf + len, sizeof buf - len, 0);
-        if (n == 0)
-            return true;  // closed before a whole request: nothing to answer
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-                continue;
-            return true;  // reset
+        const std::span<char> room = req.room();  // never empty while need_more
+        const ssize_t n = recv(fd, room.data(), room.size(), 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            continue;
+        if (n <= 0) {
+            ctr_.closed_early.inc();  // closed or reset before a whole head
+            return true;
         }
-        len += static_cast<size_t>(n);
-        end = head_end(std::string_view(buf, len));
+        ctr_.reads.inc();
+        const http::parse_result::status st = req.received(static_cast<size_t>(n));
+        if (st == http::parse_result::status::need_more)
+            continue;
+        reply = req.reply();
+        if (st == http::parse_result::status::error) {
+            ctr_.rejected.inc();
+            TELEMETRY_LOG(DEBUG, "metrics request rejected: %s (%u)",
+                          std::string(http::name(req.error())).c_str(), unsigned(reply.status));
+        } else {
+            ctr_.requests.inc();
+            if (reply.status == 200 && reply.what == admin_reply::body::metrics)
+                ctr_.scrapes.inc();
+        }
+        break;
     }
-    if (out.empty())
-        out = serialize(answer(std::string_view(buf, end), view_));
+    std::string body;
+    switch (reply.what) {
+        case admin_reply::body::metrics: body = render_metrics(view_); break;
+        case admin_reply::body::healthz: body = "ok\n"; break;
+        case admin_reply::body::status_text:
+            body = std::string(http::reason_phrase(reply.status)) + "\n";
+            break;
+    }
+    const std::string out = serialize(reply, body);
 
     const int64_t write_deadline = now_ms() + write_timeout_ms;
     size_t sent = 0;
@@ -314,13 +225,17 @@ bool exporter::serve(int fd) noexcept {
             sent += static_cast<size_t>(n);
             continue;
         }
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            ctr_.write_failed.inc();  // reset, gone
             return true;
+        }
         const int w = wait_for(fd, POLLOUT, write_deadline);
         if (w < 0)
             return false;
-        if (w == 0)
-            return true;  // too slow a reader: give up on it
+        if (w == 0) {
+            ctr_.write_failed.inc();  // too slow a reader: give up on it
+            return true;
+        }
     }
     // Connection: close. Half-close and read until the client closes (briefly),
     // so that bytes it sent after the head do not turn our close into a reset
@@ -333,7 +248,8 @@ bool exporter::serve(int fd) noexcept {
             return false;
         if (w == 0)
             break;
-        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        char sink[4096];
+        const ssize_t n = recv(fd, sink, sizeof sink, 0);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
             break;
     }

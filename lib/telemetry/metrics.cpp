@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ferry/http/parser.h"
+#include "ferry/telemetry/exporter.h"
 #include "ferry_build_config.h"
 #include "read.h"
 
@@ -329,6 +330,14 @@ void render_rings(exposition &e, const process_view &v) {
         e.sample(lbl[i], all[i].lane.ring_full);
 }
 
+// The exporter's own counters (no labels: there is one exporter).
+void render_exporter(exposition &e, const process_view &v) {
+    if (v.exporter == nullptr)
+        return;  // no [admin] metrics_address
+    counter_group(e, "exporter", exporter_counter_fields,
+                  std::vector<std::pair<std::string, const exporter_counters *>>{{"", v.exporter}});
+}
+
 }  // namespace
 
 std::string render_metrics(const process_view &v) {
@@ -343,6 +352,7 @@ std::string render_metrics(const process_view &v) {
     render_http(e, v);
     render_upstreams(e, v);
     render_rings(e, v);
+    render_exporter(e, v);
     return e.take();
 }
 

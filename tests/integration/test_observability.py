@@ -12,10 +12,12 @@ namespace), the Python origin (tests/integration/origin.py) behind a
     counters named *_total, numeric values, no duplicate series); every
     telemetry counter group is there with the right labels, and
     sum(ferry_http_requests_total) equals the requests sent
-(c) /healthz answers 200 "ok", /nope 404, HEAD and POST, malformed requests
-    what the proxy answers (lib/http's strict parser: bare LF 400, HTTP/2.0 505,
-    an oversized head 431), a head split over two writes 200; a client that connects and sends nothing does not block the next
-    scrape for longer than the read timeout
+(c) /healthz answers 200 "ok", /nope 404, HEAD and POST; requests are parsed
+    by lib/http's strict parser: a malformed one gets the proxy's status for
+    its reason (a bare LF 400, HTTP/2.0 505, a head over 8 KiB 431), a head
+    that arrives in two writes 200; /ferry/exporter and ferry_exporter_*_total
+    count what the listener did; a client that connects and sends nothing does
+    not block the next scrape for longer than the read timeout
 (d) SIGTERM while a client is stuck mid-request: exit 0 at once (an eventfd
     wakes the exporter's thread, which is joined before the ports close)
 (e) a metrics address that is already taken: exit 1 naming it and the errno text
@@ -29,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, check, raw_exchange,  # noqa: E402
-                     require_root)
+                     require_root, wait_until)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ORIGIN = os.path.join(HERE, "origin.py")
@@ -286,6 +288,14 @@ def check_keys(d, spec, what):
         check(ok, f"{what}.{k} = {v!r} has the right type")
 
 
+EXPORTER_COUNTERS = ("connections", "reads", "requests", "scrapes", "rejected", "read_timeouts",
+                     "closed_early", "write_failed")
+
+
+def exporter(f):
+    return f.telemetry("/ferry/exporter")
+
+
 def lcore_keys(suffix=""):
     return {f"lcore{c}{suffix}" for c in LCORES}
 
@@ -307,7 +317,7 @@ def check_telemetry(f, requests_sent, rejected_sent):
           f"'/' lists the commands ({len(listed)})")
     expected = {"/ferry/version", "/ferry/config", "/ferry/ports", "/ferry/net", "/ferry/tcp",
                 "/ferry/lcores", "/ferry/wakeup_mode", "/ferry/idle_threshold_us",
-                "/ferry/http", "/ferry/upstreams", "/ferry/rings"}
+                "/ferry/http", "/ferry/upstreams", "/ferry/rings", "/ferry/exporter"}
     ferry_cmds = {c for c in listed if c.startswith("/ferry/")}
     check(expected <= ferry_cmds, f"'/' lists every ferry command (missing {expected - ferry_cmds})")
     out = {}
@@ -430,6 +440,12 @@ def check_telemetry(f, requests_sent, rejected_sent):
         check(d["depth"] <= d["high_water"] <= d["capacity"],
               f"/ferry/rings.{k}: depth {d['depth']} <= high_water {d['high_water']} <= "
               f"capacity {d['capacity']}")
+    x = out["/ferry/exporter"]
+    check_counter_dict(x, "/ferry/exporter", EXPORTER_COUNTERS)
+    check(set(x) == set(EXPORTER_COUNTERS), f"/ferry/exporter: exactly its counters ({set(x)})")
+    check(x["connections"] >= 1 and x["requests"] >= 1,
+          f"/ferry/exporter: the /healthz request was counted ({x})")
+
     sent = sum(d["msgs_out"] for d in lc.values())
     if sent:
         check(max(d["high_water"] for d in r.values()) >= 1,
@@ -441,6 +457,52 @@ def check_telemetry(f, requests_sent, rejected_sent):
 
 # ---------------------------------------------------------------------------
 # The scrape.
+
+# Sends a request head in two writes (the second cut in a field name), the
+# second only once the test says so; prints the response as hex.
+SPLIT_CLIENT = r"""
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=15)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+s.sendall(b"GET /healthz HTTP/1.1\r\nHo")
+print("sent", flush=True)
+sys.stdin.readline()
+s.sendall(b"st: x\r\n\r\n")
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.hex())
+"""
+
+
+def check_split_head(ns, f):
+    """A head whose second part is sent only after the exporter read the first:
+    the parser resumes with the request line it already parsed (same request
+    object and field storage across reads) and answers 200."""
+    x0 = exporter(f)
+    p = ns.popen([sys.executable, "-c", SPLIT_CLIENT, METRICS_HOST, METRICS_PORT],
+                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        check(p.stdout.readline().strip() == "sent", "split head: the first part is sent")
+        wait_until(lambda: exporter(f)["reads"] > x0["reads"],
+                   "the exporter read the first part of the head")
+        p.stdin.write("\n")
+        p.stdin.flush()
+        out, _ = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()  # our own child, by pid
+            p.wait(10)
+    got = bytes.fromhex(out.strip() or "")
+    check(got.startswith(b"HTTP/1.1 200 ") and got.endswith(b"\r\n\r\nok\n"),
+          f"a head in two writes, the second after the first was read: 200 ok ({got[:30]!r})")
+    x1 = exporter(f)
+    check(x1["reads"] - x0["reads"] == 2 and x1["requests"] - x0["requests"] == 1
+          and x1["rejected"] == x0["rejected"],
+          f"/ferry/exporter: two reads, one request ({x0} -> {x1})")
 
 def curl(ns, *args, timeout=30):
     return ns.run(["curl", "-s", "--max-time", str(timeout - 5), *args], check=False,
@@ -598,6 +660,10 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
           "ferry_build_info{version,dpdk} 1")
     check(by("ferry_workers") == len(LCORES), "ferry_workers = 2")
 
+    # The exporter's own counters, one unlabelled series each.
+    group("ferry_exporter_", set(EXPORTER_COUNTERS), {()}, {(): tel["/ferry/exporter"]})
+    check(by("ferry_exporter_scrapes_total") >= 1, "ferry_exporter_scrapes_total counts this scrape")
+
 
 def main():
     require_root()
@@ -636,7 +702,11 @@ print(s.recv(100).split(b"\\r\\n")[0].decode())
             r = ns.run([sys.executable, "-c", code], check=False, timeout=20)
             check(r.stdout.strip() == "HTTP/1.1 400 Bad Request", f"smuggling attempt: {r.stdout.strip()}")
             rejected = 1
-            time.sleep(0.5)  # let the last connections close on both sides
+            # The proxy counts a request when its head arrives and closes the
+            # client connection after the response: wait for every close, so
+            # no counter moves while (a) reads them.
+            wait_until(lambda: f.telemetry("/ferry/http")["active_connections"] == 0,
+                       "every client connection closed")
 
             # (a)
             tel = check_telemetry(f, sent, rejected)
@@ -664,54 +734,52 @@ print(s.recv(100).split(b"\\r\\n")[0].decode())
             check(st == 405 and hd.get("allow") == "GET, HEAD", f"POST /metrics: {st}, Allow")
             st, _, body = scrape(ns, "/metrics?x=1")
             check(st == 200 and "ferry_build_info" in body, "a query string is ignored")
-            # The exporter parses with lib/http's strict parser (one parser in
-            # the tree): the proxy's statuses for the same mistakes.
-            for what, payload, want in (
-                    ("no version", b"GET /metrics\r\n\r\n", 400),
-                    ("HTTP/2.0", b"GET /metrics HTTP/2.0\r\nHost: m\r\n\r\n", 505),
-                    ("no Host in HTTP/1.1", b"GET /metrics HTTP/1.1\r\n\r\n", 400),
-                    ("field without colon", b"GET /metrics HTTP/1.1\r\nHost\r\n\r\n", 400),
-                    ("bare LF", b"GET /healthz HTTP/1.0\n\n", 400),
-                    ("head over 8 KiB", b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000, 431)):
-                got = raw_exchange(ns, payload, host=METRICS_HOST,
-                                   port=METRICS_PORT)
-                check(got.startswith(b"HTTP/1.1 %d " % want), f"{what}: {want} ({got[:30]!r})")
-            got = raw_exchange(ns, b"GET /healthz HTTP/1.0\r\n\r\n", host=METRICS_HOST,
-                               port=METRICS_PORT)
+            x0 = exporter(f)
+            bad = (("no version", b"GET /metrics\r\n\r\n", b"400"),
+                   ("HTTP/2.0", b"GET /metrics HTTP/2.0\r\n\r\n", b"505"),
+                   ("absolute form without Host", b"GET http://x/metrics HTTP/1.1\r\n\r\n", b"400"),
+                   ("no Host in HTTP/1.1", b"GET /metrics HTTP/1.1\r\n\r\n", b"400"),
+                   ("field without colon", b"GET /metrics HTTP/1.1\r\nHost\r\n\r\n", b"400"),
+                   ("head over 8 KiB", b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000, b"431"),
+                   # lib/http's parser takes CRLF only (the lenient copy the
+                   # exporter had took a bare LF).
+                   ("bare-LF HTTP/1.0 request", b"GET /healthz HTTP/1.0\n\n", b"400"),
+                   ("bare LF after a field", b"GET /healthz HTTP/1.1\r\nHost: x\n\r\n", b"400"))
+            for what, payload, status in bad:
+                got = raw_exchange(ns, payload, host=METRICS_HOST, port=METRICS_PORT)
+                check(got.startswith(b"HTTP/1.1 " + status + b" "), f"{what}: {status.decode()} "
+                      f"({got[:40]!r})")
+            x1 = exporter(f)
+            check(x1["rejected"] - x0["rejected"] == len(bad)
+                  and x1["requests"] == x0["requests"] and x1["scrapes"] == x0["scrapes"],
+                  f"/ferry/exporter: {len(bad)} more rejected, no request or scrape ({x0} -> {x1})")
+            got = raw_exchange(ns, b"GET http://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                               host=METRICS_HOST, port=METRICS_PORT)
             check(got.startswith(b"HTTP/1.1 200 ") and got.endswith(b"\r\n\r\nok\n"),
-                  "HTTP/1.0 request without Host: 200 ok")
-            # A head in two writes (the second after the first was read): the
-            # parser keeps its state across reads.
-            r = ns.run([sys.executable, "-c", f"""
-import socket, sys, time
-s = socket.create_connection(("{METRICS_HOST}", {METRICS_PORT}), timeout=10)
-s.sendall(b"GET /healthz HTTP/1.1\\r\\nHo")
-time.sleep(0.3)  # the stimulus: the exporter reads the first part alone
-s.sendall(b"st: m\\r\\nUser-Agent: split\\r\\n\\r\\n")
-out = b""
-while True:
-    b = s.recv(4096)
-    if not b: break
-    out += b
-sys.stdout.write(out.decode())
-"""], check=False, timeout=20)
-            check(r.stdout.startswith("HTTP/1.1 200 ") and r.stdout.endswith("ok\n"),
-                  f"a head split over two writes: 200 ok ({r.stdout[:20]!r})")
+                  "absolute-form request with Host: 200 ok")
+            check_split_head(ns, f)
             # A client that connects and says nothing: the next scrape waits at most
             # the read timeout (2 s), and the silent client gets 408.
+            c0 = exporter(f)["connections"]
             silent = ns.popen([sys.executable, "-c", f"""
 import socket, sys
 s = socket.create_connection(("127.0.0.1", {METRICS.split(':')[1]}))
 s.settimeout(15)
 sys.stdout.write(s.recv(100).split(b"\\r\\n")[0].decode())
 """], stdout=subprocess.PIPE, text=True)
-            time.sleep(0.3)
+            # The exporter serves one client at a time: once it accepted the
+            # silent one, the scrape below waits behind it.
+            wait_until(lambda: exporter(f)["connections"] > c0,
+                       "the exporter accepted the silent client")
             t0 = time.monotonic()
             st, _, body = scrape(ns, "/healthz")
             waited = time.monotonic() - t0
             check(st == 200 and waited < 4.5, f"a silent client delays /healthz by {waited:.1f} s only")
             out, _ = silent.communicate(timeout=20)
             check(out == "HTTP/1.1 408 Request Timeout", f"the silent client got {out!r}")
+            x2 = exporter(f)
+            check(x2["read_timeouts"] == x1["read_timeouts"] + 1, f"/ferry/exporter: one read "
+                  f"timeout ({x1['read_timeouts']} -> {x2['read_timeouts']})")
 
             # The proxy's counters did not move because of the admin socket.
             h = f.telemetry("/ferry/http")
@@ -726,7 +794,9 @@ time.sleep(30)
 """], stdout=subprocess.PIPE, text=True)
             try:
                 check(silent.stdout.readline().strip() == "connected", "a silent client is connected")
-                time.sleep(0.3)
+                c0 = x2["connections"]
+                wait_until(lambda: exporter(f)["connections"] > c0,
+                           "the exporter accepted the silent client")
                 t0 = time.monotonic()
                 rc = f.stop()
                 took = time.monotonic() - t0

@@ -1,10 +1,12 @@
 // render_metrics() over a view built by hand (no EAL, no port, no proxy):
 // the families and samples a view's lcores yield, labelled by lcore id, with
-// counter blocks the telemetry layer knows only as counter_refs.
+// counter blocks the telemetry layer knows only as counter_refs, and the
+// exporter's own counters when there is one.
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "ferry/telemetry/exporter.h"
 #include "ferry/telemetry/metrics.h"
 
 namespace ferry::telemetry {
@@ -78,6 +80,19 @@ TEST_F(two_lcores, TypeErasedBlocksAreAGroupOfTheirOwn) {
     EXPECT_LT(help, first);
     EXPECT_LT(first, second);
     EXPECT_LT(second, next);
+}
+
+TEST_F(two_lcores, ExporterCountersWhenThereIsAnExporter) {
+    EXPECT_EQ(render_metrics(v).find("ferry_exporter_"), std::string::npos);
+    exporter_counters x;
+    x.scrapes.inc(4);
+    x.rejected.inc(2);
+    v.exporter = &x;
+    const std::string m = render_metrics(v);
+    EXPECT_TRUE(has_line(m, "# TYPE ferry_exporter_scrapes_total counter")) << m;
+    EXPECT_TRUE(has_line(m, "ferry_exporter_scrapes_total 4"));
+    EXPECT_TRUE(has_line(m, "ferry_exporter_rejected_total 2"));
+    EXPECT_TRUE(has_line(m, "ferry_exporter_read_timeouts_total 0"));
 }
 
 TEST_F(two_lcores, NoProxyNoPortsNoRingsNoTheirFamilies) {

@@ -1,6 +1,6 @@
 // ferry's /ferry/* commands on DPDK's telemetry socket (docs/OPERATIONS.md
 // "Telemetry"): versions, config, ports, net, tcp, lcores, http, upstreams,
-// rings, and the writable wakeup_mode and idle_threshold_us.
+// rings, exporter, and the writable wakeup_mode and idle_threshold_us.
 //
 // The commands read the process_view published last (view.h). DPDK calls
 // them on its telemetry thread, which never runs a worker, and offers no way

@@ -8,7 +8,10 @@
 // scrape therefore never takes a lock a worker holds nor writes a line a
 // worker owns. It serves one client at a time with a deadline on every read
 // and write, so a stuck client delays the next scrape by at most a few
-// seconds and never blocks shutdown (an eventfd wakes every wait).
+// seconds and never blocks shutdown (an eventfd wakes every wait). What it
+// answers is admin_request.h's (lib/http's strict parser); what it did is
+// counted in an exporter_counters block (/ferry/exporter,
+// ferry_exporter_*_total).
 #pragma once
 
 #include <pthread.h>
@@ -18,27 +21,45 @@
 #include <memory>
 #include <string>
 
+#include "ferry/base/counter.h"
 #include "ferry/base/result.h"
 #include "ferry/telemetry/view.h"
 
 namespace ferry::telemetry {
 
+// Written by the exporter's thread only, read by any.
+#define FERRY_EXPORTER_COUNTERS(X)                                                               \
+    X(connections, "client connections accepted by the [admin] listener")                       \
+    X(reads, "reads that returned request bytes (a head may take several)")                      \
+    X(requests, "valid request heads answered (200, 404 or 405)")                                \
+    X(scrapes, "GET and HEAD /metrics answered 200")                                             \
+    X(rejected, "requests the HTTP parser rejected (answered 400, 414, 431, 501 or 505)")        \
+    X(read_timeouts, "clients answered 408: no whole request head within the read timeout")      \
+    X(closed_early, "clients that closed or reset before sending a whole request head")          \
+    X(write_failed, "responses not sent in full: the client reset or read too slowly")
+
+struct alignas(64) exporter_counters {
+    FERRY_EXPORTER_COUNTERS(FERRY_COUNTER_MEMBER)
+};
+#define FERRY_EXPORTER_FIELD(n, h) FERRY_COUNTER_FIELD(exporter_counters, n, h)
+inline constexpr counter_field<exporter_counters> exporter_counter_fields[] = {
+    FERRY_EXPORTER_COUNTERS(FERRY_EXPORTER_FIELD)};
+
 class exporter {
 public:
-    // Time limits per client: the whole request head, the whole response.
+    // Time limits per client: the whole request head (at most
+    // admin_request::max_head bytes), the whole response.
     static constexpr int read_timeout_ms = 2000;
     static constexpr int write_timeout_ms = 5000;
-    // The request head we read at most (a scraper sends a few hundred bytes).
-    static constexpr size_t max_head = 8192;
-    static constexpr uint16_t max_fields = 64;
 
     // Binds addr:port (IPv4, host byte order; 0 = every address) in the
     // calling thread's network namespace, listens, and starts the serving
-    // thread. The thread reads `view` from its first request on, until
-    // stop(): it must stay valid (view.h) until then. Error text naming the
-    // address and the errno text when the socket, bind, listen, eventfd or
-    // the thread fail.
+    // thread. The thread reads `view` from its first request on and counts
+    // into `counters`, until stop(): both must stay valid (view.h) until
+    // then. Error text naming the address and the errno text when the
+    // socket, bind, listen, eventfd or the thread fail.
     static result<std::unique_ptr<exporter>, std::string> start(const process_view &view,
+                                                                exporter_counters &counters,
                                                                 uint32_t addr, uint16_t port);
 
     // stop().
@@ -51,8 +72,9 @@ public:
     void stop() noexcept;
 
 private:
-    exporter(const process_view &view, int listen_fd, int wake_fd) noexcept
-        : view_(view), listen_fd_(listen_fd), wake_fd_(wake_fd) {}
+    exporter(const process_view &view, exporter_counters &counters, int listen_fd,
+             int wake_fd) noexcept
+        : view_(view), ctr_(counters), listen_fd_(listen_fd), wake_fd_(wake_fd) {}
 
     static void *thread_main(void *self) noexcept;
     void run() noexcept;
@@ -62,6 +84,7 @@ private:
     int wait_for(int fd, short events, int64_t deadline_ms) noexcept;
 
     const process_view &view_;
+    exporter_counters &ctr_;
     int listen_fd_ = -1;
     int wake_fd_ = -1;
     pthread_t thread_{};

@@ -33,6 +33,8 @@
 
 namespace ferry::telemetry {
 
+struct exporter_counters;  // exporter.h
+
 // One counter of a block whose type this layer does not know.
 struct counter_ref {
     const char *name;  // the X-macro name: [a-z0-9_]
@@ -81,6 +83,8 @@ struct process_view {
     // write them, then call wake_all so sleeping workers re-read them at once.
     reactor::settings *settings = nullptr;  // never null
     void (*wake_all)() = nullptr;           // never null
+    // The [admin] exporter's counters; null without metrics_address.
+    const exporter_counters *exporter = nullptr;
 };
 
 }  // namespace ferry::telemetry

@@ -25,6 +25,21 @@ namespace {
 
 // ---- Text exposition format 0.0.4 ----
 
+// Appends `text` to `out` with \ and LF escaped, and " too when `quote`
+// (label values escape all three, HELP text only the first two).
+void append_escaped(std::string &out, std::string_view text, bool quote) {
+    for (char c : text) {
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '\n')
+            out += "\\n";
+        else if (c == '"' && quote)
+            out += "\\\"";
+        else
+            out += c;
+    }
+}
+
 // A label set rendered as `{a="x",b="y"}` (empty: no braces at all).
 class labels {
 public:
@@ -33,16 +48,7 @@ public:
         s_ += name;
         s_ += "=\"";
         // Label values may hold any UTF-8; \, " and LF are escaped.
-        for (char c : value) {
-            if (c == '\\')
-                s_ += "\\\\";
-            else if (c == '"')
-                s_ += "\\\"";
-            else if (c == '\n')
-                s_ += "\\n";
-            else
-                s_ += c;
-        }
+        append_escaped(s_, value, true);
         s_ += '"';
         return *this;
     }
@@ -67,14 +73,7 @@ public:
         out_ += name;
         out_ += ' ';
         // HELP text escapes \ and LF (not ").
-        for (char c : help) {
-            if (c == '\\')
-                out_ += "\\\\";
-            else if (c == '\n')
-                out_ += "\\n";
-            else
-                out_ += c;
-        }
+        append_escaped(out_, help, false);
         out_ += "\n# TYPE ";
         out_ += name;
         out_ += ' ';

@@ -12,9 +12,10 @@
 namespace ferry::telemetry {
 namespace {
 
-#define TEST_IO_COUNTERS(X)             \
-    X(rx_packets, "frames received")    \
-    X(tx_packets, "frames handed on")
+#define TEST_IO_COUNTERS(X)                             \
+    X(rx_packets, "frames received")                    \
+    X(tx_packets, "frames handed on")                   \
+    X(odd_help, "a \\ b \"c\"\nd")
 
 struct alignas(64) test_io_counters {
     TEST_IO_COUNTERS(FERRY_COUNTER_MEMBER)
@@ -80,6 +81,11 @@ TEST_F(two_lcores, TypeErasedBlocksAreAGroupOfTheirOwn) {
     EXPECT_LT(help, first);
     EXPECT_LT(first, second);
     EXPECT_LT(second, next);
+}
+
+TEST_F(two_lcores, HelpEscapesBackslashAndNewlineNotQuotes) {
+    const std::string m = render_metrics(v);
+    EXPECT_TRUE(has_line(m, "# HELP ferry_io_odd_help_total a \\\\ b \"c\"\\nd")) << m;
 }
 
 TEST_F(two_lcores, ExporterCountersWhenThereIsAnExporter) {

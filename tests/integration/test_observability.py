@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, check, raw_exchange,  # noqa: E402
-                     require_root, wait_until)
+                     require_root, wait_for)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ORIGIN = os.path.join(HERE, "origin.py")
@@ -487,8 +487,8 @@ def check_split_head(ns, f):
                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         check(p.stdout.readline().strip() == "sent", "split head: the first part is sent")
-        wait_until(lambda: exporter(f)["reads"] > x0["reads"],
-                   "the exporter read the first part of the head")
+        check(wait_for(lambda: exporter(f)["reads"] > x0["reads"], bool, timeout=30),
+              "the exporter read the first part of the head")
         p.stdin.write("\n")
         p.stdin.flush()
         out, _ = p.communicate(timeout=20)
@@ -705,8 +705,9 @@ print(s.recv(100).split(b"\\r\\n")[0].decode())
             # The proxy counts a request when its head arrives and closes the
             # client connection after the response: wait for every close, so
             # no counter moves while (a) reads them.
-            wait_until(lambda: f.telemetry("/ferry/http")["active_connections"] == 0,
-                       "every client connection closed")
+            check(wait_for(lambda: f.telemetry("/ferry/http")["active_connections"] == 0,
+                           bool, timeout=30),
+                  "every client connection closed")
 
             # (a)
             tel = check_telemetry(f, sent, rejected)
@@ -769,8 +770,8 @@ sys.stdout.write(s.recv(100).split(b"\\r\\n")[0].decode())
 """], stdout=subprocess.PIPE, text=True)
             # The exporter serves one client at a time: once it accepted the
             # silent one, the scrape below waits behind it.
-            wait_until(lambda: exporter(f)["connections"] > c0,
-                       "the exporter accepted the silent client")
+            check(wait_for(lambda: exporter(f)["connections"] > c0, bool, timeout=30),
+                  "the exporter accepted the silent client")
             t0 = time.monotonic()
             st, _, body = scrape(ns, "/healthz")
             waited = time.monotonic() - t0
@@ -795,8 +796,8 @@ time.sleep(30)
             try:
                 check(silent.stdout.readline().strip() == "connected", "a silent client is connected")
                 c0 = x2["connections"]
-                wait_until(lambda: exporter(f)["connections"] > c0,
-                           "the exporter accepted the silent client")
+                check(wait_for(lambda: exporter(f)["connections"] > c0, bool, timeout=30),
+                      "the exporter accepted the silent client")
                 t0 = time.monotonic()
                 rc = f.stop()
                 took = time.monotonic() - t0

@@ -20,7 +20,7 @@ telemetry::process_view telemetry_view(app_state &app) {
         l.index = w->index;
         l.loop = w->loop.get();
         l.reactor = &w->rc;
-        l.io = telemetry::counter_refs(w->io, net::io_counter_fields);
+        l.io = &w->io;
         for (size_t i = 0; i < app.ports.size(); ++i) {
             telemetry::lcore_port_view &p = l.ports.emplace_back();
             p.net = w->net_counters[i];

@@ -246,7 +246,7 @@ int lcores(const process_view &v, rte_tel_data *d) {
         add_counters(c, *l.reactor, reactor::reactor_counter_fields);
         rte_tel_data_add_dict_u64(c, "current_sleep_ns",
                                   l.loop->current_sleep_ns(reactor::reactor::now_ns()));
-        for (const counter_ref &r : l.io) rte_tel_data_add_dict_u64(c, r.name, r.value->get());
+        add_counters(c, *l.io, net::io_counter_fields);
         if (rte_tel_data_add_dict_container(d, lcore_key(l).c_str(), c, 0) != 0) return -ENOSPC;
     }
     return 0;

@@ -21,12 +21,8 @@
 
 namespace ferry::telemetry {
 
-namespace {
-
 // ---- Text exposition format 0.0.4 ----
 
-// Appends `text` to `out` with \ and LF escaped, and " too when `quote`
-// (label values escape all three, HELP text only the first two).
 void append_escaped(std::string &out, std::string_view text, bool quote) {
     for (char c : text) {
         if (c == '\\')
@@ -39,6 +35,8 @@ void append_escaped(std::string &out, std::string_view text, bool quote) {
             out += c;
     }
 }
+
+namespace {
 
 // A label set rendered as `{a="x",b="y"}` (empty: no braces at all).
 class labels {
@@ -125,19 +123,6 @@ void counter_group(exposition &e, std::string_view group, const Fields &fields,
     }
 }
 
-// The same, for a block this layer knows only as counter_refs (every block
-// of the group lists the same fields in the same order).
-void counter_group(exposition &e, std::string_view group,
-                   const std::vector<std::pair<std::string, const std::vector<counter_ref> *>> &blocks) {
-    if (blocks.empty()) return;
-    const std::vector<counter_ref> &first = *blocks.front().second;
-    for (size_t i = 0; i < first.size(); ++i) {
-        e.family(counter_name(group, first[i].name), "counter", first[i].help);
-        for (const auto &[lbl, refs] : blocks)
-            e.sample(lbl, (*refs)[i].value->get());
-    }
-}
-
 std::string lcore_label(const lcore_view &l) {
     return labels().add("lcore", l.lcore).str();
 }
@@ -150,13 +135,13 @@ std::string port_label(const net::port &p) {
 
 void render_lcores(exposition &e, const process_view &v) {
     std::vector<std::pair<std::string, const reactor::reactor_counters *>> rc;
-    std::vector<std::pair<std::string, const std::vector<counter_ref> *>> io;
+    std::vector<std::pair<std::string, const net::io_counters *>> io;
     for (const lcore_view &l : v.lcores) {
         rc.emplace_back(lcore_label(l), l.reactor);
-        io.emplace_back(lcore_label(l), &l.io);
+        io.emplace_back(lcore_label(l), l.io);
     }
     counter_group(e, "reactor", reactor::reactor_counter_fields, rc);
-    counter_group(e, "io", io);
+    counter_group(e, "io", net::io_counter_fields, io);
     e.family("ferry_lcore_asleep", "gauge",
              "1 while the worker lcore sleeps (or runs its pre-sleep re-check), else 0");
     for (const lcore_view &l : v.lcores)

@@ -1,7 +1,6 @@
 // render_metrics() over a view built by hand (no EAL, no port, no proxy):
-// the families and samples a view's lcores yield, labelled by lcore id, with
-// counter blocks the telemetry layer knows only as counter_refs, and the
-// exporter's own counters when there is one.
+// the families and samples a view's lcores yield, labelled by lcore id, and
+// the exporter's own counters when there is one; the format's escaping.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,22 +11,11 @@
 namespace ferry::telemetry {
 namespace {
 
-#define TEST_IO_COUNTERS(X)                             \
-    X(rx_packets, "frames received")                    \
-    X(tx_packets, "frames handed on")                   \
-    X(odd_help, "a \\ b \"c\"\nd")
-
-struct alignas(64) test_io_counters {
-    TEST_IO_COUNTERS(FERRY_COUNTER_MEMBER)
-};
-#define TEST_IO_FIELD(n, h) FERRY_COUNTER_FIELD(test_io_counters, n, h)
-constexpr counter_field<test_io_counters> test_io_fields[] = {TEST_IO_COUNTERS(TEST_IO_FIELD)};
-
 struct two_lcores : ::testing::Test {
     config::ferry_config cfg;
     reactor::settings settings;
     reactor::reactor_counters rc[2];
-    test_io_counters io[2];
+    net::io_counters io[2];
     reactor::reactor loop0{settings, rc[0], 1};
     reactor::reactor loop1{settings, rc[1], 1};
     process_view v;
@@ -43,7 +31,7 @@ struct two_lcores : ::testing::Test {
             l.index = static_cast<uint16_t>(i);
             l.loop = loops[i];
             l.reactor = &rc[i];
-            l.io = counter_refs(io[i], test_io_fields);
+            l.io = &io[i];
         }
         rc[0].polls.inc(11);
         rc[1].polls.inc(13);
@@ -66,9 +54,9 @@ TEST_F(two_lcores, LcoreCountersAreSamplesLabelledByLcoreId) {
     EXPECT_TRUE(has_line(m, "ferry_lcore_asleep{lcore=\"3\"} 0"));
 }
 
-TEST_F(two_lcores, TypeErasedBlocksAreAGroupOfTheirOwn) {
+TEST_F(two_lcores, IoCountersAreAGroupOfTheirOwn) {
     const std::string m = render_metrics(v);
-    EXPECT_TRUE(has_line(m, "# HELP ferry_io_tx_packets_total frames handed on")) << m;
+    EXPECT_TRUE(has_line(m, "# HELP ferry_io_tx_packets_total frames handed to the NIC")) << m;
     EXPECT_TRUE(has_line(m, "# TYPE ferry_io_tx_packets_total counter"));
     EXPECT_TRUE(has_line(m, "ferry_io_tx_packets_total{lcore=\"3\"} 0"));
     EXPECT_TRUE(has_line(m, "ferry_io_tx_packets_total{lcore=\"5\"} 42"));
@@ -83,9 +71,12 @@ TEST_F(two_lcores, TypeErasedBlocksAreAGroupOfTheirOwn) {
     EXPECT_LT(second, next);
 }
 
-TEST_F(two_lcores, HelpEscapesBackslashAndNewlineNotQuotes) {
-    const std::string m = render_metrics(v);
-    EXPECT_TRUE(has_line(m, "# HELP ferry_io_odd_help_total a \\\\ b \"c\"\\nd")) << m;
+TEST(exposition, HelpEscapesBackslashAndNewlineLabelValuesQuotesToo) {
+    std::string help, value;
+    append_escaped(help, "a \\ b \"c\"\nd", false);
+    append_escaped(value, "a \\ b \"c\"\nd", true);
+    EXPECT_EQ(help, "a \\\\ b \"c\"\\nd");
+    EXPECT_EQ(value, "a \\\\ b \\\"c\\\"\\nd");
 }
 
 TEST_F(two_lcores, ExporterCountersWhenThereIsAnExporter) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "ferry/telemetry/view.h"
 
@@ -11,5 +12,9 @@ namespace ferry::telemetry {
 
 // Renders every metric of `v`. Any thread, while `v` is valid (view.h).
 [[nodiscard]] std::string render_metrics(const process_view &v);
+
+// Appends `text` to `out` with \ and LF escaped, and " too when `quote`:
+// label values escape all three, HELP text only the first two (format 0.0.4).
+void append_escaped(std::string &out, std::string_view text, bool quote);
 
 }  // namespace ferry::telemetry

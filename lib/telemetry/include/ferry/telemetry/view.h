@@ -6,8 +6,6 @@
 // but it never includes the app's headers. The app describes its workers
 // here (pointers to their blocks, one entry per lcore) and registers the one
 // action telemetry may take (waking every worker after a settings change).
-// Counter blocks the app defines itself (its port I/O counters) come
-// type-erased, as counter_refs.
 //
 // Everything a view points to must stay valid and, apart from the counters,
 // unchanged while the view is published (commands.h) or an exporter serving
@@ -26,6 +24,7 @@
 #include "ferry/net/counters.h"
 #include "ferry/net/fault.h"
 #include "ferry/net/port.h"
+#include "ferry/net/queue_io.h"
 #include "ferry/proxy/proxy.h"
 #include "ferry/reactor/reactor.h"
 #include "ferry/xcore/mesh.h"
@@ -34,22 +33,6 @@
 namespace ferry::telemetry {
 
 struct exporter_counters;  // exporter.h
-
-// One counter of a block whose type this layer does not know.
-struct counter_ref {
-    const char *name;  // the X-macro name: [a-z0-9_]
-    const char *help;
-    const counter *value;
-};
-
-// The counters of `block` described by `fields` (an X-macro counter_field
-// array), as counter_refs. The block must outlive the result.
-template <class S, class Fields>
-std::vector<counter_ref> counter_refs(const S &block, const Fields &fields) {
-    std::vector<counter_ref> out;
-    for (const auto &f : fields) out.push_back({f.name, f.help, &(block.*(f.member))});
-    return out;
-}
 
 // One port as one lcore serves it.
 struct lcore_port_view {
@@ -66,7 +49,7 @@ struct lcore_view {
     const reactor::reactor *loop = nullptr;                // never null
     const reactor::reactor_counters *reactor = nullptr;  // never null
     // The port I/O counters (exported as group "io": ferry_io_*_total).
-    std::vector<counter_ref> io;
+    const net::io_counters *io = nullptr;  // never null
     std::vector<lcore_port_view> ports;            // same order as process_view::ports
     const proxy::worker_proxy *proxy = nullptr;  // null without [[listener]]
     const xcore::outbox *out = nullptr;          // null with one worker

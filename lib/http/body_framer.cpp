@@ -1,6 +1,7 @@
 // Body delimiting (RFC 9112 §6.3) and the chunked coding (RFC 9112 §7.1),
 // one byte-at-a-time state machine for the framing bytes and bulk skips over
 // chunk-data, so a slice boundary may fall anywhere without buffering.
+#include <algorithm>
 #include <limits>
 
 #include "chars.h"
@@ -76,6 +77,8 @@ void body_framer::reset(body_kind kind, uint64_t content_length, const limits &l
     remaining_ = 0;
     payload_ = 0;
     wire_ = 0;
+    trailer_fields_ = 0;
+    chunk_out_ = false;
     switch (kind) {
         case body_kind::none:
             st_ = state::done;
@@ -123,14 +126,62 @@ body_framer::feed_result body_framer::feed(std::string_view slice) noexcept {
             return {n, st_ == state::done, false, parse_error::none};
         }
         case body_kind::chunked:
-            return feed_chunked(slice);
+            return feed_chunked(slice, false);
         case body_kind::none:
             break;
     }
     return {0, true, false, parse_error::none};
 }
 
-body_framer::feed_result body_framer::feed_chunked(std::string_view slice) noexcept {
+body_framer::feed_result body_framer::feed_run(std::string_view slice) noexcept {
+    if (kind_ != body_kind::chunked || st_ == state::done || st_ == state::failed) {
+        feed_result r = feed(slice);
+        r.data = r.consumed != 0;
+        return r;
+    }
+    if (st_ != state::data)
+        return feed_chunked(slice, true);
+    // chunk-data: payload up to the chunk's end.
+    const auto len = static_cast<uint32_t>(
+        std::min<size_t>(slice.size(), std::numeric_limits<uint32_t>::max()));
+    const uint32_t n = remaining_ < len ? static_cast<uint32_t>(remaining_) : len;
+    remaining_ -= n;
+    payload_ += n;
+    wire_ += n;
+    if (remaining_ == 0)
+        st_ = state::data_cr;
+    feed_result r{n, false, false, parse_error::none};
+    r.data = n != 0;
+    return r;
+}
+
+// "[CRLF] size CRLF" for a chunk of `size` bytes (> 0), or the last chunk
+// "[CRLF] 0 CRLF CRLF" for 0; the leading CRLF ends the previous chunk.
+std::string_view body_framer::emit_size(uint64_t size) noexcept {
+    const bool last = size == 0;
+    char *p = out_;
+    if (chunk_out_) {
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    char hex[16];
+    int n = 0;
+    do {
+        hex[n++] = "0123456789abcdef"[size & 15];
+        size >>= 4;
+    } while (size != 0);
+    while (n > 0) *p++ = hex[--n];
+    *p++ = '\r';
+    *p++ = '\n';
+    if (last) {  // no trailer section
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    chunk_out_ = true;
+    return {out_, static_cast<size_t>(p - out_)};
+}
+
+body_framer::feed_result body_framer::feed_chunked(std::string_view slice, bool runs) noexcept {
     const auto len = static_cast<uint32_t>(slice.size());
     uint32_t i = 0;
     while (i < len) {
@@ -250,6 +301,13 @@ body_framer::feed_result body_framer::feed_chunked(std::string_view slice) noexc
                 size_digits_ = 0;
                 // last-chunk = 1*("0") [ chunk-ext ] CRLF: the trailer section follows.
                 st_ = remaining_ == 0 ? state::trailer_start : state::data;
+                if (runs && st_ == state::data) {  // the framing run ends here
+                    ++i;
+                    wire_ += i;
+                    feed_result r{i, false, false, parse_error::none};
+                    r.out = emit_size(remaining_);
+                    return r;
+                }
                 break;
             case state::data: {
                 const uint32_t avail = len - i;
@@ -292,8 +350,10 @@ body_framer::feed_result body_framer::feed_chunked(std::string_view slice) noexc
                             st_ = state::final_lf;
                         else if (is_ows(c))
                             return fail(i, parse_error::obs_fold);
-                        else if (is_token_char(c))
+                        else if (is_token_char(c)) {
                             st_ = state::trailer_name;
+                            ++trailer_fields_;
+                        }
                         else
                             return fail(i, parse_error::bad_header_name);
                         break;
@@ -323,7 +383,9 @@ body_framer::feed_result body_framer::feed_chunked(std::string_view slice) noexc
                         st_ = state::done;
                         ++i;
                         wire_ += i;
-                        return {i, true, false, parse_error::none};
+                        feed_result r{i, true, false, parse_error::none};
+                        if (runs) r.out = emit_size(0);
+                        return r;
                 }
                 break;
             case state::done:

@@ -69,6 +69,66 @@ bool always_hop_by_hop(std::string_view n) noexcept {
     }
 }
 
+bool is_content_length(std::string_view n) noexcept { return iequals(n, "content-length"); }
+bool is_transfer_encoding(std::string_view n) noexcept { return iequals(n, "transfer-encoding"); }
+
+// Writes the framing fields of a message canonically (serializer.h), at the
+// first of its received framing lines; called for each field line, returns
+// true when the line was a framing field (so the caller does not copy it).
+class framing_writer {
+public:
+    framing_writer(std::span<const header> fields, uint64_t content_length, bool dechunk) noexcept
+        : fields_(fields), cl_(content_length), dechunk_(dechunk) {}
+
+    bool field(writer &w, std::string_view name) noexcept {
+        if (iequals(name, "trailer"))
+            return true;  // the trailer section is not forwarded
+        if (is_content_length(name)) {
+            if (!cl_done_) {
+                w.put("Content-Length: ");
+                w.put_uint(cl_);
+                w.put("\r\n");
+            }
+            cl_done_ = true;
+            return true;
+        }
+        if (!is_transfer_encoding(name))
+            return false;
+        if (!te_done_)
+            codings(w);
+        te_done_ = true;
+        return true;
+    }
+
+private:
+    // Every coding of every Transfer-Encoding line, in order, lower case
+    // (the parser checked each is a bare token).
+    void codings(writer &w) noexcept {
+        bool first = true;
+        for (const header &h : fields_) {
+            if (!is_transfer_encoding(h.name))
+                continue;
+            for_each_list_element(h.value, [&](std::string_view e) {
+                if (e.empty() || (dechunk_ && iequals(e, "chunked")))
+                    return true;
+                w.put(first ? "Transfer-Encoding: " : ", ");
+                for (char c : e)
+                    w.put(ascii_lower(c));
+                first = false;
+                return true;
+            });
+        }
+        if (!first)
+            w.put("\r\n");
+    }
+
+    std::span<const header> fields_;
+    uint64_t cl_;
+    bool dechunk_;
+    bool cl_done_ = false;
+    bool te_done_ = false;
+};
+
 // Framing and routing fields that are forwarded even when Connection names them.
 bool never_dropped(std::string_view n) noexcept {
     return iequals(n, "transfer-encoding") || iequals(n, "content-length") ||
@@ -142,8 +202,9 @@ std::size_t serialize_request_head(const request &r, const forward_info &fi,
 
     bool host_written = false;
     bool have_xff = false;
+    framing_writer fw(r.headers, r.content_length, false);
     for (const header &h : r.headers) {
-        if (is_hop_by_hop(h.name, r))
+        if (is_hop_by_hop(h.name, r) || fw.field(w, h.name))
             continue;
         if (iequals(h.name, "host")) {
             // RFC 9112 §3.2.2: a proxy forwarding an absolute-form request
@@ -200,8 +261,9 @@ std::size_t serialize_response_head(const response &r, const forward_info &fi,
     w.put(' ');
     w.put(r.reason);
     w.put("\r\n");
+    framing_writer fw(r.headers, r.content_length, fi.dechunk);
     for (const header &h : r.headers)
-        if (!is_hop_by_hop(h.name, r))
+        if (!is_hop_by_hop(h.name, r) && !fw.field(w, h.name))
             w.field(h.name, h.value);
     put_version_via(w, r.version_minor, fi.via_name);
     // An interim response is not the end of the exchange: no Connection.

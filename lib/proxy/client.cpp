@@ -241,6 +241,7 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
     if (owner != lcore_index_) {
         const uint16_t flags = (c.keep_alive ? xf_keep_alive : 0) |
                                (req.m == http::method::head ? xf_head : 0) |
+                               (c.http10 ? xf_http10 : 0) |
                                (retryable ? xf_retry : 0);
         return hand_over(c, head, slot, owner, flags, hport, server, now);
     }
@@ -269,21 +270,19 @@ bool worker_proxy::hand_over(client &c, rte_mbuf *head, uint32_t slot, unsigned 
     if (!c.q_body) {
         flags |= xf_end;
     } else if (c.buf_len != 0) {
-        const auto fr = c.framer.feed({c.buf, c.buf_len});
+        const buf_body b = body_from_buf(c, hport, true);
+        const auto &fr = b.fr;
         if (fr.error) {
             note_rejected(fr.err);
             rte_pktmbuf_free(head);
             reject(c, http::status_for(fr.err), now);
             return false;
         }
-        if (fr.consumed != 0) {
-            rte_mbuf *body = chain_of(c.buf, fr.consumed, hport);
-            if (body == nullptr || !net::chain_append(head, body)) {
-                rte_pktmbuf_free(body);
-                rte_pktmbuf_free(head);
-                reject_generated(c, 503, now);
-                return false;
-            }
+        if (b.no_buffer || (b.m != nullptr && !net::chain_append(head, b.m))) {
+            rte_pktmbuf_free(b.m);
+            rte_pktmbuf_free(head);
+            reject_generated(c, 503, now);
+            return false;
         }
         std::memmove(c.buf, c.buf + fr.consumed, c.buf_len - fr.consumed);
         c.buf_len -= fr.consumed;
@@ -321,14 +320,15 @@ bool worker_proxy::begin_body(client &c, upconn &u, uint64_t now) noexcept {
     c.state = client::st::body;
     timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
     if (c.buf_len != 0) {
-        const auto fr = c.framer.feed({c.buf, c.buf_len});
+        const buf_body b = body_from_buf(c, u.port, true);
+        const auto &fr = b.fr;
         if (fr.error) {
             note_rejected(fr.err);
             reject(c, http::status_for(fr.err), now);  // closes u
             return false;
         }
         // Bytes that cannot be forwarded end the exchange: never skip them.
-        if (fr.consumed != 0 && !push(u, chain_of(c.buf, fr.consumed, u.port), now)) {
+        if (b.no_buffer || (b.m != nullptr && !push(u, b.m, now))) {
             reject_generated(c, 503, now);  // closes u
             return false;
         }

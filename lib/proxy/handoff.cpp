@@ -308,6 +308,7 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
         r.up = none;
         r.end = m.flags & xf_end;
         r.keep_alive = m.flags & xf_keep_alive;
+        r.http10 = m.flags & xf_http10;
         r.response_started = false;
         r.ri = http::request_info{};
         r.ri.head = m.flags & xf_head;

@@ -63,16 +63,21 @@ struct worker_proxy::endpoint {
         net::tcp_rx_piece &p = front();
         const uint32_t k = net::piece_copy_out(p, buf + buf_len, cap - buf_len);
         buf_len += k;
-        p.off += k;
-        p.len -= k;
-        if (p.len == 0) {
-            rte_pktmbuf_free(p.m);
-            pop();
-        }
+        skip(k);
     }
     void pop() noexcept {
         in_head = (in_head + 1) % in_cap;
         --in_n;
+    }
+    // Drops the first n bytes of the front piece (framing not forwarded).
+    void skip(uint32_t n) noexcept {
+        net::tcp_rx_piece &p = front();
+        p.off += n;
+        p.len -= n;
+        if (p.len == 0) {
+            rte_pktmbuf_free(p.m);
+            pop();
+        }
     }
 };
 
@@ -126,6 +131,7 @@ struct worker_proxy::upconn : worker_proxy::endpoint {
     bool reused = false;
     bool health = false;  // an active health check, no client
     bool resp_keep_alive = false;
+    bool dechunk = false;  // the response's chunked coding is removed (HTTP/1.0 client)
     http::response resp;  // the head being parsed (valid once hp is done)
     http::request_info ri;
     uint64_t t_sent = 0;
@@ -144,6 +150,7 @@ struct worker_proxy::rreq {
     bool queued = false;            // in its slot's FIFO
     bool end = false;               // the whole request arrived (req_end / xf_end)
     bool keep_alive = true;         // the client stays open after the response
+    bool http10 = false;            // an HTTP/1.0 client (xf_http10)
     bool response_started = false;  // resp_data sent
     bool broken = false;            // a message of it was dropped (fail_broken)
     uint16_t from = 0;

@@ -244,11 +244,17 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
             h.consecutive_fails.store(0, std::memory_order_relaxed);
     }
     const bool until_close = resp.body == http::body_kind::until_close;
+    // An HTTP/1.0 client cannot receive chunked coding (RFC 9112 §6.1; ferry
+    // asked in HTTP/1.0, but an origin may chunk anyway): the payload alone,
+    // delimited by the close.
+    u.dechunk = resp.body == http::body_kind::chunked &&
+                (cp != nullptr ? cp->http10 : rp->http10);
     bool &keep_alive = cp != nullptr ? cp->keep_alive : rp->keep_alive;
-    if (until_close) keep_alive = false;
+    if (until_close || u.dechunk) keep_alive = false;
     http::forward_info fi;
     fi.keep_alive = keep_alive && resp.status >= 200;
     fi.via_name = cfg_.http.via;
+    fi.dechunk = u.dechunk;
     const size_t hl =
         http::serialize_response_head(resp, fi, std::span(scratch_.get(), scratch_size));
     rte_mbuf *head = hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl),
@@ -333,17 +339,18 @@ bool worker_proxy::head_body(upconn &u, client *cp, rreq *rp, rte_mbuf *rhead, u
             finish_rreq(u, *rp, reusable, now);
     };
     if (u.buf_len != 0) {
-        const auto fr = u.framer.feed({u.buf, u.buf_len});
+        const buf_body b = body_from_buf(u, cp != nullptr ? cp->port : u.port, !u.dechunk);
+        const auto &fr = b.fr;
         if (fr.error) {
             rte_pktmbuf_free(rhead);
             ctr_.upstream_bad_response.inc();
             upconn_failed(u, 502, true, now);
             return false;
         }
-        if (fr.consumed != 0) {
-            rte_mbuf *body = chain_of(u.buf, fr.consumed, cp != nullptr ? cp->port : u.port);
+        if (b.m != nullptr || b.no_buffer) {
+            rte_mbuf *body = b.m;
             if (cp != nullptr) {
-                if (!push(*cp, body, now)) {  // the head went: abort the client
+                if (body == nullptr || !push(*cp, body, now)) {  // the head went: abort the client
                     if (body != nullptr) ctr_.no_buffer.inc();
                     upconn_failed(u, 502, false, now);
                     return false;
@@ -417,6 +424,7 @@ void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
         close_upconn(u, true, now);
         return;
     }
+    sink.framing = !u.dechunk;
     const auto &uc = cfg_.upstreams[u.upstream];
     const pump_result r = pump_body(u, sink, 0, uint64_t(uc.read_timeout_ms) * ms, now);
     auto finish = [&](bool reusable) {

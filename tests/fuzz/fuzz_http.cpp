@@ -57,6 +57,7 @@ struct stats {
     uint64_t responses_done = 0;
     uint64_t request_bodies_done = 0;
     uint64_t chunked_done = 0;
+    uint64_t reframed = 0;
     uint64_t round_trips = 0;
     std::array<uint64_t, 64> errors{};  // by parse_error
 };
@@ -209,12 +210,64 @@ frame_outcome frame(body_kind kind, uint64_t cl, std::string_view body, const li
     return o;
 }
 
+// What the proxy sends for a chunked body (body_framer::feed_run): the
+// payload and ferry's framing, fed whole or in random slices; done/error.
+struct reframed {
+    std::string out;
+    bool done = false;
+    bool error = false;
+    uint64_t payload = 0;
+};
+
+reframed reframe(std::string_view body, const limits &lim, rng *r) {
+    body_framer f;
+    f.reset(body_kind::chunked, 0, lim);
+    reframed o;
+    size_t off = 0;
+    while (off < body.size() && !f.done() && !f.failed()) {
+        const size_t rest = body.size() - off;
+        const size_t n = r == nullptr ? rest : 1 + r->below(rest);
+        std::vector<char> slice(body.data() + off, body.data() + off + n);
+        std::string_view s(slice.data(), slice.size());
+        while (!s.empty()) {
+            const auto fr = f.feed_run(s);
+            FUZZ_CHECK(fr.consumed <= s.size());
+            FUZZ_CHECK(fr.out.size() <= 22);
+            if (fr.data) o.out.append(s.substr(0, fr.consumed));
+            o.out.append(fr.out);
+            s.remove_prefix(fr.consumed);
+            if (fr.done || fr.error || fr.consumed == 0) break;
+        }
+        off += n;
+    }
+    o.done = f.done();
+    o.error = f.failed();
+    o.payload = f.payload_bytes();
+    return o;
+}
+
 void check_body(body_kind kind, uint64_t cl, std::string_view body, const limits &lim, rng &r) {
     const frame_outcome whole = frame(kind, cl, body, lim, nullptr);
     const frame_outcome split = frame(kind, cl, body, lim, &r);
     FUZZ_CHECK(whole == split);
     if (kind == body_kind::chunked && whole.done)
         ++g_stats.chunked_done;
+    if (kind != body_kind::chunked)
+        return;
+    // Re-framing: the same bytes however they arrive, the same verdict as
+    // feed(); a complete body re-frames to a body that frames to the same
+    // payload and re-frames to itself (one canonical form).
+    const reframed a = reframe(body, lim, nullptr);
+    const reframed b = reframe(body, lim, &r);
+    FUZZ_CHECK(a.out == b.out && a.done == b.done && a.error == b.error);
+    FUZZ_CHECK(a.done == whole.done && a.error == whole.error && a.payload == whole.payload);
+    if (!a.done)
+        return;
+    FUZZ_CHECK(a.out.size() <= whole.consumed);
+    const frame_outcome back = frame(kind, 0, a.out, lim, nullptr);
+    FUZZ_CHECK(back.done && back.consumed == a.out.size() && back.payload == a.payload);
+    FUZZ_CHECK(reframe(a.out, lim, nullptr).out == a.out);
+    ++g_stats.reframed;
 }
 
 // Parses buf as a head of type Msg whole, then in random splits of one
@@ -280,9 +333,29 @@ void request_path(std::string_view buf, const limits &lim, rng &r) {
     FUZZ_CHECK(back.body == q.body && back.content_length == q.content_length);
     FUZZ_CHECK(back.m == q.m && back.method_text == q.method_text);
     FUZZ_CHECK(back.keep_alive && !back.upgrade);
-    // Only our own Connection field is hop-by-hop in what goes upstream.
-    for (const header &h : back.headers)
+    // Only our own Connection field is hop-by-hop in what goes upstream;
+    // framing goes out canonical: at most one Content-Length and one
+    // Transfer-Encoding line, written by us, and no Trailer.
+    auto ieq = [](std::string_view a, std::string_view b) {
+        if (a.size() != b.size()) return false;
+        for (size_t i = 0; i < a.size(); ++i)
+            if ((a[i] | 0x20) != (b[i] | 0x20)) return false;
+        return true;
+    };
+    int cls = 0, tes = 0;
+    for (const header &h : back.headers) {
         FUZZ_CHECK(h.name == "Connection" || !is_hop_by_hop(h.name, back));
+        if (ieq(h.name, "content-length")) {
+            ++cls;
+            FUZZ_CHECK(h.value == std::to_string(q.content_length));
+        }
+        if (ieq(h.name, "transfer-encoding")) {
+            ++tes;
+            for (char c : h.value) FUZZ_CHECK(!(c >= 'A' && c <= 'Z'));
+        }
+        FUZZ_CHECK(!ieq(h.name, "trailer"));
+    }
+    FUZZ_CHECK(cls <= 1 && tes <= 1 && !(cls && tes));
     ++g_stats.round_trips;
 
     // The bytes after the head are its body.
@@ -381,6 +454,7 @@ extern "C" int fuzz_report() {
     std::printf("  request bodies done   %llu\n",
                 static_cast<unsigned long long>(s.request_bodies_done));
     std::printf("  chunked bodies done   %llu\n", static_cast<unsigned long long>(s.chunked_done));
+    std::printf("  chunked re-framed     %llu\n", static_cast<unsigned long long>(s.reframed));
     unsigned reasons = 0;
     for (size_t i = 1; i < s.errors.size(); ++i) {
         if (s.errors[i] == 0)
@@ -390,6 +464,7 @@ extern "C" int fuzz_report() {
                     static_cast<unsigned long long>(s.errors[i]));
     }
     const bool deep = s.requests_done > 0 && s.responses_done > 0 && s.chunked_done > 0 &&
+                      s.reframed > 0 &&
                       s.request_bodies_done > 0 && reasons >= 15;
     if (!deep)
         std::fprintf(stderr,

@@ -175,5 +175,92 @@ TEST(body_framer, state_names) {
     EXPECT_EQ(name(static_cast<body_framer::state>(200)), "unknown");
 }
 
+// feed_run: payload and ferry's canonical framing, never the received
+// framing bytes. `in` fed whole, byte by byte and split at every offset
+// gives the same output.
+std::string reframe(std::string_view in, size_t split, bool byte_by_byte, uint32_t *trailers) {
+    body_framer f;
+    f.reset(body_kind::chunked, 0, {});
+    std::string out;
+    auto feed_all = [&](std::string_view s) {
+        while (!s.empty() && !f.done() && !f.failed()) {
+            const auto r = f.feed_run(s);
+            EXPECT_FALSE(r.error) << name(r.err);
+            if (r.data) out += s.substr(0, r.consumed);
+            out += r.out;
+            s.remove_prefix(r.consumed);
+            if (r.consumed == 0) break;
+        }
+    };
+    if (byte_by_byte) {
+        for (char c : in) feed_all(std::string_view(&c, 1));
+    } else {
+        feed_all(in.substr(0, split));
+        feed_all(in.substr(split));
+    }
+    EXPECT_TRUE(f.done());
+    if (trailers != nullptr) *trailers = f.trailer_fields();
+    return out;
+}
+
+TEST(body_framer, feed_run_reframes_chunked_canonically) {
+    const std::string in =
+        "0005;a=b\r\nhello\r\nA;q=\"x\\\"y\"\r\n0123456789\r\n1 ; z\r\n!\r\n"
+        "000;end=1\r\nX-T: v\r\nX-U: w\r\n\r\n";
+    const std::string want = "5\r\nhello\r\na\r\n0123456789\r\n1\r\n!\r\n0\r\n\r\n";
+    uint32_t trailers = 0;
+    EXPECT_EQ(reframe(in, 0, true, &trailers), want);
+    EXPECT_EQ(trailers, 2u);
+    for (size_t k = 0; k <= in.size(); ++k) EXPECT_EQ(reframe(in, k, false, nullptr), want) << k;
+}
+
+TEST(body_framer, feed_run_large_chunk_sizes_and_an_empty_body) {
+    EXPECT_EQ(reframe("0\r\n\r\n", 0, true, nullptr), "0\r\n\r\n");
+    EXPECT_EQ(reframe("00000\r\n\r\n", 3, false, nullptr), "0\r\n\r\n");
+    std::string big(0x1F0, 'x');
+    EXPECT_EQ(reframe("01F0\r\n" + big + "\r\n0\r\n\r\n", 2, false, nullptr),
+              "1f0\r\n" + big + "\r\n0\r\n\r\n");
+}
+
+TEST(body_framer, feed_run_runs_are_payload_or_framing_never_both) {
+    body_framer f;
+    f.reset(body_kind::chunked, 0, {});
+    auto r = f.feed_run("3;x\r\nabc\r\n0\r\n\r\nNEXT");
+    EXPECT_FALSE(r.data);
+    EXPECT_EQ(r.consumed, 5u);
+    EXPECT_EQ(r.out, "3\r\n");
+    r = f.feed_run("abc\r\n0\r\n\r\nNEXT");
+    EXPECT_TRUE(r.data);
+    EXPECT_EQ(r.consumed, 3u);
+    EXPECT_TRUE(r.out.empty());
+    r = f.feed_run("\r\n0\r\n\r\nNEXT");
+    EXPECT_FALSE(r.data);
+    EXPECT_TRUE(r.done);
+    EXPECT_EQ(r.consumed, 7u);  // "NEXT" is the next message
+    EXPECT_EQ(r.out, "\r\n0\r\n\r\n");
+    EXPECT_EQ(f.payload_bytes(), 3u);
+}
+
+TEST(body_framer, feed_run_content_length_is_all_payload) {
+    body_framer f;
+    f.reset(body_kind::content_length, 4, {});
+    const auto r = f.feed_run("abcdef");
+    EXPECT_TRUE(r.data);
+    EXPECT_TRUE(r.done);
+    EXPECT_EQ(r.consumed, 4u);
+    EXPECT_TRUE(r.out.empty());
+}
+
+TEST(body_framer, feed_run_errors_like_feed) {
+    body_framer f;
+    f.reset(body_kind::chunked, 0, {});
+    auto r = f.feed_run("5\r\nhel");
+    r = f.feed_run("hel");
+    r = f.feed_run("lo!!");  // the size lied
+    r = f.feed_run("!!");
+    EXPECT_TRUE(r.error);
+    EXPECT_EQ(r.err, parse_error::bad_chunk_terminator);
+}
+
 }  // namespace
 }  // namespace ferry::http::test

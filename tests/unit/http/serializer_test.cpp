@@ -105,7 +105,6 @@ TEST(serializer, request_drops_hop_by_hop_and_connection_named_fields) {
     EXPECT_EQ(ser_req(r, fi),
               "POST /u HTTP/1.1\r\n"
               "Host: a\r\n"
-              "Trailer: X-Checksum\r\n"
               "Transfer-Encoding: chunked\r\n"
               "X-Kept: k\r\n"
               "Via: 1.1 ferry\r\n"
@@ -258,14 +257,13 @@ TEST(serializer, response_basic) {
     EXPECT_NE(ser_resp(r, fi).find("\r\nConnection: close\r\n\r\n"), std::string::npos);
 }
 
-TEST(serializer, response_chunked_keeps_framing_and_empty_reason) {
+TEST(serializer, response_chunked_keeps_framing_drops_trailer_and_empty_reason) {
     std::vector<header> st;
     const response r =
         parse_resp("HTTP/1.1 404\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n", st);
     EXPECT_EQ(ser_resp(r, {}),
               "HTTP/1.1 404 \r\n"
               "Transfer-Encoding: chunked\r\n"
-              "Trailer: X-Sum\r\n"
               "Via: 1.1 ferry\r\n"
               "Connection: keep-alive\r\n"
               "\r\n");
@@ -395,6 +393,56 @@ TEST(serializer, round_trip_preserves_framing) {
         EXPECT_FALSE(back.upgrade);
         EXPECT_EQ(back.expect_continue, r.expect_continue);
     }
+}
+
+// Framing fields go out canonical (serializer.h): one Content-Length with
+// the parsed value, the codings lower case in one Transfer-Encoding line, no
+// Trailer; where the first received framing line was.
+TEST(serializer, content_length_repeated_goes_out_once_with_the_parsed_value) {
+    std::vector<header> st;
+    const request r = parse_req(
+        "POST /u HTTP/1.1\r\ncontent-length: 005, 5\r\nHost: a\r\nContent-Length:5\r\n\r\n", st);
+    ASSERT_EQ(r.content_length, 5u);
+    EXPECT_EQ(ser_req(r, {}),
+              "POST /u HTTP/1.1\r\n"
+              "Content-Length: 5\r\n"
+              "Host: a\r\n"
+              "Via: 1.1 ferry\r\n"
+              "X-Forwarded-Proto: http\r\n"
+              "Connection: keep-alive\r\n"
+              "\r\n");
+}
+
+TEST(serializer, transfer_codings_go_out_lower_case_in_one_line) {
+    std::vector<header> st;
+    const request r = parse_req(
+        "POST /u HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: GZip\r\nX: 1\r\n"
+        "transfer-encoding: Chunked\r\n\r\n", st);
+    ASSERT_EQ(r.body, body_kind::chunked);
+    const std::string out = ser_req(r, {});
+    EXPECT_NE(out.find("\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\nX: 1\r\n"),
+              std::string::npos) << out;
+    EXPECT_EQ(out.find("GZip"), std::string::npos) << out;
+    EXPECT_EQ(out.find("transfer-encoding"), std::string::npos) << out;
+}
+
+TEST(serializer, response_framing_canonical_and_dechunked) {
+    std::vector<header> st;
+    const response r = parse_resp(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: CHUNKED\r\nTrailer: X-Sum\r\n\r\n", st);
+    EXPECT_EQ(ser_resp(r, {}),
+              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nVia: 1.1 ferry\r\n"
+              "Connection: keep-alive\r\n\r\n");
+    forward_info fi;
+    fi.dechunk = true;
+    fi.keep_alive = false;
+    EXPECT_EQ(ser_resp(r, fi), "HTTP/1.1 200 OK\r\nVia: 1.1 ferry\r\nConnection: close\r\n\r\n");
+    std::vector<header> st2;
+    const response h = parse_resp("HTTP/1.1 200 OK\r\nContent-Length: 7, 7\r\n\r\n", st2,
+                                  request_info{true, false});
+    EXPECT_EQ(ser_resp(h, {}),
+              "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nVia: 1.1 ferry\r\n"
+              "Connection: keep-alive\r\n\r\n");
 }
 
 }  // namespace

@@ -369,9 +369,11 @@ private:
                                           const limits &lim = {}) noexcept;
 
 // Finds where a body ends, over arbitrary slices of the byte stream that
-// follows a head (one mbuf segment at a time), without copying or buffering:
-// the proxy forwards the bytes unchanged, so the framer only delimits and
-// validates. Chunked bodies are checked against RFC 9112 §7.1 in full:
+// follows a head (one mbuf segment at a time), without copying or buffering.
+// feed() only delimits and validates. feed_run() also separates payload from
+// framing, so that a proxy forwards the payload bytes and framing it derives
+// itself, never the framing bytes it received (a chunked body re-framed in
+// one canonical form: see feed_run). Chunked bodies are checked against RFC 9112 §7.1 in full:
 //   chunked-body = *chunk last-chunk trailer-section CRLF
 //   chunk        = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
 //   chunk-size   = 1*HEXDIG                         (at most 2^63-1)
@@ -417,6 +419,11 @@ public:
         bool done = false;   // the body is complete (never together with error)
         bool error = false;  // the framing is invalid: err says why; close the connection
         parse_error err = parse_error::none;
+        // feed_run() only. data: the consumed bytes are payload (forward
+        // them); else they are framing (drop them). out: canonical framing
+        // to send before whatever comes next (valid until the next call).
+        bool data = false;
+        std::string_view out;
     };
 
     body_framer() noexcept { reset(body_kind::none, 0, {}); }
@@ -430,6 +437,23 @@ public:
     // Returns consumed/done/error as documented on feed_result. After done or
     // an error, returns the same flags with consumed 0.
     [[nodiscard]] feed_result feed(std::string_view slice) noexcept;
+
+    // Like feed(), but consumes one run at most: payload bytes only
+    // (data = true) or framing bytes only (data = false). A framing run ends
+    // where payload begins, so a caller alternates. For content_length and
+    // until_close every byte is payload. For chunked, the framing ferry sends
+    // instead of the received one comes in `out`, in one canonical form:
+    //   chunk      = lower-case hex size without leading zeros CRLF data CRLF
+    //   last chunk = "0" CRLF, and no trailer fields: CRLF
+    // no chunk extensions, no trailer section (RFC 9110 §6.5.1 lets a
+    // recipient that removes the chunked coding discard trailer fields;
+    // trailer_fields() counts them). Each chunk's CRLF is sent with the next
+    // size line (or the last chunk), so out is "[CRLF] size CRLF" when a
+    // chunk's data starts and "[CRLF] 0 CRLF CRLF" when the body ends. Mixing
+    // feed() and feed_run() on one body is not supported.
+    [[nodiscard]] feed_result feed_run(std::string_view slice) noexcept;
+    // Trailer field lines seen in a chunked body so far.
+    [[nodiscard]] uint32_t trailer_fields() const noexcept { return trailer_fields_; }
 
     [[nodiscard]] body_kind kind() const noexcept { return kind_; }
     [[nodiscard]] state current_state() const noexcept { return st_; }
@@ -446,7 +470,8 @@ public:
 
 private:
     [[nodiscard]] feed_result fail(uint32_t at, parse_error e) noexcept;
-    [[nodiscard]] feed_result feed_chunked(std::string_view slice) noexcept;
+    [[nodiscard]] feed_result feed_chunked(std::string_view slice, bool runs) noexcept;
+    std::string_view emit_size(uint64_t size) noexcept;
 
     body_kind kind_ = body_kind::none;
     state st_ = state::done;
@@ -459,6 +484,9 @@ private:
     uint64_t remaining_ = 0;
     uint64_t payload_ = 0;
     uint64_t wire_ = 0;
+    uint32_t trailer_fields_ = 0;
+    bool chunk_out_ = false;  // feed_run emitted a chunk-size line (its CRLF is owed)
+    char out_[24] = {};       // "\r\n" + 16 hex digits + "\r\n", or the last chunk
 };
 
 [[nodiscard]] std::string_view name(body_framer::state s) noexcept;

@@ -7,13 +7,18 @@
 // X-Forwarded-For / X-Forwarded-Proto fields are the de-facto convention
 // (RFC 7239 §7.5 describes them).
 //
-// ferry forwards message bodies byte for byte (the body_framer only delimits
-// them), so the fields that describe the body's framing are always forwarded:
-// Transfer-Encoding, Content-Length and Trailer, even though RFC 9110 counts
-// Transfer-Encoding among the hop-by-hop fields, and even when a Connection
+// Framing is never forwarded as received: the parser accepts some framing
+// that is not canonical (Content-Length repeated, in one line as a list or in
+// several lines; coding names in any case), and a next hop that reads it
+// differently would delimit the body differently (a smuggling vector). So
+// the received Content-Length, Transfer-Encoding and Trailer lines are
+// dropped and ferry writes its own, where the first of them was:
+//   Content-Length: <the parsed value>       (one line, if any was received)
+//   Transfer-Encoding: <codings, lower case, ", "-joined>  (if any was received)
+// and no Trailer (the proxy re-frames chunked bodies without their trailer
+// section: body_framer::feed_run). They are written even when a Connection
 // field names them (dropping a framing field named in Connection would change
-// how the next hop delimits the body: a smuggling vector). Host is never
-// dropped either.
+// how the next hop delimits the body). Host is never dropped either.
 //
 // Every function returns the number of bytes written, or 0 when the output
 // does not fit in `out` (nothing is written past out.size(); what was written
@@ -49,6 +54,11 @@ struct forward_info {
     // an HTTP/1.0 request), for an HTTP/1.0 client whose response must not be
     // chunked.
     uint8_t request_version_minor = 1;
+    // Responses: the proxy removes the chunked coding (for an HTTP/1.0
+    // client, which cannot receive it; the body then runs until close), so
+    // "chunked" is left out of Transfer-Encoding (and the field with it when
+    // it was the only coding).
+    bool dechunk = false;
 };
 
 // True if ferry drops the field `name` when forwarding a message with these
@@ -65,7 +75,8 @@ struct forward_info {
 // Writes the head to send upstream for request `r`:
 //   <method> SP <target> SP HTTP/1.<fi.request_version_minor> CRLF
 //   every field that is not hop-by-hop, in the order received, except
-//     X-Forwarded-For (merged below) and X-Forwarded-Proto (replaced);
+//     X-Forwarded-For (merged below) and X-Forwarded-Proto (replaced), and
+//     the framing fields, written canonically (top of this file);
 //     Host as received, but for an absolute-form target Host is the target's
 //     authority (RFC 9112 §3.2.2), and absent Host is fi.default_host
 //   Via: 1.<r.version_minor> <fi.via_name>      (after any received Via lines)
@@ -81,7 +92,8 @@ struct forward_info {
 
 // Writes the head to send downstream for response `r`:
 //   HTTP/1.1 SP <status> SP <reason as received> CRLF
-//   every field that is not hop-by-hop, in order
+//   every field that is not hop-by-hop, in order, the framing fields
+//     written canonically (top of this file; fi.dechunk)
 //   Via: 1.<r.version_minor> <fi.via_name>
 //   Connection: keep-alive | close              (fi.keep_alive; omitted for 1xx)
 //   CRLF

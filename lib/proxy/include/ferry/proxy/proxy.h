@@ -218,6 +218,9 @@ namespace ferry::proxy {
     X(timeouts_upstream,        "upstream connect/response/read timeouts")                             \
     X(body_too_large,           "requests answered 413: body over max_body_bytes")                     \
     X(no_buffer,                "mbuf allocation failures while building heads (connection closed)")   \
+    X(chunked_reframed,         "chunked bodies forwarded re-framed in ferry's canonical form")        \
+    X(chunked_dechunked,        "chunked responses sent to an HTTP/1.0 client as plain bytes")         \
+    X(trailers_dropped,         "trailer fields of chunked bodies not forwarded")                      \
     X(health_checks,            "active health checks sent")                                           \
     X(health_check_failed,      "active health checks that failed")                                    \
     X(drained,                  "connections closed by a graceful shutdown")                          \
@@ -281,6 +284,7 @@ inline constexpr uint16_t xf_end = 1;         // req_head: the request is comple
 inline constexpr uint16_t xf_keep_alive = 2;  // req_head: the client stays open
 inline constexpr uint16_t xf_head = 4;        // req_head: a HEAD request
 inline constexpr uint16_t xf_retry = 8;       // req_head: idempotent without body
+inline constexpr uint16_t xf_http10 = 16;     // req_head: an HTTP/1.0 client (no chunked to it)
 inline constexpr uint16_t xf_interim = 1;     // resp_data: a complete 1xx response
 // Data messages one request may have outstanding per direction.
 inline constexpr uint32_t xcore_window = 16;
@@ -491,7 +495,17 @@ private:
         bool *sent = nullptr;        // set once a message went out
         rte_mbuf *acc = nullptr;     // the batch being built (its credit taken)
         uint32_t acc_len = 0;
+        bool framing = true;  // send the framer's canonical framing (false: dechunk)
     };
+    // Body bytes that came with a head, in a head buffer: their payload and
+    // canonical framing as one copied chain (m: nullptr when there is none).
+    struct buf_body {
+        http::body_framer::feed_result fr;  // consumed: bytes of buf the body took
+        rte_mbuf *m = nullptr;
+        bool no_buffer = false;  // the copy failed (m is nullptr)
+    };
+    [[nodiscard]] buf_body body_from_buf(endpoint &src, uint16_t port, bool framing) noexcept;
+    void note_body_end(const http::body_framer &f, bool framing) noexcept;
     enum class pump_end : uint8_t { blocked, done, eof, bad_framing, too_large, no_buffer };
     struct pump_result {
         pump_end end = pump_end::blocked;

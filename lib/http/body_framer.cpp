@@ -103,6 +103,14 @@ body_framer::feed_result body_framer::fail(uint32_t at, parse_error e) noexcept 
     return {at, false, true, e};
 }
 
+uint32_t body_framer::take_payload(uint32_t len) noexcept {
+    const uint32_t n = remaining_ < len ? static_cast<uint32_t>(remaining_) : len;
+    remaining_ -= n;
+    payload_ += n;
+    wire_ += n;
+    return n;
+}
+
 body_framer::feed_result body_framer::feed(std::string_view slice) noexcept {
     if (slice.size() > std::numeric_limits<uint32_t>::max())
         slice = slice.substr(0, std::numeric_limits<uint32_t>::max());
@@ -117,10 +125,7 @@ body_framer::feed_result body_framer::feed(std::string_view slice) noexcept {
             wire_ += len;
             return {len, false, false, parse_error::none};
         case body_kind::content_length: {
-            const uint32_t n = remaining_ < len ? static_cast<uint32_t>(remaining_) : len;
-            remaining_ -= n;
-            payload_ += n;
-            wire_ += n;
+            const uint32_t n = take_payload(len);
             if (remaining_ == 0)
                 st_ = state::done;
             return {n, st_ == state::done, false, parse_error::none};
@@ -142,12 +147,8 @@ body_framer::feed_result body_framer::feed_run(std::string_view slice) noexcept 
     if (st_ != state::data)
         return feed_chunked(slice, true);
     // chunk-data: payload up to the chunk's end.
-    const auto len = static_cast<uint32_t>(
-        std::min<size_t>(slice.size(), std::numeric_limits<uint32_t>::max()));
-    const uint32_t n = remaining_ < len ? static_cast<uint32_t>(remaining_) : len;
-    remaining_ -= n;
-    payload_ += n;
-    wire_ += n;
+    const uint32_t n = take_payload(static_cast<uint32_t>(
+        std::min<size_t>(slice.size(), std::numeric_limits<uint32_t>::max())));
     if (remaining_ == 0)
         st_ = state::data_cr;
     feed_result r{n, false, false, parse_error::none};

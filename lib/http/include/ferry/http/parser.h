@@ -472,6 +472,8 @@ private:
     [[nodiscard]] feed_result fail(uint32_t at, parse_error e) noexcept;
     [[nodiscard]] feed_result feed_chunked(std::string_view slice, bool runs) noexcept;
     std::string_view emit_size(uint64_t size) noexcept;
+    // Takes up to len payload bytes of the remaining_ ones; returns how many.
+    uint32_t take_payload(uint32_t len) noexcept;
 
     body_kind kind_ = body_kind::none;
     state st_ = state::done;

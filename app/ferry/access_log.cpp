@@ -211,7 +211,10 @@ void format_access_line(std::string &out, config::log_format format, const proxy
         out += " lc=";
         append_u64(out, lcore);
         out += (r.flags & rec::f_crossed) ? " xc=1" : " xc=0";
-        out += (r.flags & rec::f_aborted) ? " ab=1\n" : " ab=0\n";
+        out += (r.flags & rec::f_aborted) ? " ab=1" : " ab=0";
+        out += " to=";
+        out += name(r.timeout);
+        out += '\n';
         return;
     }
 
@@ -286,6 +289,14 @@ void format_access_line(std::string &out, config::log_format format, const proxy
     append_u64(out, lcore);
     out += (r.flags & rec::f_crossed) ? ",\"cross_core\":true" : ",\"cross_core\":false";
     out += (r.flags & rec::f_aborted) ? ",\"aborted\":true" : ",\"aborted\":false";
+    out += ",\"timeout\":";
+    if (r.timeout == proxy::timeout_kind::none) {
+        out += "null";
+    } else {
+        out += '"';
+        out += name(r.timeout);
+        out += '"';
+    }
     out += parsed ? ",\"parsed\":true" : ",\"parsed\":false";
     out += (r.flags & rec::f_truncated) ? ",\"truncated\":true}\n" : ",\"truncated\":false}\n";
 }

@@ -358,6 +358,7 @@ std::optional<error> proxy_reader::read_upstream(const toml::table &t, const std
         {"response_timeout_ms", false, r_.integer_into(u.response_timeout_ms, 1, max_timeout_ms)},
         {"read_timeout_ms", false, r_.integer_into(u.read_timeout_ms, 1, max_timeout_ms)},
         {"write_timeout_ms", false, r_.integer_into(u.write_timeout_ms, 1, max_timeout_ms)},
+        {"total_timeout_ms", false, r_.integer_into(u.total_timeout_ms, 0, max_timeout_ms)},
         {"retries", false, r_.integer_into(u.retries, 0, 10)},
         {"max_fails", false, r_.integer_into(u.max_fails, 0, 1000)},
         {"fail_timeout_ms", false, r_.integer_into(u.fail_timeout_ms, 1, max_timeout_ms)},
@@ -622,7 +623,8 @@ std::string describe_proxy(const ferry_config &c) {
                    : " (max_idle " + std::to_string(u.max_idle) + ")";
         out += ", timeouts connect " + ms(u.connect_timeout_ms) + ", response " +
                ms(u.response_timeout_ms) + ", read " + ms(u.read_timeout_ms) + ", write " +
-               ms(u.write_timeout_ms) + "; retries " + std::to_string(u.retries) + ", max_fails " +
+               ms(u.write_timeout_ms) + ", total " +
+               (u.total_timeout_ms ? ms(u.total_timeout_ms) : std::string("off")) + "; retries " + std::to_string(u.retries) + ", max_fails " +
                (u.max_fails ? std::to_string(u.max_fails) + " (down " + ms(u.fail_timeout_ms) + ")"
                             : std::string("off")) +
                ", health checks ";

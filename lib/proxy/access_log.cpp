@@ -41,6 +41,7 @@ void worker_proxy::al_begin(client &c, const http::request &req, uint64_t now) n
     r.client_port = c.peer_port;
     r.upstream = r.server = -1;
     r.uct_ns = r.urt_ns = access_record::no_time;
+    r.timeout = timeout_kind::none;
     std::string_view referer, agent;
     for (const http::header &h : req.headers) {
         if (referer.empty() && iequals(h.name, "referer"))
@@ -72,6 +73,7 @@ void worker_proxy::al_unparsed(client &c, uint64_t now) noexcept {
     r.client_port = c.peer_port;
     r.upstream = r.server = -1;
     r.uct_ns = r.urt_ns = access_record::no_time;
+    r.timeout = timeout_kind::none;
     r.method_len = 0;
     r.host_len = r.referer_len = r.user_agent_len = 0;
     const std::string_view buf(c.buf, c.buf_len);

@@ -124,7 +124,7 @@ void worker_proxy::sink_flush(body_sink &s) noexcept {
 
 worker_proxy::pump_result worker_proxy::pump_body(endpoint &src, body_sink &sink,
                                                   uint64_t body_limit, uint64_t rearm_ns,
-                                                  uint64_t now) noexcept {
+                                                  uint64_t not_after, uint64_t now) noexcept {
     for (;;) {
         if (!sink_ready(sink, now)) return {pump_end::blocked};  // read nothing more
         if (src.in_n == 0 && pull(src, now) == 0) {
@@ -155,7 +155,8 @@ worker_proxy::pump_result worker_proxy::pump_body(endpoint &src, body_sink &sink
             } else {
                 src.skip(fr.consumed);  // received framing: never forwarded
             }
-            timers_.arm(src.timer, now + rearm_ns);
+            const uint64_t at = now + rearm_ns;
+            timers_.arm(src.timer, not_after != 0 && not_after < at ? not_after : at);
         }
         // Ferry's own framing for what follows (or for the body's end).
         if (sink.framing && !fr.out.empty()) {

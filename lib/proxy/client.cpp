@@ -220,6 +220,7 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
     if (u != nullptr) {
         u->ri = http::request_info::of(req);
         u->t_sent = now;
+        begin_total(*u, now);
         srv_ctr_[upstream][server].requests.inc();
         if (!push(*u, head, now)) {
             reject_generated(c, 503, now);  // closes u
@@ -315,6 +316,7 @@ bool worker_proxy::hand_over(client &c, rte_mbuf *head, uint32_t slot, unsigned 
 bool worker_proxy::begin_body(client &c, upconn &u, uint64_t now) noexcept {
     if (!c.q_body) {
         c.state = client::st::wait;
+        arm_sending(u, now);
         return true;
     }
     c.state = client::st::body;
@@ -336,6 +338,7 @@ bool worker_proxy::begin_body(client &c, upconn &u, uint64_t now) noexcept {
         c.buf_len -= fr.consumed;
         if (fr.done) c.state = client::st::wait;
     }
+    arm_sending(u, now);
     return true;
 }
 
@@ -355,15 +358,19 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
         if (!u->used || u->gen != c.up_gen) return;
         sink.dst = u;
     }
+    const uint64_t sent0 = c.framer.wire_bytes();
     const pump_result r = pump_body(c, sink, cfg_.http.max_body_bytes,
-                                    uint64_t(cfg_.http.client_body_timeout_ms) * ms, now);
+                                    uint64_t(cfg_.http.client_body_timeout_ms) * ms, 0, now);
     switch (r.end) {
         case pump_end::blocked:
+            // Request bytes went to the upstream: its send inactivity restarts.
+            if (u != nullptr && c.framer.wire_bytes() != sent0) arm_sending(*u, now);
             return;
         case pump_end::done:
             if (c.remote) xsend(c.xpeer, op_req_end, sink.handle, 0, 0, nullptr);
             c.state = client::st::wait;
             timers_.cancel(c.timer);
+            if (u != nullptr) arm_sending(*u, now);  // now the response timeout
             return;
         case pump_end::eof:
             // The client went away mid-body: the request cannot complete.
@@ -392,6 +399,13 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
             abort_client(c, now);  // aborts the remote side
             return;
     }
+}
+
+// A client timeout (header, body): 408, and the access record says which.
+void worker_proxy::reject_timeout(client &c, timeout_kind k, uint64_t now) noexcept {
+    if (alog_ != nullptr && !c.al_open && c.state != client::st::closing) al_unparsed(c, now);
+    if (c.al_open) al_rec(c).timeout = k;
+    reject(c, 408, now);
 }
 
 void worker_proxy::reject(client &c, uint16_t status, uint64_t now) noexcept {

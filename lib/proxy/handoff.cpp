@@ -234,7 +234,9 @@ void worker_proxy::on_client_message(unsigned from, xcore::message &m, uint64_t 
             break;
         case op_resp_error: {
             end_remote(c);
+            // arg = status | the timeout_kind that failed it << 16.
             const uint16_t status = static_cast<uint16_t>(m.arg);
+            if (c.al_open) al_rec(c).timeout = static_cast<timeout_kind>((m.arg >> 16) & 0xff);
             if (c.response_started) {
                 abort_client(c, now);
                 break;
@@ -360,6 +362,7 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
             break;
         case op_req_end:
             r.end = true;
+            if (u != nullptr) arm_sending(*u, now);  // sent once its queue drains
             break;
         case op_req_abort:
             // The client is gone: the response cannot be resynchronised, so

@@ -13,6 +13,7 @@
 #include "ferry/http/parser.h"
 #include "ferry/net/mbuf_chain.h"
 #include "ferry/net/tcp_layer.h"
+#include "ferry/proxy/access_log.h"
 #include "ferry/proxy/balance.h"
 #include "ferry/proxy/proxy.h"
 #include "ferry/reactor/timer_wheel.h"
@@ -136,6 +137,10 @@ struct worker_proxy::upconn : worker_proxy::endpoint {
     http::request_info ri;
     uint64_t t_sent = 0;
     uint64_t t_conn = 0;  // connected (0 = not yet)
+    // The timer's meaning (arm_upconn), and the total_timeout_ms deadline of
+    // the request it serves (0 = none).
+    timeout_kind tkind = timeout_kind::none;
+    uint64_t total_at = 0;
     uint32_t idle_prev = none, idle_next = none;
     // Shared pool: `shared` for the connection's life; `slot` while it serves
     // its slot (none once closing); `rq` the remote request it serves.

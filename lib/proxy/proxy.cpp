@@ -215,9 +215,11 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
             }
             u.state = upconn::st::head;
             timers_.cancel(u.timer);
-            const auto &uc = cfg_.upstreams[u.upstream];
-            timers_.arm(u.timer, now + (u.health ? uc.health_check_timeout_ms
-                                                 : uc.response_timeout_ms) * ms);
+            if (u.health)
+                timers_.arm(u.timer,
+                            now + cfg_.upstreams[u.upstream].health_check_timeout_ms * ms);
+            else
+                arm_sending(u, now);
         }
         if (n.events & net::tcp_event::peer_fin) u.eof = true;
         drive_upconn(u, now);
@@ -421,12 +423,12 @@ void worker_proxy::client_timer_cb(void *ctx, uint64_t now) noexcept {
             } else {
                 px.ctr_.timeouts_header.inc();
                 // RFC 9110 §15.5.9: 408 for a request that did not arrive in time.
-                px.reject(c, 408, now);
+                px.reject_timeout(c, timeout_kind::header, now);
             }
             break;
         case client::st::body:
             px.ctr_.timeouts_body.inc();
-            px.reject(c, 408, now);
+            px.reject_timeout(c, timeout_kind::body, now);
             break;
         case client::st::wait:
             break;
@@ -452,17 +454,41 @@ void worker_proxy::upconn_timer_cb(void *ctx, uint64_t now) noexcept {
             px.close_upconn(u, true, now);
             break;
         case upconn::st::connecting:
-            px.ctr_.upstream_connect_failed.inc();
-            px.ctr_.timeouts_upstream.inc();
-            px.upconn_failed(u, 504, true, now);
-            break;
         case upconn::st::head:
-        case upconn::st::body:
-            px.ctr_.timeouts_upstream.inc();
-            px.upconn_failed(u, 504, true, now);
+        case upconn::st::body: {
+            // Which bound passed: the total one, or the timer's own kind.
+            timeout_kind k = u.state == upconn::st::connecting ? timeout_kind::connect : u.tkind;
+            if (u.total_at != 0 && now >= u.total_at) k = timeout_kind::total;
+            if (u.state == upconn::st::connecting) px.ctr_.upstream_connect_failed.inc();
+            px.count_timeout(u.health ? timeout_kind::none : k);
+            px.upconn_failed(u, 504, true, now, u.health ? timeout_kind::none : k);
             break;
+        }
     }
     if (!px.kick_list_.empty()) px.run_kicks(now);
+}
+
+void worker_proxy::count_timeout(timeout_kind k) noexcept {
+    switch (k) {
+        case timeout_kind::connect:
+            ctr_.timeouts_connect.inc();
+            break;
+        case timeout_kind::write:
+            ctr_.timeouts_write.inc();
+            break;
+        case timeout_kind::response:
+            ctr_.timeouts_response.inc();
+            break;
+        case timeout_kind::read:
+            ctr_.timeouts_read.inc();
+            break;
+        case timeout_kind::total:
+            ctr_.timeouts_total.inc();
+            break;
+        default:
+            return;  // a health check's timeout counts as a failed check
+    }
+    ctr_.timeouts_upstream.inc();
 }
 
 void worker_proxy::health_timer_cb(void *ctx, uint64_t now) noexcept {

@@ -201,7 +201,6 @@ void worker_proxy::fail_job(const job &j, uint16_t status, uint64_t now) noexcep
 
 worker_proxy::upconn *worker_proxy::open_shared(uint32_t si, uint64_t now) noexcept {
     shared_slot &sl = slots_[si];
-    const auto &uc = cfg_.upstreams[sl.upstream];
     upconn *up = open_upconn(sl.upstream, sl.server, now);
     if (up == nullptr) {
         ctr_.upstream_no_connection.inc();
@@ -215,21 +214,20 @@ worker_proxy::upconn *worker_proxy::open_shared(uint32_t si, uint64_t now) noexc
     sl.opened = true;
     ctr_.upstream_connects.inc();
     srv_ctr_[sl.upstream][sl.server].connections.inc();
-    timers_.arm(u.timer, now + uc.connect_timeout_ms * ms);
+    u.total_at = 0;
+    arm_upconn(u, timeout_kind::connect, now);
     return &u;
 }
 
 // The job takes the slot's connection (idle, or still connecting).
 void worker_proxy::attach(uint32_t si, upconn &u, const job &j, uint64_t now) noexcept {
     const shared_slot &sl = slots_[si];
-    const auto &uc = cfg_.upstreams[sl.upstream];
     const uint32_t uidx = static_cast<uint32_t>(&u - upconns_.get());
     if (u.state == upconn::st::idle) {
         u.reused = true;
         u.state = upconn::st::head;
         srv_ctr_[sl.upstream][sl.server].idle.dec();
         ctr_.upstream_reused.inc();
-        timers_.arm(u.timer, now + uc.response_timeout_ms * ms);
     }
     u.hp.reset();
     u.buf_len = 0;
@@ -246,6 +244,7 @@ void worker_proxy::attach(uint32_t si, upconn &u, const job &j, uint64_t now) no
         c.up_gen = u.gen;
         ++ups_[sl.upstream]->busy[sl.server];
         u.ri = c.q_ri;
+        begin_total(u, now);
         rte_mbuf *head = c.q_head;
         c.q_head = nullptr;
         if (!push(u, head, now)) {
@@ -262,6 +261,7 @@ void worker_proxy::attach(uint32_t si, upconn &u, const job &j, uint64_t now) no
     r.up = uidx;
     r.up_gen = u.gen;
     u.ri = r.ri;
+    begin_total(u, now);
     pump_req(r, u, now);
 }
 
@@ -283,8 +283,9 @@ void worker_proxy::shared_release(upconn &u, bool reusable, uint64_t now) noexce
 
 // Moves the chains a remote request brought into its upstream connection.
 void worker_proxy::pump_req(rreq &r, upconn &u, uint64_t now) noexcept {
-    uint32_t owed = 0;
+    uint32_t owed = 0, moved = 0;
     while (r.qn != 0 && u.out_n < endpoint::out_cap) {
+        ++moved;
         rte_mbuf *m = r.q[r.qh];
         r.q[r.qh] = nullptr;
         r.qh = (r.qh + 1) % xcore_window;
@@ -292,6 +293,7 @@ void worker_proxy::pump_req(rreq &r, upconn &u, uint64_t now) noexcept {
         if (push_credited(u, m, now) == 1) ++owed;
     }
     if (owed != 0) xsend(r.from, op_credit, r.handle, 0, owed, nullptr);
+    if (moved != 0) arm_sending(u, now);  // the request's sending went on
 }
 
 // The response of a remote request is complete.

@@ -88,7 +88,6 @@ worker_proxy::upconn *worker_proxy::open_upconn(int upstream, int server, uint64
 worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server, uint64_t now,
                                             bool fresh_only) noexcept {
     upstream_state &us = *ups_[upstream];
-    const auto &uc = cfg_.upstreams[upstream];
     upconn *u = nullptr;
     if (!fresh_only) {
         // Most recently used idle connection first (LIFO: warm, least likely
@@ -104,7 +103,8 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
             u->reused = true;
             u->state = upconn::st::head;
             ctr_.upstream_reused.inc();
-            timers_.arm(u->timer, now + uc.response_timeout_ms * ms);
+            u->total_at = 0;
+            arm_upconn(*u, timeout_kind::write, now);  // the request is being sent
             break;
         }
     }
@@ -116,7 +116,8 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
         }
         ctr_.upstream_connects.inc();
         srv_ctr_[upstream][server].connections.inc();
-        timers_.arm(u->timer, now + uc.connect_timeout_ms * ms);
+        u->total_at = 0;
+        arm_upconn(*u, timeout_kind::connect, now);
     }
     u->client = static_cast<uint32_t>(&c - clients_.get());
     u->client_gen = c.gen;
@@ -315,7 +316,7 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     u.resp_keep_alive = resp.keep_alive && !until_close;
     u.framer.reset(resp.body, resp.content_length, limits_);
     u.state = upconn::st::body;
-    timers_.arm(u.timer, now + cfg_.upstreams[u.upstream].read_timeout_ms * ms);
+    arm_upconn(u, timeout_kind::read, now);
     return head_body(u, cp, rp, rhead, head_arg, now) ? head_next::body : head_next::stop;
 }
 
@@ -426,7 +427,8 @@ void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
     }
     sink.framing = !u.dechunk;
     const auto &uc = cfg_.upstreams[u.upstream];
-    const pump_result r = pump_body(u, sink, 0, uint64_t(uc.read_timeout_ms) * ms, now);
+    const pump_result r =
+        pump_body(u, sink, 0, uint64_t(uc.read_timeout_ms) * ms, u.total_at, now);
     auto finish = [&](bool reusable) {
         if (cp != nullptr)
             finish_response(*cp, &u, reusable, now);
@@ -456,8 +458,52 @@ void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
     }
 }
 
-void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
-                                 uint64_t now) noexcept {
+// ---- upstream timers
+
+void worker_proxy::arm_upconn(upconn &u, timeout_kind k, uint64_t now) noexcept {
+    const auto &uc = cfg_.upstreams[u.upstream];
+    uint32_t t_ms = uc.read_timeout_ms;
+    switch (k) {
+        case timeout_kind::connect:
+            t_ms = uc.connect_timeout_ms;
+            break;
+        case timeout_kind::write:
+            t_ms = uc.write_timeout_ms;
+            break;
+        case timeout_kind::response:
+            t_ms = uc.response_timeout_ms;
+            break;
+        default:
+            break;
+    }
+    u.tkind = k;
+    const uint64_t at = now + uint64_t(t_ms) * ms;
+    timers_.arm(u.timer, u.total_at != 0 && u.total_at < at ? u.total_at : at);
+}
+
+bool worker_proxy::request_sent(upconn &u) noexcept {
+    if (u.client != none) {
+        const client &c = clients_[u.client];
+        if (c.used && c.gen == u.client_gen) return c.state != client::st::body;
+    }
+    if (const rreq *r = rreq_of(u); r != nullptr) return r->end && r->qn == 0;
+    return true;
+}
+
+void worker_proxy::arm_sending(upconn &u, uint64_t now) noexcept {
+    if (u.state != upconn::st::head || u.health) return;
+    arm_upconn(u, request_sent(u) ? timeout_kind::response : timeout_kind::write, now);
+}
+
+void worker_proxy::begin_total(upconn &u, uint64_t now) noexcept {
+    const uint32_t t = cfg_.upstreams[u.upstream].total_timeout_ms;
+    u.total_at = t != 0 ? now + uint64_t(t) * ms : 0;
+    if (u.state == upconn::st::head) arm_sending(u, now);
+    // connecting: the connect timer stays, capped by the total at connect.
+}
+
+void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health, uint64_t now,
+                                 timeout_kind tk) noexcept {
     if (u.health) {
         ctr_.health_check_failed.inc();
         ups_[u.upstream]->hc_conn[u.server] = none;
@@ -477,6 +523,7 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
     const http::request_info ri = u.ri;
     if (cp != nullptr && cp->al_open && (reused || u.t_conn != 0))
         al_rec(*cp).uct_ns = reused ? 0 : u.t_conn - std::min(u.t_conn, u.t_sent);
+    if (cp != nullptr && cp->al_open) al_rec(*cp).timeout = tk;
     if (count_health && !reused) {
         srv_ctr_[upstream][server].failures.inc();
         health_result(upstream, server, false, now);
@@ -507,7 +554,7 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health,
                 return;
             r.queued = false;
         }
-        xsend(r.from, op_resp_error, r.handle, 0, status, nullptr);
+        xsend(r.from, op_resp_error, r.handle, 0, status | uint32_t(tk) << 16, nullptr);
         free_rreq(r);
         return;
     }

@@ -5,8 +5,9 @@ origin (tests/integration/origin.py) on the tap's kernel side.
 (a) combined format: requests of every kind, each tagged by its target (GET, HEAD,
     POST with a body, a 404 on a listener without routes, a 502 from a dead
     upstream, a 400 smuggling attempt, a pipelined pair, requests to a shared
-    pool handed across lcores, a client that resets before its response), then a
-    wrk burst; SIGTERM. Every line matches a strict regex; lines = requests +
+    pool handed across lcores, a client that resets before its response, a
+    response timeout on a local and on a shared connection: to=response), then
+    a wrk burst; SIGTERM. Every line matches a strict regex; lines = requests +
     requests_rejected of /ferry/http = access_log_records, none dropped; each
     tagged request has exactly one line with the expected status and fields; the
     wrk lines cover wrk's request count; escaping of '"' and '\\'.
@@ -82,9 +83,22 @@ shared_connections = 4
   [[upstream.server]]
   address = "{PEER_ADDR}:{PY_PORT}"
 
+[[route]]
+listener = "bare"
+path_prefix = "/slow"
+upstream = "slows"
+
 [[upstream]]
 name = "slow"
-response_timeout_ms = 5000
+response_timeout_ms = 1500
+  [[upstream.server]]
+  address = "{PEER_ADDR}:{PY_PORT}"
+
+[[upstream]]
+name = "slows"
+pool = "shared"
+response_timeout_ms = 1500
+max_fails = 0
   [[upstream.server]]
   address = "{PEER_ADDR}:{PY_PORT}"
 
@@ -111,13 +125,14 @@ COMBINED = re.compile(
     rf'[+-]\d{{4}})\] "(?P<request>{Q})" (?P<status>\d{{3}}) (?P<bytes>\d+) '
     rf'"(?P<referer>{Q})" "(?P<ua>{Q})" rt=(?P<rt>\d+\.\d{{3}}) '
     rf'uct=(?P<uct>\d+\.\d{{3}}|-) urt=(?P<urt>\d+\.\d{{3}}|-) up=(?P<up>[a-z0-9_]+|-) '
-    rf'us=(?P<us>{IP}:\d{{1,5}}|-) lc=(?P<lc>\d+) xc=(?P<xc>[01]) ab=(?P<ab>[01])$')
+    rf'us=(?P<us>{IP}:\d{{1,5}}|-) lc=(?P<lc>\d+) xc=(?P<xc>[01]) ab=(?P<ab>[01]) '
+    rf'to=(?P<to>-|header|body|connect|write|response|read|total)$')
 
 JSON_KEYS = ["time", "timestamp", "client", "client_port", "request", "method", "target",
              "version", "host", "referer", "user_agent", "status", "bytes_sent",
              "request_body_bytes", "request_time", "upstream", "upstream_addr",
              "upstream_connect_time", "upstream_header_time", "lcore", "cross_core", "aborted",
-             "parsed", "truncated"]
+             "timeout", "parsed", "truncated"]
 
 
 def settle(f):
@@ -186,6 +201,14 @@ def send_mix(ns, base, tag):
     t = f"/slow?id={tag}-gone"
     raw_exchange(ns, f"GET {t} HTTP/1.1\r\nHost: x\r\n\r\n".encode(), reset_after=0.5)
     want[t] = 499
+    # The origin answers /slow after 30 s: response_timeout_ms (1.5 s) ends
+    # it, on a local connection and on a shared one (possibly another lcore's).
+    t = f"/slow?id={tag}-timeout"
+    check(status_of(ns, base + t) == "504", f"504 {t} (response timeout)")
+    want[t] = 504
+    t = f"/slow?id={tag}-xtimeout"
+    check(status_of(ns, f"http://{FERRY_ADDR}:8081{t}") == "504", f"504 {t} (shared pool)")
+    want[t] = 504
     return want
 
 
@@ -254,8 +277,13 @@ def phase_combined(tmp):
           "rejected head: its raw first line as the request")
     gone = only(recs, lambda x: target(x) == "/slow?id=c-gone", "client gone")
     check(gone["ab"] == "1" and gone["up"] == "slow" and gone["urt"] == "-"
-          and float(gone["rt"]) >= 0.4, f"client reset before the response: 499 ab=1 "
-                                         f"(rt {gone['rt']})")
+          and float(gone["rt"]) >= 0.4 and gone["to"] == "-",
+          f"client reset before the response: 499 ab=1 to=- (rt {gone['rt']})")
+    for t in ("/slow?id=c-timeout", "/slow?id=c-xtimeout"):
+        to = only(recs, lambda x: target(x) == t, t)
+        check(to["to"] == "response" and to["urt"] == "-" and float(to["rt"]) >= 1.4,
+              f"{t}: 504 to=response (rt {to['rt']}, xc={to['xc']})")
+    check(all(x["to"] == "-" for x in recs if x["status"] == "200"), "200 lines: to=-")
     shared = [x for x in recs if x["request"].startswith("GET /shared/")]
     xc = sorted({x["xc"] for x in shared})
     check(len(shared) == 12 and xc == ["0", "1"] and all(x["up"] == "pys" for x in shared)
@@ -328,7 +356,11 @@ def phase_json(tmp):
     check(len(lg["target"]) == 512 and len(lg["user_agent"]) == 256 and lg["truncated"],
           "target cut to 512 bytes, user agent to 256, truncated true")
     gone = only(recs, lambda x: x["target"] == "/slow?id=j-gone", "client gone")
-    check(gone["status"] == 499 and gone["aborted"], "client gone: 499, aborted")
+    check(gone["status"] == 499 and gone["aborted"] and gone["timeout"] is None,
+          "client gone: 499, aborted, no timeout")
+    for t in ("/slow?id=j-timeout", "/slow?id=j-xtimeout"):
+        to = only(recs, lambda x: x["target"] == t, t)
+        check(to["status"] == 504 and to["timeout"] == "response", f"{t}: 504, timeout response")
     shared = [o for o in recs if o["target"].startswith("/shared/")]
     check({o["cross_core"] for o in shared} == {True, False}, "cross_core both ways")
     ok = [o for o in recs if o["status"] == 200]

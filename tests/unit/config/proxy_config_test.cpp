@@ -492,6 +492,8 @@ const range_case range_cases[] = {
      [](const ferry_config &c) -> uint64_t { return c.upstreams[0].read_timeout_ms; }},
     {"write_timeout_ms", upstream_head, server_line, "write_timeout_ms", "upstream[0]", 8, 1,
      3600000, [](const ferry_config &c) -> uint64_t { return c.upstreams[0].write_timeout_ms; }},
+    {"total_timeout_ms", upstream_head, server_line, "total_timeout_ms", "upstream[0]", 8, 0,
+     3600000, [](const ferry_config &c) -> uint64_t { return c.upstreams[0].total_timeout_ms; }},
     {"retries", upstream_head, server_line, "retries", "upstream[0]", 8, 0, 10,
      [](const ferry_config &c) -> uint64_t { return c.upstreams[0].retries; }},
     {"max_fails", upstream_head, server_line, "max_fails", "upstream[0]", 8, 0, 1000,
@@ -710,14 +712,14 @@ gateway = "10.78.255.254"
               "route 1: listener any, host *.example.com, path_prefix / -> upstream app\n"
               "route 2: listener any, host any, path_prefix / -> upstream api\n"
               "upstream app: balance least_conn, pool local (max_idle 0), timeouts connect 100 "
-              "ms, response 200 ms, read 300 ms, write 400 ms; retries 0, max_fails off, health "
+              "ms, response 200 ms, read 300 ms, write 400 ms, total off; retries 0, max_fails off, health "
               "checks GET /healthz?full=1 every 600 ms, timeout 700 ms, host app.internal:8080\n"
               "  server 10.77.0.2:8080 weight 3\n"
               "  server 10.77.0.2:8081 weight 1\n"
               "  server 192.168.7.9:80 weight 1\n"
               "upstream api: balance consistent_hash (hash_key uri), pool shared "
-              "(shared_connections 16), timeouts connect 2000 ms, response 30000 ms, read 30000 "
-              "ms, write 30000 ms; retries 1, max_fails 3 (down 10000 ms), health checks off\n"
+              "(shared_connections 16), timeouts connect 5000 ms, response 60000 ms, read 60000 "
+              "ms, write 60000 ms, total off; retries 1, max_fails 3 (down 10000 ms), health checks off\n"
               "  server 10.78.0.5:9000 weight 1000\n");
 }
 
@@ -772,10 +774,11 @@ TEST(proxy_config, defaults_of_a_minimal_proxy) {
     EXPECT_EQ(u.pool, pool_mode::local);
     EXPECT_EQ(u.shared_connections, 4u);
     EXPECT_EQ(u.max_idle, 256u);
-    EXPECT_EQ(u.connect_timeout_ms, 2000u);
-    EXPECT_EQ(u.response_timeout_ms, 30000u);
-    EXPECT_EQ(u.read_timeout_ms, 30000u);
-    EXPECT_EQ(u.write_timeout_ms, 30000u);
+    EXPECT_EQ(u.connect_timeout_ms, 5000u);
+    EXPECT_EQ(u.response_timeout_ms, 60000u);
+    EXPECT_EQ(u.read_timeout_ms, 60000u);
+    EXPECT_EQ(u.write_timeout_ms, 60000u);
+    EXPECT_EQ(u.total_timeout_ms, 0u);
     EXPECT_EQ(u.retries, 1u);
     EXPECT_EQ(u.max_fails, 3u);
     EXPECT_EQ(u.fail_timeout_ms, 10000u);
@@ -798,7 +801,7 @@ TEST(proxy_config, defaults_of_a_minimal_proxy) {
               "(404)\n"
               "route 0: listener any, host any, path_prefix / -> upstream app\n"
               "upstream app: balance round_robin, pool local (max_idle 256), timeouts connect "
-              "2000 ms, response 30000 ms, read 30000 ms, write 30000 ms; retries 1, max_fails "
+              "5000 ms, response 60000 ms, read 60000 ms, write 60000 ms, total off; retries 1, max_fails "
               "3 (down 10000 ms), health checks off\n"
               "  server 10.77.0.2:8080 weight 1\n");
 }

@@ -335,4 +335,17 @@ private:
     std::deque<peer_conn> conns_;  // only appended: references stay valid
 };
 
+// The bytes after the head of the first message in s (or "" without a head).
+inline std::string body_of(std::string_view s) {
+    const size_t e = s.find("\r\n\r\n");
+    return e == std::string_view::npos ? std::string() : std::string(s.substr(e + 4));
+}
+
+// Ends a test's connections and lets every timer run out.
+inline void finish(proxy_bed &bed, std::initializer_list<size_t> clients) {
+    for (size_t c : clients)
+        if (!bed.conn(c).closed) bed.close(c);
+    bed.advance(2000 * ms, 100 * ms);
+}
+
 }  // namespace ferry::proxy::test

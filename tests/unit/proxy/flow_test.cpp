@@ -1,7 +1,7 @@
 // Scripted exchanges through the proxy (bed.h) beyond a plain GET: request
 // and response bodies in every framing, pipelining, 1xx, connections that
-// end mid-message on either side, retries, passive health, and every timeout
-// on the fake clock.
+// end mid-message on either side, retries, passive health (timeouts:
+// timeout_test.cpp).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -14,19 +14,6 @@ namespace {
 
 constexpr std::string_view get_req = "GET /p HTTP/1.1\r\nHost: h\r\n\r\n";
 constexpr std::string_view ok5 = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
-
-// The bytes after the head of the first message in s (or "" without a head).
-std::string body_of(const std::string &s) {
-    const size_t e = s.find("\r\n\r\n");
-    return e == std::string::npos ? "" : s.substr(e + 4);
-}
-
-// Ends a test's connections and lets every timer run out.
-void finish(proxy_bed &bed, std::initializer_list<size_t> clients) {
-    for (size_t c : clients)
-        if (!bed.conn(c).closed) bed.close(c);
-    bed.advance(2000 * ms, 100 * ms);
-}
 
 TEST(Flow, PipelinedRequestsAreAnsweredInOrder) {
     proxy_bed bed;
@@ -190,97 +177,6 @@ TEST(Flow, ServersThatFailMaxFailsTimesAreSkippedUntilFailTimeout) {
     bed.send(*bed.origin(2), ok5);
     EXPECT_TRUE(bed.conn(c4).rx.ends_with("hello"));
     finish(bed, {c4});
-}
-
-// ------------------------------------------------------------------ timeouts
-
-TEST(Timeout, HeadNotCompleteInTimeIsA408) {
-    bed_options opt;
-    opt.toml = bed_config("client_header_timeout_ms = 3000\n");
-    proxy_bed bed(opt);
-    const size_t cl = bed.connect();
-    bed.send(cl, "GET /slow HTTP/1.1\r\nHo");
-    bed.advance(2900 * ms);
-    EXPECT_EQ(bed.conn(cl).rx, "");
-    bed.advance(200 * ms);
-    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 408 ")) << bed.conn(cl).rx;
-    EXPECT_EQ(bed.ctr().timeouts_header.get(), 1u);
-    finish(bed, {cl});
-}
-
-TEST(Timeout, IdleKeepAliveClientIsClosed) {
-    bed_options opt;
-    opt.toml = bed_config("client_idle_timeout_ms = 4000\n");
-    proxy_bed bed(opt);
-    const size_t cl = bed.connect();
-    bed.send(cl, get_req);
-    bed.send(*bed.origin(), ok5);
-    bed.advance(3900 * ms);
-    EXPECT_FALSE(bed.conn(cl).fin);
-    bed.advance(200 * ms);
-    EXPECT_TRUE(bed.conn(cl).fin);  // closed without a response: it sent nothing
-    EXPECT_EQ(bed.ctr().timeouts_idle.get(), 1u);
-    EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello"));
-    finish(bed, {cl});
-}
-
-TEST(Timeout, StalledRequestBodyIsA408) {
-    bed_options opt;
-    opt.toml = bed_config("client_body_timeout_ms = 3000\n");
-    proxy_bed bed(opt);
-    const size_t cl = bed.connect();
-    bed.send(cl, "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n12345");
-    bed.advance(3100 * ms);
-    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 408 ")) << bed.conn(cl).rx;
-    EXPECT_EQ(bed.ctr().timeouts_body.get(), 1u);
-    EXPECT_TRUE(bed.origin()->closed);  // the half-sent request cannot go on
-    finish(bed, {cl});
-}
-
-TEST(Timeout, UpstreamThatDoesNotAnswerIsA504) {
-    bed_options opt;
-    opt.toml = bed_config("", "response_timeout_ms = 5000\nmax_fails = 0\n");
-    proxy_bed bed(opt);
-    const size_t cl = bed.connect();
-    bed.send(cl, get_req);
-    bed.advance(4900 * ms, 100 * ms);
-    EXPECT_EQ(bed.conn(cl).rx, "");
-    bed.advance(200 * ms);
-    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(cl).rx;
-    EXPECT_EQ(bed.ctr().timeouts_upstream.get(), 1u);
-    EXPECT_EQ(bed.ctr().generated_504.get(), 1u);
-    finish(bed, {cl});
-}
-
-TEST(Timeout, UpstreamThatDoesNotConnectIsA504) {
-    bed_options opt;
-    opt.toml = bed_config("", "connect_timeout_ms = 1500\nmax_fails = 0\n");
-    proxy_bed bed(opt);
-    const size_t cl = bed.connect();
-    bed.blackhole(true);  // ferry's SYN toward the origin is lost
-    bed.send(cl, get_req);
-    bed.advance(1200 * ms, 100 * ms);
-    bed.blackhole(false);
-    EXPECT_EQ(bed.origin_count(), 0u);
-    bed.advance(400 * ms, 100 * ms);
-    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(cl).rx;
-    EXPECT_EQ(bed.ctr().upstream_connect_failed.get(), 1u);
-    EXPECT_GT(bed.dropped(), 0u);
-    finish(bed, {cl});
-}
-
-TEST(Timeout, ResponseBodyStalledPastReadTimeoutResetsTheClient) {
-    bed_options opt;
-    opt.toml = bed_config("", "read_timeout_ms = 3000\nmax_fails = 0\n");
-    proxy_bed bed(opt);
-    const size_t cl = bed.connect();
-    bed.send(cl, get_req);
-    bed.send(*bed.origin(), "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n12345");
-    bed.advance(3100 * ms, 100 * ms);
-    EXPECT_TRUE(bed.conn(cl).closed);
-    EXPECT_EQ(bed.conn(cl).reason, net::tcp_close_reason::reset);
-    EXPECT_EQ(bed.ctr().timeouts_upstream.get(), 1u);
-    finish(bed, {cl});
 }
 
 }  // namespace

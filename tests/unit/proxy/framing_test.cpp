@@ -33,11 +33,6 @@ size_t count_of(std::string_view hay, std::string_view needle) {
     return n;
 }
 
-std::string body_of(std::string_view msg) {
-    const size_t e = msg.find("\r\n\r\n");
-    return e == std::string_view::npos ? std::string() : std::string(msg.substr(e + 4));
-}
-
 std::string head_of(std::string_view msg) {
     const size_t e = msg.find("\r\n\r\n");
     return e == std::string_view::npos ? std::string(msg) : std::string(msg.substr(0, e + 4));

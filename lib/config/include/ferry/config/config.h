@@ -127,10 +127,13 @@
 //   max_idle = 256                  # 0..65535, pool = "local" only: idle keep-alive
 //                                   #   connections kept per lcore and server; an idle one
 //                                   #   past it is closed (churn: TIME-WAIT, connects)
-//   connect_timeout_ms = 2000       # 1..600000
-//   response_timeout_ms = 30000     # 1..3600000: request sent -> response head (504 after)
-//   read_timeout_ms = 30000         # 1..3600000: the longest gap between response bytes
-//   write_timeout_ms = 30000        # 1..3600000: the longest wait to send request bytes
+//   connect_timeout_ms = 5000       # 1..600000: covers two lost SYNs (retries at 1 s, 3 s)
+//   write_timeout_ms = 60000        # 1..3600000: the longest gap in sending the request
+//                                   #   (while its body is still being sent)
+//   response_timeout_ms = 60000     # 1..3600000: request sent -> response head (504 after)
+//   read_timeout_ms = 60000         # 1..3600000: the longest gap between response bytes
+//   total_timeout_ms = 0            # 0..3600000: request given to a connection -> response
+//                                   #   complete, whatever flows; 0 = no bound
 //   retries = 1                     # 0..10: an idempotent request whose reused connection
 //                                   #   was closed under it is retried on a fresh one
 //   max_fails = 3                   # 0..1000: passive health, this many failures in a row
@@ -359,8 +362,10 @@ struct upstream_config {
     pool_mode pool = pool_mode::local;
     uint32_t shared_connections = 4;  // meaningful with pool_mode::shared
     uint32_t max_idle = 256;          // meaningful with pool_mode::local
-    uint32_t connect_timeout_ms = 2000, response_timeout_ms = 30000, read_timeout_ms = 30000,
-             write_timeout_ms = 30000;
+    // nginx's proxy_*_timeout and HAProxy's timeout connect/server in spirit:
+    // connect, then inactivity while sending and while receiving.
+    uint32_t connect_timeout_ms = 5000, response_timeout_ms = 60000, read_timeout_ms = 60000,
+             write_timeout_ms = 60000, total_timeout_ms = 0;
     uint32_t retries = 1;
     uint32_t max_fails = 3;  // 0 = passive health checks off
     uint32_t fail_timeout_ms = 10000;

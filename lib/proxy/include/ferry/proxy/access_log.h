@@ -25,6 +25,21 @@
 
 namespace ferry::proxy {
 
+// The timeout that ended a request (access_record::timeout; counted in
+// http_counters as timeouts_<name>). Client side: header, body (408); the
+// keep-alive idle timeout ends no request. Upstream side (504 before the
+// response began, a reset after): connect, write (sending the request),
+// response (waiting for its head), read (its body), total.
+enum class timeout_kind : uint8_t { none, header, body, connect, write, response, read, total };
+
+// "-", "header", "body", "connect", "write", "response", "read", "total".
+[[nodiscard]] constexpr const char *name(timeout_kind k) noexcept {
+    constexpr const char *names[] = {"-",     "header",   "body", "connect",
+                                     "write", "response", "read", "total"};
+    const auto i = static_cast<unsigned>(k);
+    return i < sizeof names / sizeof names[0] ? names[i] : "?";
+}
+
 // One request as the access log sees it. Fixed size, trivially copyable.
 struct access_record {
     // Field limits: longer values are cut to this many bytes (documented).
@@ -56,7 +71,7 @@ struct access_record {
     uint8_t version_minor = 1;  // HTTP/1.<minor> (f_parsed)
     uint8_t flags = 0;
     uint8_t method_len = 0;
-    uint8_t pad_ = 0;
+    timeout_kind timeout = timeout_kind::none;  // the timeout that ended it, if one did
     uint16_t target_len = 0, host_len = 0, referer_len = 0, user_agent_len = 0;
     char method[method_cap];
     char target[target_cap];

@@ -215,7 +215,12 @@ namespace ferry::proxy {
     X(timeouts_header,          "clients closed: request head not complete in client_header_timeout")  \
     X(timeouts_idle,            "keep-alive clients closed after client_idle_timeout")                 \
     X(timeouts_body,            "clients closed: request body stalled longer than client_body_timeout") \
-    X(timeouts_upstream,        "upstream connect/response/read timeouts")                             \
+    X(timeouts_upstream,        "upstream timeouts of every kind (the five below)")                    \
+    X(timeouts_connect,         "upstream connections not established within connect_timeout_ms")     \
+    X(timeouts_write,           "requests whose sending stalled longer than write_timeout_ms")         \
+    X(timeouts_response,        "no response head within response_timeout_ms of the request's end")   \
+    X(timeouts_read,            "response bodies stalled longer than read_timeout_ms")                 \
+    X(timeouts_total,           "exchanges longer than total_timeout_ms")                              \
     X(body_too_large,           "requests answered 413: body over max_body_bytes")                     \
     X(no_buffer,                "mbuf allocation failures while building heads (connection closed)")   \
     X(chunked_reframed,         "chunked bodies forwarded re-framed in ferry's canonical form")        \
@@ -445,7 +450,19 @@ private:
                    uint64_t now) noexcept;
     void count_response(uint16_t status) noexcept;
     void upconn_body(upconn &u, uint64_t now) noexcept;  // the response body (pump_body)
-    void upconn_failed(upconn &u, uint16_t status, bool count_health, uint64_t now) noexcept;
+    void upconn_failed(upconn &u, uint16_t status, bool count_health, uint64_t now,
+                       timeout_kind tk = timeout_kind::none) noexcept;
+    // Upstream timers (upstream.cpp): arm_upconn arms u's timer for kind k
+    // (connect, write, response, read), never past u.total_at; arm_sending
+    // arms write or response, by whether the request is all sent (only in
+    // state head, not for health checks); begin_total starts the total bound
+    // of a request given to u.
+    void arm_upconn(upconn &u, timeout_kind k, uint64_t now) noexcept;
+    void count_timeout(timeout_kind k) noexcept;
+    void reject_timeout(client &c, timeout_kind k, uint64_t now) noexcept;  // timeouts_<kind> and timeouts_upstream
+    void arm_sending(upconn &u, uint64_t now) noexcept;
+    void begin_total(upconn &u, uint64_t now) noexcept;
+    [[nodiscard]] bool request_sent(upconn &u) noexcept;
     void release_upconn(upconn &u, bool reusable, uint64_t now) noexcept;
     void unaccount(upconn &u) noexcept;
     void detach_upconn(upconn &u) noexcept;
@@ -515,9 +532,10 @@ private:
     // source has nothing more for now (blocked), the source ended (eof), the
     // framing is bad, the payload passed body_limit (0 = none) or an mbuf
     // could not be had (no_buffer, counted). Every chain taken re-arms
-    // src.timer to now + rearm_ns. The sink's batch is sent before it returns.
+    // src.timer to now + rearm_ns, but never past not_after (0 = no bound).
+    // The sink's batch is sent before it returns.
     pump_result pump_body(endpoint &src, body_sink &sink, uint64_t body_limit, uint64_t rearm_ns,
-                          uint64_t now) noexcept;
+                          uint64_t not_after, uint64_t now) noexcept;
     bool sink_ready(body_sink &s, uint64_t now) noexcept;
     bool sink_put(body_sink &s, rte_mbuf *m, uint32_t len, uint64_t now) noexcept;
     void sink_flush(body_sink &s) noexcept;

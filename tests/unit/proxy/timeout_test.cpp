@@ -1,0 +1,267 @@
+// Timeouts on the fake clock (issue 15, finding 2): what operators expect
+// from nginx and HAProxy. Client side: the head (408), the body's longest
+// gap (408), keep-alive idle. Upstream side: connect, then inactivity while
+// the request is sent (write_timeout_ms) and while the response is awaited
+// (response_timeout_ms, from the end of the request) and read
+// (read_timeout_ms), and optionally a total (total_timeout_ms). Each that
+// fires is counted by kind and named in the request's access record.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bed.h"
+#include "ferry/xcore/message.h"
+
+namespace ferry::proxy::test {
+namespace {
+
+constexpr std::string_view get_req = "GET /p HTTP/1.1\r\nHost: h\r\n\r\n";
+constexpr std::string_view ok5 = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+
+TEST(Timeout, HeadNotCompleteInTimeIsA408) {
+    bed_options opt;
+    opt.toml = bed_config("client_header_timeout_ms = 3000\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, "GET /slow HTTP/1.1\r\nHo");
+    bed.advance(2900 * ms);
+    EXPECT_EQ(bed.conn(cl).rx, "");
+    bed.advance(200 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 408 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().timeouts_header.get(), 1u);
+    finish(bed, {cl});
+}
+
+TEST(Timeout, IdleKeepAliveClientIsClosed) {
+    bed_options opt;
+    opt.toml = bed_config("client_idle_timeout_ms = 4000\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, get_req);
+    bed.send(*bed.origin(), ok5);
+    bed.advance(3900 * ms);
+    EXPECT_FALSE(bed.conn(cl).fin);
+    bed.advance(200 * ms);
+    EXPECT_TRUE(bed.conn(cl).fin);  // closed without a response: it sent nothing
+    EXPECT_EQ(bed.ctr().timeouts_idle.get(), 1u);
+    EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello"));
+    finish(bed, {cl});
+}
+
+TEST(Timeout, StalledRequestBodyIsA408) {
+    bed_options opt;
+    opt.toml = bed_config("client_body_timeout_ms = 3000\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n12345");
+    bed.advance(3100 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 408 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().timeouts_body.get(), 1u);
+    EXPECT_TRUE(bed.origin()->closed);  // the half-sent request cannot go on
+    finish(bed, {cl});
+}
+
+TEST(Timeout, UpstreamThatDoesNotAnswerIsA504) {
+    bed_options opt;
+    opt.toml = bed_config("", "response_timeout_ms = 5000\nmax_fails = 0\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, get_req);
+    bed.advance(4900 * ms, 100 * ms);
+    EXPECT_EQ(bed.conn(cl).rx, "");
+    bed.advance(200 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().timeouts_upstream.get(), 1u);
+    EXPECT_EQ(bed.ctr().timeouts_response.get(), 1u);
+    EXPECT_EQ(bed.ctr().generated_504.get(), 1u);
+    finish(bed, {cl});
+}
+
+TEST(Timeout, UpstreamThatDoesNotConnectIsA504) {
+    bed_options opt;
+    opt.toml = bed_config("", "connect_timeout_ms = 1500\nmax_fails = 0\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.blackhole(true);  // ferry's SYN toward the origin is lost
+    bed.send(cl, get_req);
+    bed.advance(1200 * ms, 100 * ms);
+    bed.blackhole(false);
+    EXPECT_EQ(bed.origin_count(), 0u);
+    bed.advance(400 * ms, 100 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().upstream_connect_failed.get(), 1u);
+    EXPECT_EQ(bed.ctr().timeouts_connect.get(), 1u);
+    EXPECT_GT(bed.dropped(), 0u);
+    finish(bed, {cl});
+}
+
+TEST(Timeout, ResponseBodyStalledPastReadTimeoutResetsTheClient) {
+    bed_options opt;
+    opt.toml = bed_config("", "read_timeout_ms = 3000\nmax_fails = 0\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, get_req);
+    bed.send(*bed.origin(), "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n12345");
+    bed.advance(3100 * ms, 100 * ms);
+    EXPECT_TRUE(bed.conn(cl).closed);
+    EXPECT_EQ(bed.conn(cl).reason, net::tcp_close_reason::reset);
+    EXPECT_EQ(bed.ctr().timeouts_upstream.get(), 1u);
+    EXPECT_EQ(bed.ctr().timeouts_read.get(), 1u);
+    finish(bed, {cl});
+}
+
+// Before: response_timeout_ms ran from the start of the request, so an
+// upload that took longer got a 504 while its bytes were flowing.
+TEST(Timeout, SlowUploadWithBytesFlowingIsNotA504) {
+    bed_options opt;
+    opt.toml = bed_config("client_body_timeout_ms = 3000\n",
+                          "response_timeout_ms = 2000\nwrite_timeout_ms = 2000\nmax_fails = 0\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, "POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 8\r\n\r\n");
+    for (int i = 0; i < 8; ++i) {
+        bed.advance(1000 * ms, 100 * ms);  // 8 s in all, 4x the response timeout
+        bed.send(cl, std::string(1, char('a' + i)));
+    }
+    EXPECT_EQ(bed.conn(cl).rx, "");
+    ASSERT_NE(bed.origin(), nullptr);
+    EXPECT_EQ(body_of(bed.origin()->rx), "abcdefgh");
+    bed.send(*bed.origin(), ok5);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 200 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().timeouts_upstream.get(), 0u);
+    finish(bed, {cl});
+}
+
+// The response timeout counts from the end of the request.
+TEST(Timeout, ResponseTimeoutStartsWhenTheRequestIsSent) {
+    bed_options opt;
+    opt.toml = bed_config("", "response_timeout_ms = 2000\nmax_fails = 0\n");
+    access_log_sink sink(16, 0);  // outlives the bed
+    proxy_bed bed(opt);
+    bed.proxy().set_access_log(&sink);
+    const size_t cl = bed.connect();
+    bed.send(cl, "POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\n");
+    for (int i = 0; i < 3; ++i) {
+        bed.advance(1500 * ms, 100 * ms);
+        bed.send(cl, "x");
+    }
+    bed.advance(1900 * ms, 100 * ms);
+    EXPECT_EQ(bed.conn(cl).rx, "");
+    bed.advance(200 * ms, 100 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().timeouts_response.get(), 1u);
+    EXPECT_EQ(bed.ctr().timeouts_upstream.get(), 1u);
+    std::vector<access_record> recs;
+    sink.consume(16, [&](const access_record &r) { recs.push_back(r); });
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(recs[0].status, 504);
+    EXPECT_EQ(recs[0].timeout, timeout_kind::response);
+    finish(bed, {cl});
+}
+
+// Before: connect_timeout_ms defaulted to 2 s, and the first SYN
+// retransmission comes at 1 s, the second at 3 s: one lost SYN-ACK (here,
+// ferry's first two SYNs lost) was a 504. The default is 5 s now.
+TEST(Timeout, TwoLostSynsAreNotA504WithTheDefaults) {
+    proxy_bed bed;
+    const size_t cl = bed.connect();
+    bed.blackhole(true);
+    bed.send(cl, get_req);
+    bed.advance(2500 * ms, 100 * ms);
+    EXPECT_EQ(bed.origin_count(), 0u);
+    bed.blackhole(false);
+    bed.advance(1500 * ms, 100 * ms);
+    ASSERT_EQ(bed.origin_count(), 1u);
+    bed.send(*bed.origin(), ok5);
+    EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().timeouts_connect.get(), 0u);
+    finish(bed, {cl});
+}
+
+// An optional bound on the whole exchange, however steadily bytes come.
+TEST(Timeout, TotalTimeoutEndsAResponseThatTrickles) {
+    bed_options opt;
+    opt.toml = bed_config("", "read_timeout_ms = 2000\ntotal_timeout_ms = 3500\nmax_fails = 0\n");
+    access_log_sink sink(16, 0);  // outlives the bed
+    proxy_bed bed(opt);
+    bed.proxy().set_access_log(&sink);
+    const size_t cl = bed.connect();
+    bed.send(cl, get_req);
+    bed.send(*bed.origin(), "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n1");
+    for (int i = 0; i < 3; ++i) {
+        bed.advance(1000 * ms, 100 * ms);
+        bed.send(*bed.origin(), "2");
+    }
+    EXPECT_FALSE(bed.conn(cl).closed);
+    bed.advance(600 * ms, 100 * ms);
+    EXPECT_TRUE(bed.conn(cl).closed);
+    EXPECT_EQ(bed.conn(cl).reason, net::tcp_close_reason::reset);
+    EXPECT_EQ(bed.ctr().timeouts_total.get(), 1u);
+    EXPECT_EQ(bed.ctr().timeouts_read.get(), 0u);
+    std::vector<access_record> recs;
+    sink.consume(16, [&](const access_record &r) { recs.push_back(r); });
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(recs[0].timeout, timeout_kind::total);
+    EXPECT_TRUE(recs[0].flags & access_record::f_aborted);
+    finish(bed, {cl});
+}
+
+// A request handed to another worker's shared connection: that worker's
+// resp_error carries the timeout kind, and the client's worker logs it.
+struct taking_peer {
+    std::vector<xcore::message> got;
+    static bool send(void *ctx, unsigned peer, const xcore::message &m) noexcept {
+        if (peer != 1) return false;
+        static_cast<taking_peer *>(ctx)->got.push_back(m);
+        return true;
+    }
+    ~taking_peer() {
+        for (auto &m : got) xcore::release(m);
+    }
+};
+
+TEST(Timeout, AHandedOverRequestLogsThePeersTimeoutKind) {
+    taking_peer peer;
+    bed_options opt;
+    opt.toml = bed_config("", "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n");
+    opt.workers = 2;
+    opt.send = &taking_peer::send;
+    opt.send_ctx = &peer;
+    access_log_sink sink(16, 0);  // outlives the bed
+    {
+        proxy_bed bed(opt);
+        bed.proxy().set_access_log(&sink);
+        // Requests alternate between the slot worker 0 owns and worker 1's.
+        const size_t a = bed.connect(), b = bed.connect();
+        bed.send(a, get_req);
+        bed.send(b, get_req);
+        const xcore::message *head = nullptr;
+        for (const auto &m : peer.got)
+            if (m.opcode == op_req_head) head = &m;
+        ASSERT_NE(head, nullptr) << "no request went to worker 1";
+        xcore::message err{};
+        err.handle = head->handle;
+        err.opcode = op_resp_error;
+        err.arg = 504u | uint32_t(timeout_kind::response) << 16;
+        bed.proxy().on_message(1, err, bed.now());
+        bed.pump();
+        const size_t handed = bed.conn(a).rx.starts_with("HTTP/1.1 504 ") ? a : b;
+        EXPECT_TRUE(bed.conn(handed).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(handed).rx;
+        std::vector<access_record> recs;
+        sink.consume(16, [&](const access_record &r) { recs.push_back(r); });
+        ASSERT_EQ(recs.size(), 1u);
+        EXPECT_EQ(recs[0].status, 504);
+        EXPECT_EQ(recs[0].timeout, timeout_kind::response);
+        EXPECT_TRUE(recs[0].flags & access_record::f_crossed);
+            for (auto &m : peer.got) xcore::release(m);  // before the bed counts mbufs
+        peer.got.clear();
+        bed.close(a);
+        bed.close(b);
+        bed.advance(2000 * ms, 100 * ms);
+    }
+}
+
+}  // namespace
+}  // namespace ferry::proxy::test

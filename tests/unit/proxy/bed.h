@@ -335,6 +335,17 @@ private:
     std::deque<peer_conn> conns_;  // only appended: references stay valid
 };
 
+// A keep-alive GET, and a 5-byte answer to it.
+inline constexpr std::string_view simple_get = "GET /p HTTP/1.1\r\nHost: h\r\n\r\n";
+inline constexpr std::string_view ok5 = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+
+// Every access record the sink holds, in order.
+inline std::vector<access_record> drain(access_log_sink &sink) {
+    std::vector<access_record> out;
+    sink.consume(UINT32_MAX, [&](const access_record &r) { out.push_back(r); });
+    return out;
+}
+
 // The bytes after the head of the first message in s (or "" without a head).
 inline std::string body_of(std::string_view s) {
     const size_t e = s.find("\r\n\r\n");

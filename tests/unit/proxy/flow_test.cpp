@@ -12,8 +12,7 @@
 namespace ferry::proxy::test {
 namespace {
 
-constexpr std::string_view get_req = "GET /p HTTP/1.1\r\nHost: h\r\n\r\n";
-constexpr std::string_view ok5 = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+constexpr std::string_view get_req = simple_get;
 
 TEST(Flow, PipelinedRequestsAreAnsweredInOrder) {
     proxy_bed bed;

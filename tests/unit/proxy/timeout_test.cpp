@@ -17,8 +17,7 @@
 namespace ferry::proxy::test {
 namespace {
 
-constexpr std::string_view get_req = "GET /p HTTP/1.1\r\nHost: h\r\n\r\n";
-constexpr std::string_view ok5 = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+constexpr std::string_view get_req = simple_get;
 
 TEST(Timeout, HeadNotCompleteInTimeIsA408) {
     bed_options opt;
@@ -153,8 +152,7 @@ TEST(Timeout, ResponseTimeoutStartsWhenTheRequestIsSent) {
     EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(cl).rx;
     EXPECT_EQ(bed.ctr().timeouts_response.get(), 1u);
     EXPECT_EQ(bed.ctr().timeouts_upstream.get(), 1u);
-    std::vector<access_record> recs;
-    sink.consume(16, [&](const access_record &r) { recs.push_back(r); });
+    const std::vector<access_record> recs = drain(sink);
     ASSERT_EQ(recs.size(), 1u);
     EXPECT_EQ(recs[0].status, 504);
     EXPECT_EQ(recs[0].timeout, timeout_kind::response);
@@ -200,8 +198,7 @@ TEST(Timeout, TotalTimeoutEndsAResponseThatTrickles) {
     EXPECT_EQ(bed.conn(cl).reason, net::tcp_close_reason::reset);
     EXPECT_EQ(bed.ctr().timeouts_total.get(), 1u);
     EXPECT_EQ(bed.ctr().timeouts_read.get(), 0u);
-    std::vector<access_record> recs;
-    sink.consume(16, [&](const access_record &r) { recs.push_back(r); });
+    const std::vector<access_record> recs = drain(sink);
     ASSERT_EQ(recs.size(), 1u);
     EXPECT_EQ(recs[0].timeout, timeout_kind::total);
     EXPECT_TRUE(recs[0].flags & access_record::f_aborted);
@@ -249,8 +246,7 @@ TEST(Timeout, AHandedOverRequestLogsThePeersTimeoutKind) {
         bed.pump();
         const size_t handed = bed.conn(a).rx.starts_with("HTTP/1.1 504 ") ? a : b;
         EXPECT_TRUE(bed.conn(handed).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(handed).rx;
-        std::vector<access_record> recs;
-        sink.consume(16, [&](const access_record &r) { recs.push_back(r); });
+        const std::vector<access_record> recs = drain(sink);
         ASSERT_EQ(recs.size(), 1u);
         EXPECT_EQ(recs[0].status, 504);
         EXPECT_EQ(recs[0].timeout, timeout_kind::response);

@@ -1344,4 +1344,16 @@ void tcp_conn::on_keepalive(uint64_t now) noexcept {
     ka_at_ = now + cfg_.keepalive_interval_ns;
 }
 
+bool tcp_conn::time_wait_takes_syn(const tcp_repr &h) const noexcept {
+    if (state_ != tcp_state::time_wait) {
+        return false;
+    }
+    const bool ts = ts_ok_ && h.options.timestamps.has_value();
+    const int32_t age = ts ? static_cast<int32_t>(h.options.timestamps->tsval - ts_recent_) : 0;
+    if (ts && age < 0) {
+        return false;  // PAWS: an old duplicate
+    }
+    return h.seq > rcv_.nxt || (ts && age > 0);
+}
+
 }  // namespace ferry::net

@@ -270,6 +270,20 @@ void tcp_layer::input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_
     const uint32_t payload_off = l4_off + static_cast<uint32_t>(seg.header_len());
 
     const uint32_t idx = lookup(t);
+    if (idx != none && slots_[idx].detached &&
+        (r.flags & (tcp_flag::syn | tcp_flag::ack | tcp_flag::rst)) == tcp_flag::syn &&
+        slots_[idx].conn->time_wait_takes_syn(r)) {
+        // A new incarnation of a tuple whose TIME-WAIT only the layer still
+        // keeps (the application is done with it): TIME-WAIT ends and the
+        // SYN goes to the listener. Answering it with an ACK of the old
+        // connection instead stalls the client's connect until 2*MSL passed.
+        if (listener *l = find_listener(r.dst_port)) {
+            nc_.tcp_time_wait_reopened.inc();
+            free_slot(idx);
+            input_listen(*l, t, r, m, payload_off);
+            return;
+        }
+    }
     if (idx != none) {
         // RFC 9293 §3.10.7.3 - §3.10.7.4: the connection's own state machine.
         rte_mbuf *payload = m;

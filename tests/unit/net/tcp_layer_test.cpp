@@ -47,7 +47,7 @@ protected:
         ic.addr = our_ip;
         st_.emplace(ic, g_pool, nc_);
         cfg.max_connections = 4;
-        cfg.conn.timestamps = false;
+        cfg.conn.timestamps = timestamps_;  // off unless a test turns them on
         cfg.isn_key = siphash_key{1, 2};
         cfg.cookie_key0 = siphash_key{3, 4};
         cfg.cookie_key1 = siphash_key{5, 6};
@@ -148,6 +148,7 @@ protected:
         return iss;
     }
 
+    bool timestamps_ = false;
     net_counters nc_;
     tcp_counters tc_;
     std::optional<stack> st_;
@@ -666,6 +667,94 @@ TEST_F(TcpLayerTest, time_wait_is_reported_at_entry_and_yields_its_slot_when_the
     EXPECT_EQ(layer_->time_wait(), 0u);
     EXPECT_EQ(nc_.conn_closed.get(), 4u);
     EXPECT_EQ(layer_->active(), 2u);  // the new passive and active connections
+}
+
+// Issue 15, finding 3: after ferry closed first (a rejected request), its
+// TIME-WAIT held the 4-tuple, and a client that reused its port got only
+// ACKs for the old connection to its SYN (its RST to them is ignored in
+// TIME-WAIT, RFC 1337), so its connect timed out. RFC 6191 / RFC 9293
+// §3.10.7.4 (as Linux and BSD do): a SYN whose sequence number is above
+// RCV.NXT (or, with timestamps on the old connection, whose TSval is newer
+// than TS.Recent) ends TIME-WAIT and opens a new connection.
+TEST_F(TcpLayerTest, a_new_syn_reopens_a_tuple_in_time_wait) {
+    tcp_layer_config c;
+    c.syn_cookies = false;
+    start(c);
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    const uint32_t iss = handshake(6000, 7, 100);
+    const tcp_handle h = events().at(0).h;
+    layer_->close(h, 1 * ms);
+    ASSERT_EQ(take().size(), 1u);  // our FIN
+    send(seg(6000, 7, 101, tcp_flag::ack | tcp_flag::fin, iss + 2), {}, 1 * ms);
+    ASSERT_EQ(take().size(), 1u);  // the ACK of theirs
+    (void)events();
+    ASSERT_EQ(layer_->time_wait(), 1u);
+    // An old duplicate SYN (not above RCV.NXT = 102) keeps TIME-WAIT: ACKed.
+    send(seg(6000, 7, 50, tcp_flag::syn), {}, 2 * ms);
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.flags, tcp_flag::ack);
+    EXPECT_EQ(layer_->time_wait(), 1u);
+    // A new incarnation's SYN: SYN-ACK, and TIME-WAIT ends.
+    send(seg(6000, 7, 90000, tcp_flag::syn), {}, 3 * ms);
+    out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.flags, tcp_flag::syn | tcp_flag::ack);
+    EXPECT_EQ(out[0].h.ack, seq_num(90001));
+    EXPECT_EQ(nc_.tcp_time_wait_reopened.get(), 1u);
+    EXPECT_EQ(layer_->time_wait(), 0u);
+    send(seg(6000, 7, 90001, tcp_flag::ack, out[0].h.seq.value() + 1), {}, 4 * ms);
+    auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].events & tcp_event::connected) << int(ev[0].events);
+    EXPECT_EQ(layer_->active(), 1u);
+}
+
+// The same with timestamps on the old connection: the SYN's TSval decides
+// (newer: a new incarnation even with a lower sequence number; older: PAWS,
+// an old duplicate, TIME-WAIT stays).
+TEST_F(TcpLayerTest, a_syn_with_a_newer_timestamp_reopens_time_wait_an_older_one_does_not) {
+    tcp_layer_config c;
+    c.syn_cookies = false;
+    timestamps_ = true;
+    start(c);
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    auto with_ts = [](tcp_repr h, uint32_t tsval, uint32_t tsecr) {
+        h.options.timestamps = tcp_timestamps{tsval, tsecr};
+        return h;
+    };
+    tcp_repr syn = with_ts(seg(6001, 7, 100, tcp_flag::syn), 1000, 0);
+    syn.options.mss = 1460;
+    send(syn);
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    const uint32_t iss = out[0].h.seq.value();
+    ASSERT_TRUE(out[0].h.options.timestamps.has_value());
+    const uint32_t our_ts = out[0].h.options.timestamps->tsval;
+    send(with_ts(seg(6001, 7, 101, tcp_flag::ack, iss + 1), 1001, our_ts));
+    const tcp_handle h = events().at(0).h;
+    ASSERT_TRUE(layer_->get(h)->ts_enabled());
+    layer_->close(h, 1 * ms);
+    ASSERT_EQ(take().size(), 1u);
+    send(with_ts(seg(6001, 7, 101, tcp_flag::ack | tcp_flag::fin, iss + 2), 1002, our_ts), {},
+         1 * ms);
+    take();
+    (void)events();
+    ASSERT_EQ(layer_->time_wait(), 1u);
+    // Older TSval, though its sequence number is far ahead: PAWS keeps TIME-WAIT.
+    send(with_ts(seg(6001, 7, 90000, tcp_flag::syn), 900, 0), {}, 2 * ms);
+    out = take();
+    EXPECT_TRUE(out.empty() || out[0].h.flags == tcp_flag::ack);
+    EXPECT_EQ(layer_->time_wait(), 1u);
+    EXPECT_EQ(nc_.tcp_time_wait_reopened.get(), 0u);
+    // Newer TSval, a sequence number below RCV.NXT: a new incarnation.
+    send(with_ts(seg(6001, 7, 50, tcp_flag::syn), 5000, 0), {}, 3 * ms);
+    out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.flags, tcp_flag::syn | tcp_flag::ack);
+    EXPECT_EQ(out[0].h.ack, seq_num(51));
+    EXPECT_EQ(nc_.tcp_time_wait_reopened.get(), 1u);
+    EXPECT_EQ(layer_->time_wait(), 0u);
 }
 
 }  // namespace

@@ -77,6 +77,7 @@
     X(listen_backlog_full,        "SYNs that found their listener's SYN backlog full")           \
     X(flow_table_full,            "SYNs or cookie ACKs that found no free connection slot")      \
     X(tcp_time_wait_recycled,     "TIME-WAIT connections ended early to free a slot (pool full)") \
+    X(tcp_time_wait_reopened,     "TIME-WAIT connections ended by a new SYN on their tuple (RFC 6191)") \
     X(conn_opened,                "connections created (passive open, SYN cookie or connect)")   \
     X(conn_closed,                "connections freed (CLOSED, reported to the application)")     \
     X(icmp_rx,                    "ICMP messages received")                                      \

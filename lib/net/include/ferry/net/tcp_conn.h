@@ -368,6 +368,11 @@ public:
     [[nodiscard]] const tcp_cc &cc() const noexcept { return cc_; }
     [[nodiscard]] uint16_t snd_mss() const noexcept { return snd_mss_; }
     [[nodiscard]] bool ts_enabled() const noexcept { return ts_ok_; }
+    // In TIME-WAIT: whether SYN h (no ACK, no RST) for this tuple starts a new
+    // incarnation (RFC 6191 §2, RFC 9293 §3.10.7.4, Linux's and BSD's rule):
+    // its sequence number is above RCV.NXT, or its TSval is newer than
+    // TS.Recent; never when timestamps show it older (PAWS).
+    [[nodiscard]] bool time_wait_takes_syn(const tcp_repr &h) const noexcept;
     [[nodiscard]] bool sack_enabled() const noexcept { return sack_ok_; }
     [[nodiscard]] uint32_t send_queued() const noexcept { return sq_.bytes(); }
     [[nodiscard]] uint32_t send_space() const noexcept { return sq_.space(); }

@@ -102,8 +102,10 @@ std::optional<error> reader::walk(const toml::table &t, std::string_view path,
 
     for (auto [k, v] : entries) {
         std::string key = join_key(path, k->str());
+        // (A named copy: clang before 16 cannot capture a structured binding.)
+        const std::string_view name = k->str();
         auto f = std::find_if(fields.begin(), fields.end(),
-                              [&](const field &f) { return f.name == k->str(); });
+                              [&](const field &f) { return f.name == name; });
         if (f == fields.end()) {
             std::string msg = v->is_table() ? "unknown table" : "unknown key";
             std::string_view near = nearest(k->str(), names);

@@ -70,11 +70,11 @@ worker_proxy::buf_body worker_proxy::body_from_buf(endpoint &src, uint16_t port,
     uint32_t n = 0, at = 0;
     while (at < src.buf_len) {
         const auto r = src.framer.feed_run({src.buf + at, src.buf_len - at});
-        if (framing) {
+        if (framing && !r.out.empty()) {
             std::memcpy(out + n, r.out.data(), r.out.size());
             n += static_cast<uint32_t>(r.out.size());
         }
-        if (r.data) {
+        if (r.data && r.consumed != 0) {
             std::memcpy(out + n, src.buf + at, r.consumed);
             n += r.consumed;
         }

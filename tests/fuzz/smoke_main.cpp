@@ -2,15 +2,20 @@
 // seed corpus of valid frames, so CI exercises every fuzz target on every
 // change (under ASan/UBSan in the sanitizer build) without a fuzzing engine.
 //
-//   <target> [--iterations N] [--seed S] [FILE...]
+//   <target> [--iterations N] [--seed S] [--corpus DIR] [--write-seeds DIR] [FILE...]
 // With files: runs exactly those inputs (to replay a crash from a real
-// fuzzer). Otherwise: the seeds, then N mutants (bit flips, byte sets,
-// truncation, extension, splices, interesting values). Prints the number of
-// inputs run; the exit status is the verdict (a crash aborts).
+// fuzzer). Otherwise: every file in the corpus directory (what real fuzzing
+// found, kept in the tree; a missing directory is an empty corpus), the
+// seeds, then N mutants (bit flips, byte sets, truncation, extension,
+// splices, interesting values). Prints the number of inputs run; the exit
+// status is the verdict (a crash aborts). --write-seeds writes the seeds as
+// files (seed-NN) into DIR and exits: the starting corpus for perf/fuzz.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -72,22 +77,56 @@ void mutate(std::vector<uint8_t> &d, rng &r, const std::vector<std::vector<uint8
 int main(int argc, char **argv) {
     uint64_t iterations = 100000, seed = 0x5eed;
     std::vector<std::string> files;
+    std::string corpus_dir, seeds_out;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc)
             iterations = std::strtoull(argv[++i], nullptr, 10);
         else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = std::strtoull(argv[++i], nullptr, 10);
+        else if (!std::strcmp(argv[i], "--corpus") && i + 1 < argc)
+            corpus_dir = argv[++i];
+        else if (!std::strcmp(argv[i], "--write-seeds") && i + 1 < argc)
+            seeds_out = argv[++i];
         else
             files.emplace_back(argv[i]);
     }
+    auto read_file = [](const std::filesystem::path &f) {
+        std::ifstream in(f, std::ios::binary);
+        return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
+    };
+    if (!seeds_out.empty()) {
+        std::filesystem::create_directories(seeds_out);
+        const auto seeds = fuzz_seeds();
+        for (size_t i = 0; i < seeds.size(); ++i) {
+            char name[32];
+            std::snprintf(name, sizeof name, "seed-%02zu", i);
+            std::ofstream out(std::filesystem::path(seeds_out) / name, std::ios::binary);
+            out.write(reinterpret_cast<const char *>(seeds[i].data()),
+                      static_cast<std::streamsize>(seeds[i].size()));
+        }
+        std::printf("fuzz-smoke: %zu seeds written to %s\n", seeds.size(), seeds_out.c_str());
+        return 0;
+    }
     if (!files.empty()) {
         for (const auto &f : files) {
-            std::ifstream in(f, std::ios::binary);
-            std::vector<uint8_t> d((std::istreambuf_iterator<char>(in)), {});
+            const std::vector<uint8_t> d = read_file(f);
             LLVMFuzzerTestOneInput(d.data(), d.size());
         }
         std::printf("fuzz-smoke: %zu file inputs ran clean\n", files.size());
         return 0;
+    }
+    // The corpus, in name order (deterministic).
+    size_t replayed = 0;
+    if (!corpus_dir.empty() && std::filesystem::is_directory(corpus_dir)) {
+        std::vector<std::filesystem::path> paths;
+        for (const auto &e : std::filesystem::directory_iterator(corpus_dir))
+            if (e.is_regular_file()) paths.push_back(e.path());
+        std::sort(paths.begin(), paths.end());
+        for (const auto &f : paths) {
+            const std::vector<uint8_t> d = read_file(f);
+            LLVMFuzzerTestOneInput(d.data(), d.size());
+        }
+        replayed = paths.size();
     }
     const std::vector<std::vector<uint8_t>> corpus = fuzz_seeds();
     for (const auto &s : corpus) LLVMFuzzerTestOneInput(s.data(), s.size());
@@ -98,7 +137,8 @@ int main(int argc, char **argv) {
         mutate(d, r, corpus);
         LLVMFuzzerTestOneInput(d.data(), d.size());
     }
-    std::printf("fuzz-smoke: %zu seeds + %llu mutants ran clean (seed %llu)\n", corpus.size(),
-                static_cast<unsigned long long>(iterations), static_cast<unsigned long long>(seed));
+    std::printf("fuzz-smoke: %zu corpus files + %zu seeds + %llu mutants ran clean (seed %llu)\n",
+                replayed, corpus.size(), static_cast<unsigned long long>(iterations),
+                static_cast<unsigned long long>(seed));
     return fuzz_report();
 }

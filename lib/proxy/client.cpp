@@ -141,7 +141,11 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     c.upstream = upstream;
     if (c.al_open) al_rec(c).upstream = static_cast<int16_t>(upstream);
     // The server (hash keys come from this request).
-    const int server = pick_server(upstream, c.peer_addr, req.target, host, now);
+    const auto &uc = cfg_.upstreams[upstream];
+    c.balance_key = uc.balance == config::balance_mode::consistent_hash
+                        ? hash_key(uc.hash_key, c.peer_addr, req.target, host)
+                        : 0;
+    const int server = pick_server(upstream, c.balance_key, now);
     if (server < 0) {
         reject_generated(c, 503, now);
         return false;
@@ -210,10 +214,14 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
     const uint16_t hport = u != nullptr ? u->port : port_for(uc.servers[server].addr);
     rte_mbuf *head = forward_head(c, upstream, server, hport, now);
     if (head == nullptr) return false;
-    const bool retryable =
-        req.body == http::body_kind::none && idempotent(req.m) && uc.retries > 0;
+    // Without a body a request can be replayed (upconn_failed decides when:
+    // any method while nothing reached the server, an idempotent one while
+    // nothing of the response came back). A remote owner replays only
+    // idempotent ones, and keeps its own clone.
+    const bool retryable = req.body == http::body_kind::none && uc.retries > 0;
+    c.retry_idempotent = idempotent(req.m);
     c.retries_left = 0;
-    if (retryable && owner == lcore_index_) {  // a remote owner keeps its own clone
+    if (retryable && owner == lcore_index_) {
         c.retry_head = clone_of(head, hport);
         c.retries_left = c.retry_head != nullptr ? uc.retries : 0;
     }
@@ -243,7 +251,7 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
         const uint16_t flags = (c.keep_alive ? xf_keep_alive : 0) |
                                (req.m == http::method::head ? xf_head : 0) |
                                (c.http10 ? xf_http10 : 0) |
-                               (retryable ? xf_retry : 0);
+                               (retryable && c.retry_idempotent ? xf_retry : 0);
         return hand_over(c, head, slot, owner, flags, hport, server, now);
     }
     // Our own shared connection: wait in its FIFO (run_kicks attaches; the

@@ -16,13 +16,12 @@
 
 namespace ferry::proxy {
 
-int worker_proxy::pick_server(int upstream, uint32_t client_addr, std::string_view target,
-                              std::string_view host, uint64_t now) noexcept {
+int worker_proxy::pick_server(int upstream, uint64_t key, uint64_t now, int exclude) noexcept {
     const auto &uc = cfg_.upstreams[upstream];
     upstream_state &us = *ups_[upstream];
     for (size_t s = 0; s < us.view.size(); ++s) {
         const uint64_t d = shared_.health[upstream][s].down_until.load(std::memory_order_relaxed);
-        us.view[s].up = d == 0 || d <= now;
+        us.view[s].up = (d == 0 || d <= now) && static_cast<int>(s) != exclude;
         us.view[s].busy = us.busy[s];
     }
     switch (uc.balance) {
@@ -31,7 +30,7 @@ int worker_proxy::pick_server(int upstream, uint32_t client_addr, std::string_vi
         case config::balance_mode::least_conn:
             return pick_least_conn(us.view, ctr_.requests.get() % us.view.size());
         case config::balance_mode::consistent_hash:
-            return us.ring.pick(hash_key(uc.hash_key, client_addr, target, host), us.view);
+            return us.ring.pick(key, us.view);
     }
     return -1;
 }
@@ -458,6 +457,12 @@ void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
     }
 }
 
+// Whether a failure lets a request be replayed: a connection error, or a
+// connect timeout; not a write, response, read or total timeout.
+bool worker_proxy::replayable(timeout_kind tk) noexcept {
+    return tk == timeout_kind::none || tk == timeout_kind::connect;
+}
+
 // ---- upstream timers
 
 void worker_proxy::arm_upconn(upconn &u, timeout_kind k, uint64_t now) noexcept {
@@ -519,6 +524,8 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health, 
     const int upstream = u.upstream, server = u.server;
     const uint16_t uport = u.port;
     const bool reused = u.reused;
+    // Nothing of the request reached the server: the connection never came up.
+    const bool sent_nothing = !reused && u.t_conn == 0;
     const uint32_t slot = u.slot;
     const http::request_info ri = u.ri;
     if (cp != nullptr && cp->al_open && (reused || u.t_conn != 0))
@@ -539,8 +546,8 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health, 
     close_upconn(u, true, now);  // also ends its busy accounting for the client
     if (rp != nullptr) {
         rreq &r = *rp;
-        if (reused && r.retry_head != nullptr && r.retries_left > 0 && r.end &&
-            !r.response_started && slot != none && r.qn == 0) {
+        if ((reused || sent_nothing) && replayable(tk) && r.retry_head != nullptr &&
+            r.retries_left > 0 && r.end && !r.response_started && slot != none && r.qn == 0) {
             --r.retries_left;
             ctr_.requests_retried.inc();
             rte_mbuf *again =
@@ -565,10 +572,16 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health, 
         abort_client(c, now);
         return;
     }
-    // RFC 9110 §9.2.2: an idempotent request may be retried; only when the
-    // connection was a reused keep-alive one (the origin may have closed it
-    // just as we sent) and the request had no body.
-    if (reused && c.retry_head != nullptr && c.retries_left > 0 && c.state == client::st::wait) {
+    // A request without a body is replayed (up to `retries` times) when its
+    // connection failed before any response byte came back: any method while
+    // nothing reached the server (the connection never came up), an
+    // idempotent one (RFC 9110 §9.2.2) after it was sent too; never after a
+    // response, write or total timeout (the server may be busy with it), and
+    // never once the response began. Local pools pick another server when
+    // one is up (the failed one is left out), shared pools queue it on the
+    // same slot's next connection.
+    if (replayable(tk) && (sent_nothing || c.retry_idempotent) && c.retry_head != nullptr &&
+        c.retries_left > 0 && c.state == client::st::wait) {
         if (slot != none) {
             // Shared pool: first in line for the slot's next connection.
             --c.retries_left;
@@ -587,12 +600,16 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health, 
             c.queued = false;
             rte_pktmbuf_free(c.q_head);
             c.q_head = nullptr;
-        } else if (upconn *fresh = acquire(c, upstream, server, now, true); fresh != nullptr) {
+        } else if (const int next = pick_server(upstream, c.balance_key, now, server),
+                   target = next >= 0 ? next : server;
+                   upconn *fresh = acquire(c, upstream, target, now, next < 0)) {
             --c.retries_left;
             ctr_.requests_retried.inc();
+            if (c.al_open) al_rec(c).server = static_cast<int16_t>(target);
             rte_mbuf *again = c.retries_left > 0 ? clone_of(c.retry_head, fresh->port) : nullptr;
             fresh->ri = ri;
             fresh->t_sent = now;
+            begin_total(*fresh, now);
             const bool sent = push(*fresh, c.retry_head, now);
             c.retry_head = again;
             if (sent) return;

@@ -63,6 +63,7 @@ inline std::string bed_config(std::string_view http = "", std::string_view upstr
 struct peer_conn {
     net::tcp_handle h;
     bool active = false;  // we connected (a client); else accepted (origin)
+    uint16_t port = 0;    // an origin connection: the port it was accepted on
     bool connected = false;
     bool fin = false;     // the other side's FIN arrived
     bool closed = false;  // reached CLOSED
@@ -79,6 +80,9 @@ struct bed_options {
     unsigned workers = 1;
     xcore_send_fn send = nullptr;
     void *send_ctx = nullptr;
+    // Ports the origin side listens on (10.0.0.2); a server on another port
+    // refuses connections (RST).
+    std::vector<uint16_t> origin_ports = {8080};
 };
 
 class proxy_bed {
@@ -116,7 +120,8 @@ public:
         px_.emplace(cfg_, std::span(&ref, 1), 0, *shared_, *timers_, now_, o.px);
         if (o.workers > 1) px_->set_xcore(o.workers, o.send, o.send_ctx);
         EXPECT_EQ(px_->listen(now_), "");
-        EXPECT_EQ(play_->listen(8080), net::tcp_layer::listen_result::ok);
+        for (uint16_t p : o.origin_ports)
+            EXPECT_EQ(play_->listen(p), net::tcp_layer::listen_result::ok);
     }
 
     ~proxy_bed() {
@@ -283,6 +288,7 @@ private:
                 if (c == nullptr) {
                     conns_.push_back(peer_conn{e.h, false});
                     c = &conns_.back();
+                    c->port = e.local_port;
                 }
                 if (e.events & net::tcp_event::connected) c->connected = true;
                 net::tcp_rx_piece got[16];

@@ -80,7 +80,7 @@ TEST(Timeout, UpstreamThatDoesNotAnswerIsA504) {
 
 TEST(Timeout, UpstreamThatDoesNotConnectIsA504) {
     bed_options opt;
-    opt.toml = bed_config("", "connect_timeout_ms = 1500\nmax_fails = 0\n");
+    opt.toml = bed_config("", "connect_timeout_ms = 1500\nmax_fails = 0\nretries = 0\n");
     proxy_bed bed(opt);
     const size_t cl = bed.connect();
     bed.blackhole(true);  // ferry's SYN toward the origin is lost

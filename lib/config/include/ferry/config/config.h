@@ -134,8 +134,11 @@
 //   read_timeout_ms = 60000         # 1..3600000: the longest gap between response bytes
 //   total_timeout_ms = 0            # 0..3600000: request given to a connection -> response
 //                                   #   complete, whatever flows; 0 = no bound
-//   retries = 1                     # 0..10: an idempotent request whose reused connection
-//                                   #   was closed under it is retried on a fresh one
+//   retries = 1                     # 0..10: replays of a request without a body whose
+//                                   #   connection failed before any response byte: any
+//                                   #   method if nothing was sent (connect refused or
+//                                   #   timed out), an idempotent one also after; on
+//                                   #   another server when one is up (docs/OPERATIONS.md)
 //   max_fails = 3                   # 0..1000: passive health, this many failures in a row
 //                                   #   mark a server down; 0 = never
 //   fail_timeout_ms = 10000         # 1..3600000: how long a server stays down

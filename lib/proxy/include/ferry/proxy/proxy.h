@@ -193,7 +193,7 @@ namespace ferry::proxy {
     X(client_refused_limit,     "client connections reset: the listener's max_connections was reached") \
     X(requests,                 "request heads received and accepted")                                 \
     X(requests_rejected,        "requests rejected as malformed or over a limit (by reason in /ferry/http)") \
-    X(requests_retried,         "idempotent requests retried on a fresh upstream connection")          \
+    X(requests_retried,         "requests replayed after their upstream connection failed (see docs)") \
     X(responses_1xx,            "1xx responses forwarded")                                             \
     X(responses_2xx,            "2xx responses sent to clients")                                       \
     X(responses_3xx,            "3xx responses sent to clients")                                       \
@@ -436,9 +436,10 @@ private:
     access_record &al_rec(const client &c) noexcept;
 
     // Upstream side. pick_server: the upstream's balancer over a snapshot of
-    // its servers' health and load (balance.h); -1 if none is up.
-    int pick_server(int upstream, uint32_t client_addr, std::string_view target,
-                    std::string_view host, uint64_t now) noexcept;
+    // its servers' health and load (balance.h), `key` the request's hash key
+    // (consistent_hash only), never `exclude` (a retry's failed server); -1
+    // if none is up.
+    int pick_server(int upstream, uint64_t key, uint64_t now, int exclude = -1) noexcept;
     upconn *open_upconn(int upstream, int server, uint64_t now) noexcept;
     upconn *acquire(client &c, int upstream, int server, uint64_t now, bool fresh_only) noexcept;
     void drive_upconn(upconn &u, uint64_t now) noexcept;
@@ -459,6 +460,7 @@ private:
     // of a request given to u.
     void arm_upconn(upconn &u, timeout_kind k, uint64_t now) noexcept;
     void count_timeout(timeout_kind k) noexcept;
+    [[nodiscard]] static bool replayable(timeout_kind tk) noexcept;
     void reject_timeout(client &c, timeout_kind k, uint64_t now) noexcept;  // timeouts_<kind> and timeouts_upstream
     void arm_sending(upconn &u, uint64_t now) noexcept;
     void begin_total(upconn &u, uint64_t now) noexcept;

@@ -202,6 +202,7 @@ std::optional<error> proxy_reader::read_http(const toml::node &n, const std::str
          r_.integer_into(h.client_idle_timeout_ms, 1, max_timeout_ms)},
         {"client_body_timeout_ms", false,
          r_.integer_into(h.client_body_timeout_ms, 1, max_timeout_ms)},
+        {"max_pending_heads", false, r_.integer_into(h.max_pending_heads, 0, 1048576)},
         {"max_requests_per_connection", false,
          r_.integer_into(h.max_requests_per_connection, 0, 1000000000)},
         {"max_header_bytes", false, r_.integer_into(h.max_header_bytes, 256, 65536)},
@@ -585,7 +586,9 @@ std::string describe_proxy(const ferry_config &c) {
     const http_config &h = c.http;
     out += "http: client timeouts header " + ms(h.client_header_timeout_ms) + ", idle " +
            ms(h.client_idle_timeout_ms) + ", body " + ms(h.client_body_timeout_ms) +
-           "; max_requests_per_connection " +
+           "; max_pending_heads " +
+           (h.max_pending_heads ? std::to_string(h.max_pending_heads) : std::string("auto")) +
+           ", max_requests_per_connection " +
            (h.max_requests_per_connection ? std::to_string(h.max_requests_per_connection)
                                           : std::string("unlimited")) +
            ", max_header_bytes " + std::to_string(h.max_header_bytes) + ", max_headers " +

@@ -99,6 +99,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
         if (c.buf_len == 0 && c.requests > 0) {
             // A new request began: its head must arrive in time.
             timers_.arm(c.timer, now + cfg_.http.client_header_timeout_ms * ms);
+            pending_head_begin(c, now);  // may reset another client, never c
         }
         if (c.t_req == 0) c.t_req = now;  // the request's first byte
         c.fill_buf();
@@ -109,6 +110,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
 // checks, the route and the server, then dispatch(). True when the client's
 // state changed (go on), false when it was rejected.
 bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noexcept {
+    pending_head_end(c);
     const http::request &req = c.req;
     c.head_method = req.m == http::method::head;
     c.http10 = req.version_minor == 0;
@@ -409,6 +411,36 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
     }
 }
 
+// ---- clients waiting for a head (slowloris)
+
+void worker_proxy::pending_head_begin(client &c, uint64_t now) noexcept {
+    if (c.pending_head) return;
+    if (ph_n_ >= ph_cap_ && ph_head_ != none) {
+        // The one waiting longest goes: a legitimate client sends its head
+        // at once, an attacker trickles it (reset: its slot frees now).
+        client &old = clients_[ph_head_];
+        ctr_.clients_evicted.inc();
+        if (alog_ != nullptr && !old.al_open) al_unparsed(old, now);
+        abort_client(old, now);  // leaves the list
+    }
+    const uint32_t idx = static_cast<uint32_t>(&c - clients_.get());
+    c.pending_head = true;
+    c.ph_prev = ph_tail_;
+    c.ph_next = none;
+    (ph_tail_ != none ? clients_[ph_tail_].ph_next : ph_head_) = idx;
+    ph_tail_ = idx;
+    ++ph_n_;
+}
+
+void worker_proxy::pending_head_end(client &c) noexcept {
+    if (!c.pending_head) return;
+    (c.ph_prev != none ? clients_[c.ph_prev].ph_next : ph_head_) = c.ph_next;
+    (c.ph_next != none ? clients_[c.ph_next].ph_prev : ph_tail_) = c.ph_prev;
+    c.ph_prev = c.ph_next = none;
+    c.pending_head = false;
+    --ph_n_;
+}
+
 // A client timeout (header, body): 408, and the access record says which.
 void worker_proxy::reject_timeout(client &c, timeout_kind k, uint64_t now) noexcept {
     if (alog_ != nullptr && !c.al_open && c.state != client::st::closing) al_unparsed(c, now);
@@ -417,6 +449,7 @@ void worker_proxy::reject_timeout(client &c, timeout_kind k, uint64_t now) noexc
 }
 
 void worker_proxy::reject(client &c, uint16_t status, uint64_t now) noexcept {
+    pending_head_end(c);
     // A head that did not parse (or never came: 408) still gets its line; a
     // client already closing was answered before.
     if (alog_ != nullptr && !c.al_open && c.state != client::st::closing) al_unparsed(c, now);
@@ -445,6 +478,7 @@ void worker_proxy::reject(client &c, uint16_t status, uint64_t now) noexcept {
 }
 
 void worker_proxy::close_client(client &c, uint64_t now) noexcept {
+    pending_head_end(c);
     abort_remote(c);
     c.state = client::st::closing;
     c.closing = true;
@@ -454,6 +488,7 @@ void worker_proxy::close_client(client &c, uint64_t now) noexcept {
 }
 
 void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
+    pending_head_end(c);
     abort_remote(c);
     al_end(c, 444, true, now);  // 444: ferry reset it before any response head
     ctr_.client_aborted.inc();
@@ -466,6 +501,7 @@ void worker_proxy::free_client(client &c, uint64_t now) noexcept {
     // Still open: the client closed or reset before its response was complete
     // (499, as nginx logs it, when no response head went out).
     if (c.al_open) al_end(c, 499, true, now);
+    pending_head_end(c);
     timers_.cancel(c.timer);
     abort_remote(c);  // B aborts its upstream side
     drop_input(c);

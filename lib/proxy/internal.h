@@ -99,6 +99,9 @@ struct worker_proxy::client : worker_proxy::endpoint {
     rte_mbuf *retry_head = nullptr;  // a clone of the request head, for one retry
     uint32_t retries_left = 0;
     bool retry_idempotent = false;  // the request's method is idempotent (RFC 9110 §9.2.2)
+    // Waiting for a complete head (pending_heads_ list, oldest first).
+    bool pending_head = false;
+    uint32_t ph_prev = none, ph_next = none;
     uint64_t balance_key = 0;       // its consistent-hash key (a retry picks again)
     // Shared pool, owner here: waiting in a shared connection's FIFO with
     // its serialized head (the body is read once the connection is ours).

@@ -45,6 +45,8 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     // A client slot must fit a cross-core handle's index.
     max_clients_ = std::clamp<uint32_t>(slots, 1, xcore::conn_handle::index_limit);
     max_upconns_ = std::max<uint32_t>(1, slots);
+    ph_cap_ = cfg_.http.max_pending_heads != 0 ? cfg_.http.max_pending_heads
+                                               : std::max<uint32_t>(1, max_clients_ / 2);
     clients_ = std::make_unique<client[]>(max_clients_);
     upconns_ = std::make_unique<upconn[]>(max_upconns_);
     const uint32_t cap = limits_.max_head_bytes;
@@ -287,6 +289,7 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     ++listener_active_[li];
     ctr_.client_accepted.inc();
     timers_.arm(c.timer, now + cfg_.http.client_header_timeout_ms * ms);
+    pending_head_begin(c, now);
     if (n.events & net::tcp_event::peer_fin) c.eof = true;
     drive_client(c, now);
 }

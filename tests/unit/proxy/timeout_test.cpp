@@ -259,5 +259,56 @@ TEST(Timeout, AHandedOverRequestLogsThePeersTimeoutKind) {
     }
 }
 
+// Slowloris: connections that trickle their heads hold client slots. Past
+// max_pending_heads the one waiting longest is reset; a client that sends
+// its head at once is served all along, and a keep-alive client between
+// requests is not waiting for a head.
+TEST(Timeout, PastMaxPendingHeadsTheOldestTrickleIsReset) {
+    bed_options opt;
+    opt.toml = bed_config("max_pending_heads = 3\n");
+    access_log_sink sink(16, 0);
+    proxy_bed bed(opt);
+    bed.proxy().set_access_log(&sink);
+    // A keep-alive client, idle after one request: not pending.
+    const size_t ka = bed.connect();
+    bed.send(ka, simple_get);
+    bed.send(*bed.origin(), ok5);
+    std::vector<size_t> slow;
+    for (int i = 0; i < 3; ++i) {
+        slow.push_back(bed.connect());
+        bed.send(slow.back(), "GET /slow HTTP/1.1\r\nHo");
+        bed.advance(100 * ms);
+    }
+    EXPECT_EQ(bed.ctr().clients_evicted.get(), 0u);
+    // A fourth trickler: the first one goes.
+    slow.push_back(bed.connect());
+    bed.send(slow.back(), "GET /slow HTTP/1.1\r\nHo");
+    EXPECT_EQ(bed.ctr().clients_evicted.get(), 1u);
+    EXPECT_TRUE(bed.conn(slow[0]).closed);
+    EXPECT_EQ(bed.conn(slow[0]).reason, net::tcp_close_reason::reset);
+    for (size_t i = 1; i < slow.size(); ++i) EXPECT_FALSE(bed.conn(slow[i]).closed) << i;
+    // A legitimate client connects (evicting the next oldest) and is served.
+    const size_t legit = bed.connect();
+    EXPECT_EQ(bed.ctr().clients_evicted.get(), 2u);
+    bed.send(legit, simple_get);
+    bed.send(*bed.origin(), ok5);
+    EXPECT_TRUE(bed.conn(legit).rx.ends_with("hello")) << bed.conn(legit).rx;
+    // The keep-alive client's next request is served too (it was never
+    // pending, so never evicted).
+    EXPECT_FALSE(bed.conn(ka).closed);
+    bed.conn(ka).rx.clear();
+    bed.send(ka, simple_get);
+    bed.send(*bed.origin(), ok5);
+    EXPECT_TRUE(bed.conn(ka).rx.ends_with("hello")) << bed.conn(ka).rx;
+    // Each eviction is in the access log: the raw first line, 444, aborted.
+    size_t evicted_lines = 0;
+    for (const access_record &r : drain(sink))
+        if (r.status == 444 && (r.flags & access_record::f_aborted) &&
+            std::string_view(r.target, r.target_len) == "GET /slow HTTP/1.1")
+            ++evicted_lines;
+    EXPECT_EQ(evicted_lines, 2u);
+    finish(bed, {ka, legit, slow[2], slow[3]});
+}
+
 }  // namespace
 }  // namespace ferry::proxy::test

@@ -71,6 +71,10 @@
 //   [http]                          # optional: limits and timeouts of every listener
 //   client_header_timeout_ms = 10000  # 1..3600000: the whole request head must arrive
 //                                   #   within this
+//   max_pending_heads = 0           # 0..1048576 per lcore: client connections waiting for
+//                                   #   a complete request head (connected, or a request
+//                                   #   begun); past it the one waiting longest is reset
+//                                   #   (slowloris); 0 = half the lcore's client slots
 //   client_idle_timeout_ms = 60000  # 1..3600000: keep-alive idle time between requests
 //   client_body_timeout_ms = 60000  # 1..3600000: the longest gap between request body bytes
 //   max_requests_per_connection = 1000  # 0..1000000000, 0 = unlimited
@@ -315,6 +319,7 @@ std::string_view to_string(log_format f);     // "combined" | "json"
 // [http]: applies to every listener.
 struct http_config {
     uint32_t client_header_timeout_ms = 10000;
+    uint32_t max_pending_heads = 0;  // per lcore; 0 = half the client slots
     uint32_t client_idle_timeout_ms = 60000;
     uint32_t client_body_timeout_ms = 60000;
     uint32_t max_requests_per_connection = 1000;  // 0 = unlimited

@@ -190,6 +190,7 @@ namespace ferry::proxy {
 #define FERRY_HTTP_COUNTERS(X)                                                                        \
     X(client_accepted,          "client connections accepted on a listener")                           \
     X(client_closed,            "client connections ended")                                            \
+    X(clients_evicted,          "clients reset while waiting for a head: max_pending_heads reached")   \
     X(client_refused_limit,     "client connections reset: the listener's max_connections was reached") \
     X(requests,                 "request heads received and accepted")                                 \
     X(requests_rejected,        "requests rejected as malformed or over a limit (by reason in /ferry/http)") \
@@ -461,7 +462,13 @@ private:
     void arm_upconn(upconn &u, timeout_kind k, uint64_t now) noexcept;
     void count_timeout(timeout_kind k) noexcept;
     [[nodiscard]] static bool replayable(timeout_kind tk) noexcept;
-    void reject_timeout(client &c, timeout_kind k, uint64_t now) noexcept;  // timeouts_<kind> and timeouts_upstream
+    void reject_timeout(client &c, timeout_kind k, uint64_t now) noexcept;
+    // Clients waiting for a complete request head, oldest first (slowloris):
+    // pending_head_begin at accept and when a keep-alive request begins
+    // (past max_pending_heads the oldest is reset), pending_head_end when the
+    // head is complete or the client ends.
+    void pending_head_begin(client &c, uint64_t now) noexcept;
+    void pending_head_end(client &c) noexcept;  // timeouts_<kind> and timeouts_upstream
     void arm_sending(upconn &u, uint64_t now) noexcept;
     void begin_total(upconn &u, uint64_t now) noexcept;
     [[nodiscard]] bool request_sent(upconn &u) noexcept;
@@ -586,6 +593,8 @@ private:
     std::unique_ptr<uint32_t[]> free_clients_, free_upconns_;
     uint32_t nfree_clients_ = 0, nfree_upconns_ = 0;
     uint32_t max_clients_ = 0, max_upconns_ = 0;
+    // The pending-head list (pending_head_begin): head, tail, length, cap.
+    uint32_t ph_head_ = UINT32_MAX, ph_tail_ = UINT32_MAX, ph_n_ = 0, ph_cap_ = 0;
     uint32_t nclients_ = 0, nupconns_ = 0;
     std::vector<uint32_t> listener_active_;  // open clients per listener (this lcore)
     // Which object each TCP slot serves, per port: index | kind bit, or none.

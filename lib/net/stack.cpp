@@ -574,4 +574,8 @@ void stack::announce(uint64_t) noexcept {
     }
 }
 
+void stack::set_mem_pressure(bool on) noexcept {
+    if (tcp_ != nullptr) tcp_->set_mem_pressure(on);
+}
+
 }  // namespace ferry::net

@@ -287,6 +287,19 @@ void tcp_layer::input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_
     if (idx != none) {
         // RFC 9293 §3.10.7.3 - §3.10.7.4: the connection's own state machine.
         rte_mbuf *payload = m;
+        if (r.payload_len != 0 && mem_pressure_ && !r.has(tcp_flag::syn) &&
+            !r.has(tcp_flag::rst)) {
+            // The data goes (the peer sends it again); its ACK is still news.
+            // A FIN behind the dropped data cannot be taken either.
+            nc_.tcp_drop_mem_pressure.inc();
+            tcp_repr ctl = r;
+            ctl.payload_len = 0;
+            ctl.flags &= static_cast<uint8_t>(~tcp_flag::fin);
+            rte_pktmbuf_free(m);
+            slots_[idx].conn->input(ctl, nullptr, payload_off, now);
+            after(idx);
+            return;
+        }
         if (r.payload_len == 0) {
             rte_pktmbuf_free(m);
             payload = nullptr;

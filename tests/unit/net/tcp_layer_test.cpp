@@ -757,5 +757,51 @@ TEST_F(TcpLayerTest, a_syn_with_a_newer_timestamp_reopens_time_wait_an_older_one
     EXPECT_EQ(layer_->time_wait(), 0u);
 }
 
+// Memory pressure (issue 15): the payload of a segment is dropped, its
+// control part kept: our data is acknowledged (the send queue frees), a FIN
+// behind the dropped data is not taken, nothing becomes readable. Once the
+// pressure is off, the peer's retransmission is taken as usual.
+TEST_F(TcpLayerTest, under_memory_pressure_payloads_are_dropped_and_acks_kept) {
+    tcp_layer_config c;
+    c.syn_cookies = false;
+    start(c);
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    const uint32_t iss = handshake(5000, 7, 100);
+    const tcp_handle h = events().at(0).h;
+    // We send 4 bytes; they stay queued until acknowledged.
+    rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
+    ASSERT_NE(m, nullptr);
+    std::memcpy(rte_pktmbuf_append(m, 4), "pong", 4);
+    ASSERT_EQ(layer_->send(h, m, 0), 4u);
+    take();
+    EXPECT_EQ(layer_->get(h)->send_queued(), 4u);
+    layer_->set_mem_pressure(true);
+    // Their data, a FIN, and the ACK of ours.
+    send(seg(5000, 7, 101, tcp_flag::ack | tcp_flag::psh | tcp_flag::fin, iss + 5),
+         from_string("ping"), 1 * ms);
+    EXPECT_EQ(nc_.tcp_drop_mem_pressure.get(), 1u);
+    EXPECT_EQ(layer_->get(h)->send_queued(), 0u) << "the ACK was processed";
+    EXPECT_EQ(layer_->get(h)->state(), tcp_state::established) << "the FIN was not taken";
+    for (const tcp_notice &n : events()) EXPECT_FALSE(n.events & tcp_event::readable);
+    take();
+    // The pressure ends; the retransmission is taken.
+    layer_->set_mem_pressure(false);
+    send(seg(5000, 7, 101, tcp_flag::ack | tcp_flag::psh | tcp_flag::fin, iss + 5),
+         from_string("ping"), 300 * ms);
+    auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].events & tcp_event::readable);
+    EXPECT_TRUE(ev[0].events & tcp_event::peer_fin);
+    tcp_rx_piece p[4];
+    ASSERT_EQ(layer_->recv(h, p, 300 * ms), 1u);
+    EXPECT_EQ(p[0].len, 4u);
+    rte_pktmbuf_free(p[0].m);
+    EXPECT_EQ(nc_.tcp_drop_mem_pressure.get(), 1u);
+    take();
+    layer_->abort(h, 301 * ms);
+    take();
+    (void)events();
+}
+
 }  // namespace
 }  // namespace ferry::net

@@ -78,6 +78,7 @@
     X(flow_table_full,            "SYNs or cookie ACKs that found no free connection slot")      \
     X(tcp_time_wait_recycled,     "TIME-WAIT connections ended early to free a slot (pool full)") \
     X(tcp_time_wait_reopened,     "TIME-WAIT connections ended by a new SYN on their tuple (RFC 6191)") \
+    X(tcp_drop_mem_pressure,      "segment payloads dropped while the mbuf pool was low (ACKs kept)")  \
     X(conn_opened,                "connections created (passive open, SYN cookie or connect)")   \
     X(conn_closed,                "connections freed (CLOSED, reported to the application)")     \
     X(icmp_rx,                    "ICMP messages received")                                      \

@@ -22,12 +22,13 @@ struct rte_mbuf;
 struct rte_mempool;
 
 // Port I/O counters per lcore (the loop's own counters are the reactor's).
-#define FERRY_IO_COUNTERS(X)                                                  \
-    X(rx_packets, "frames received from all of this lcore's queues")          \
-    X(rx_bursts, "rx bursts that returned frames")                            \
-    X(tx_packets, "frames handed to the NIC")                                 \
-    X(tx_short_bursts, "tx bursts the NIC took only partly (retried later)")  \
-    X(tx_drop_stuck, "frames freed after the NIC refused them for too long")
+#define FERRY_IO_COUNTERS(X)                                                              \
+    X(rx_packets, "frames received from all of this lcore's queues")                      \
+    X(rx_bursts, "rx bursts that returned frames")                                        \
+    X(tx_packets, "frames handed to the NIC")                                             \
+    X(tx_short_bursts, "tx bursts the NIC took only partly (retried later)")              \
+    X(tx_drop_stuck, "frames freed after the NIC refused them for too long")              \
+    X(mem_pressure, "times the pool's free mbufs fell below the reserve (TCP drops payloads)")
 
 namespace ferry::net {
 
@@ -57,6 +58,7 @@ public:
     queue_io &operator=(const queue_io &) = delete;
 
     // One rx burst (the stash first) into the stack, then its due timers.
+    // Samples the pool for memory pressure first (see reserve_).
     // Returns the work done (frames + timer runs).
     uint32_t poll(uint64_t now) noexcept;
     // True if a frame is waiting (received into the stash for the next poll).
@@ -76,11 +78,21 @@ public:
 
 private:
     void flush_faulty(uint64_t now) noexcept;
+    void sample_pressure() noexcept;
 
     uint16_t port_id_, queue_;
     stack &st_;
     io_counters &io_;
     uint32_t tx_stuck_ = 0;  // consecutive flushes the NIC refused part of the batch
+    // Memory pressure: the pool's free count is sampled every
+    // pressure_period polls with frames (every poll while under pressure);
+    // below reserve_ (an eighth of the pool, at least 64) the stack drops
+    // received payloads (tcp_layer::set_mem_pressure).
+    static constexpr uint8_t pressure_period = 8;
+    rte_mempool *pool_ = nullptr;
+    uint32_t reserve_ = 0;
+    uint8_t sample_in_ = 0;
+    bool pressure_ = false;
     uint16_t stash_n_ = 0;
     rte_mbuf *stash_[burst];
     fault_counters fault_ctr_{};

@@ -99,6 +99,8 @@ public:
     // here on; null detaches (segments are then dropped, tcp_drop_unimplemented).
     // Its timers join poll_timers()/next_deadline(). Must outlive the stack's use.
     void attach_tcp(tcp_layer *t) noexcept { tcp_ = t; }
+    // Memory pressure for the TCP layer (tcp_layer::set_mem_pressure).
+    void set_mem_pressure(bool on) noexcept;
     [[nodiscard]] tcp_layer *tcp() noexcept { return tcp_; }
 
     // A frame the stack of the same port on another lcore received, validated

@@ -186,10 +186,22 @@ public:
 
     [[nodiscard]] uint32_t active() const noexcept { return in_use_ - nzombies_ - ntw_; }
     [[nodiscard]] uint32_t time_wait() const noexcept { return ntw_; }
+
+    // Memory pressure (set by the queue that feeds the stack: queue_io):
+    // while on, the payload of segments for open connections is dropped
+    // (tcp_drop_mem_pressure) and only their control part (ACK, window, RST)
+    // is processed, so the mbufs that remain serve ACKs, which free send
+    // queues. Without it, receive queues and unacknowledged send queues can
+    // hold the whole pool, and the ACKs that would free it find no mbuf to
+    // arrive in: a deadlock until timeouts. The sender retransmits what was
+    // dropped.
+    void set_mem_pressure(bool on) noexcept { mem_pressure_ = on; }
+    [[nodiscard]] bool mem_pressure() const noexcept { return mem_pressure_; }
     [[nodiscard]] uint32_t capacity() const noexcept { return cfg_.max_connections; }
     [[nodiscard]] const tcp_layer_config &config() const noexcept { return cfg_; }
 
 private:
+    bool mem_pressure_ = false;
     struct slot;
     struct listener {
         uint16_t port = 0;

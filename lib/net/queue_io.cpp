@@ -19,8 +19,23 @@ constexpr uint16_t rx_room = 2 * queue_io::burst + fault_injector::release_room;
 
 queue_io::queue_io(uint16_t port_id, uint16_t queue, stack &st, io_counters &io,
                    const fault_params *fault, rte_mempool *pool)
-    : port_id_(port_id), queue_(queue), st_(st), io_(io) {
+    : port_id_(port_id), queue_(queue), st_(st), io_(io), pool_(pool) {
     if (fault != nullptr) fault_ = std::make_unique<fault_injector>(*fault, pool, fault_ctr_);
+    if (pool_ != nullptr) reserve_ = std::max<uint32_t>(64, pool_->size / 8);
+}
+
+void queue_io::sample_pressure() noexcept {
+    if (pool_ == nullptr) return;
+    if (!pressure_ && sample_in_ != 0) {
+        --sample_in_;
+        return;
+    }
+    sample_in_ = pressure_period;
+    const bool on = rte_mempool_avail_count(pool_) < reserve_;
+    if (on == pressure_) return;
+    pressure_ = on;
+    if (on) io_.mem_pressure.inc();
+    st_.set_mem_pressure(on);
 }
 
 queue_io::~queue_io() {
@@ -46,6 +61,7 @@ uint32_t queue_io::poll(uint64_t now) noexcept {
     }
     if (fault_) n = fault_->rx(pkts, n, rx_room, now);
     if (n != 0) {
+        sample_pressure();
         io_.rx_packets.inc(n);
         io_.rx_bursts.inc();
         st_.input_burst(std::span<rte_mbuf *const>(pkts, n), now);

@@ -582,7 +582,8 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
     non_counters = {"lcore", "queue", "socket", "mode", "can_sleep", "state", "busy_permille",
                     "current_sleep_ns"}
     lcore_counters = set(tel["/ferry/lcores"]["lcore0"]) - non_counters
-    io_names = {"rx_packets", "rx_bursts", "tx_packets", "tx_short_bursts", "tx_drop_stuck"}
+    io_names = {"rx_packets", "rx_bursts", "tx_packets", "tx_short_bursts", "tx_drop_stuck",
+                "mem_pressure"}
     check(io_names <= lcore_counters, "telemetry: /ferry/lcores has the io counters")
     group("ferry_io_", io_names, per_lcore,
           {(("lcore", k[5:]),): b for k, b in tel["/ferry/lcores"].items()})

@@ -202,6 +202,7 @@ std::size_t serialize_request_head(const request &r, const forward_info &fi,
 
     bool host_written = false;
     bool have_xff = false;
+    bool expect_written = false;
     framing_writer fw(r.headers, r.content_length, false);
     for (const header &h : r.headers) {
         if (is_hop_by_hop(h.name, r) || fw.field(w, h.name))
@@ -220,6 +221,14 @@ std::size_t serialize_request_head(const request &r, const forward_info &fi,
         }
         if (iequals(h.name, "x-forwarded-proto"))
             continue;
+        if (iequals(h.name, "expect")) {
+            // RFC 9110 §10.1.1: 100-continue is the only expectation; ours,
+            // once, or none (an HTTP/1.0 one and unknown ones are ignored).
+            if (r.expect_continue && !expect_written)
+                w.field("Expect", "100-continue");
+            expect_written = true;
+            continue;
+        }
         w.field(h.name, h.value);
     }
     if (!host_written)

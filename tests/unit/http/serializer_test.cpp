@@ -445,5 +445,25 @@ TEST(serializer, response_framing_canonical_and_dechunked) {
               "Connection: keep-alive\r\n\r\n");
 }
 
+TEST(serializer, expect_goes_out_as_one_canonical_100_continue_or_not_at_all) {
+    std::vector<header> st;
+    const request r = parse_req(
+        "PUT /u HTTP/1.1\r\nHost: a\r\nExpect: 100-CONTINUE, x-custom\r\n"
+        "Content-Length: 1\r\nexpect: 100-continue\r\n\r\n", st);
+    ASSERT_TRUE(r.expect_continue);
+    std::string out = ser_req(r, {});
+    EXPECT_NE(out.find("\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 1\r\n"),
+              std::string::npos) << out;
+    EXPECT_EQ(out.find("CONTINUE"), std::string::npos) << out;
+    EXPECT_EQ(out.find("x-custom"), std::string::npos) << out;
+    EXPECT_EQ(out.find("expect:"), std::string::npos) << out;
+    // HTTP/1.0: ignored, not forwarded.
+    std::vector<header> st2;
+    const request r10 =
+        parse_req("GET / HTTP/1.0\r\nExpect: 100-continue\r\nX: 1\r\n\r\n", st2);
+    out = ser_req(r10, {});
+    EXPECT_EQ(out.find("Expect"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace ferry::http::test

@@ -75,8 +75,10 @@ struct forward_info {
 // Writes the head to send upstream for request `r`:
 //   <method> SP <target> SP HTTP/1.<fi.request_version_minor> CRLF
 //   every field that is not hop-by-hop, in the order received, except
-//     X-Forwarded-For (merged below) and X-Forwarded-Proto (replaced), and
-//     the framing fields, written canonically (top of this file);
+//     X-Forwarded-For (merged below) and X-Forwarded-Proto (replaced), the
+//     framing fields, written canonically (top of this file), and Expect:
+//     "Expect: 100-continue" once if r.expect_continue, else none (unknown
+//     expectations and an HTTP/1.0 one are ignored, RFC 9110 §10.1.1);
 //     Host as received, but for an absolute-form target Host is the target's
 //     authority (RFC 9112 §3.2.2), and absent Host is fi.default_host
 //   Via: 1.<r.version_minor> <fi.via_name>      (after any received Via lines)

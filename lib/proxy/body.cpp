@@ -155,8 +155,7 @@ worker_proxy::pump_result worker_proxy::pump_body(endpoint &src, body_sink &sink
             } else {
                 src.skip(fr.consumed);  // received framing: never forwarded
             }
-            const uint64_t at = now + rearm_ns;
-            timers_.arm(src.timer, not_after != 0 && not_after < at ? not_after : at);
+            timers_.arm(src.timer, capped(now + rearm_ns, not_after));
         }
         // Ferry's own framing for what follows (or for the body's end).
         if (sink.framing && !fr.out.empty()) {

@@ -28,6 +28,12 @@ inline constexpr uint32_t scratch_size = 96 * 1024;
 // Body pieces batched into one cross-core data message, up to this many bytes.
 inline constexpr uint32_t xcore_batch = 32 * 1024;
 
+// A timer deadline `at`, but never past `cap` (0 = no cap): the inactivity
+// timers under total_timeout_ms.
+inline constexpr uint64_t capped(uint64_t at, uint64_t cap) noexcept {
+    return cap != 0 && cap < at ? cap : at;
+}
+
 struct worker_proxy::endpoint {
     static constexpr uint32_t in_cap = 32;
     static constexpr uint32_t out_cap = 32;

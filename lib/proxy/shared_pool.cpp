@@ -214,7 +214,6 @@ worker_proxy::upconn *worker_proxy::open_shared(uint32_t si, uint64_t now) noexc
     sl.opened = true;
     ctr_.upstream_connects.inc();
     srv_ctr_[sl.upstream][sl.server].connections.inc();
-    u.total_at = 0;
     arm_upconn(u, timeout_kind::connect, now);
     return &u;
 }

@@ -77,6 +77,8 @@ worker_proxy::upconn *worker_proxy::open_upconn(int upstream, int server, uint64
     u.client = none;
     u.state = upconn::st::connecting;
     u.t_conn = 0;
+    u.tkind = timeout_kind::none;
+    u.total_at = 0;
     u.ri = http::request_info{};
     u.idle_next = u.idle_prev = none;
     slot_owner_[port][h.index] = idx | kind_up;
@@ -115,7 +117,6 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
         }
         ctr_.upstream_connects.inc();
         srv_ctr_[upstream][server].connections.inc();
-        u->total_at = 0;
         arm_upconn(*u, timeout_kind::connect, now);
     }
     u->client = static_cast<uint32_t>(&c - clients_.get());
@@ -482,8 +483,7 @@ void worker_proxy::arm_upconn(upconn &u, timeout_kind k, uint64_t now) noexcept 
             break;
     }
     u.tkind = k;
-    const uint64_t at = now + uint64_t(t_ms) * ms;
-    timers_.arm(u.timer, u.total_at != 0 && u.total_at < at ? u.total_at : at);
+    timers_.arm(u.timer, capped(now + uint64_t(t_ms) * ms, u.total_at));
 }
 
 bool worker_proxy::request_sent(upconn &u) noexcept {

@@ -8,8 +8,9 @@ private namespace, the Python origin on the tap's kernel side.
     would free them found none to arrive in (rx_nombuf), and most clients
     stalled until their timeout. Now the pool running low is counted
     (mem_pressure) and TCP drops received payloads (tcp_drop_mem_pressure,
-    the senders retransmit) but keeps processing ACKs: every client gets its
-    whole response. Afterwards ferry recovers fully: every client connection closes, the pool's in-use count
+    the senders retransmit) but keeps processing ACKs: no client stalls, and
+    every client gets its whole response but for exchanges the proxy itself
+    could not buffer (a 503 or a reset, counted in no_buffer). Afterwards ferry recovers fully: every client connection closes, the pool's in-use count
     comes back to its value before the load exactly, and a request is served.
 (b) connection flood: a listener with max_connections = 8 and 64 clients
     that connect and hold their connections: the ones past the limit are
@@ -115,7 +116,7 @@ def phase_exhaustion(ns, f):
     pressure0 = sum(l["mem_pressure"] for l in f.telemetry("/ferry/lcores").values()
                     if isinstance(l, dict))
     r = ns.run([sys.executable, "-c", CLIENT], check=False, timeout=120)
-    results = r.stdout.split()
+    results = r.stdout.splitlines()
     kinds = {}
     for line in r.stdout.splitlines():
         k = line.split()[0] if line else "?"
@@ -126,6 +127,7 @@ def phase_exhaustion(ns, f):
                    if isinstance(l, dict)) - pressure0
     dropped = p1["tcp_drop_mem_pressure"] - p0["tcp_drop_mem_pressure"]
     nombuf = p1["rx_nombuf"] - p0["rx_nombuf"]
+    no_buffer = h1["no_buffer"] - h0["no_buffer"]
     moved = {k: h1[k] - h0[k] for k in h1 if isinstance(h1[k], int) and h1[k] != h0.get(k)}
     print(f"  64 x {BODY // 1024} KiB with 2048 mbufs: {kinds}; pool low {pressure} times, "
           f"payloads dropped {dropped}, rx_nombuf {nombuf}; /ferry/http moved {moved}")
@@ -133,8 +135,14 @@ def phase_exhaustion(ns, f):
     check(pressure > 0 and dropped > 0,
           f"the pool ran low and it was counted (mem_pressure {pressure}, "
           f"tcp_drop_mem_pressure {dropped})")
-    check(kinds.get("ok", 0) == CLIENTS,
-          f"backpressure, not failure: every client got its whole response ({kinds})")
+    # The proxy's own allocations (a head, a framing piece) may still fail
+    # under pressure: that exchange ends with a 503, or a reset once the
+    # response began, counted in no_buffer, never with bytes skipped.
+    failed = CLIENTS - kinds.get("ok", 0)
+    check(kinds.get("timeout", 0) == 0, f"no client stalled ({kinds})")
+    check(failed <= no_buffer,
+          f"backpressure, not failure: every client got its whole response but for "
+          f"{failed} failures counted in no_buffer ({no_buffer}) ({kinds})")
     # Recovery: every connection gone, the pool back exactly, serving again.
     v = wait_for(lambda: (f.telemetry("/ferry/http")["active_connections"], f.port()["mbufs_in_use"]),
                  lambda v: v[0] == 0 and v[1] == start_in_use, timeout=60)

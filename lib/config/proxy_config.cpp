@@ -15,6 +15,7 @@ constexpr std::string_view balance_names[] = {"round_robin", "least_conn", "cons
 constexpr std::string_view hash_key_names[] = {"client_ip", "uri", "host"};
 constexpr std::string_view pool_names[] = {"local", "shared"};
 constexpr std::string_view log_format_names[] = {"combined", "json"};
+constexpr std::string_view all_down_names[] = {"try", "refuse"};
 
 constexpr int64_t max_timeout_ms = 3600000;  // an hour
 constexpr size_t max_path_bytes = 1024;
@@ -363,6 +364,8 @@ std::optional<error> proxy_reader::read_upstream(const toml::table &t, const std
         {"retries", false, r_.integer_into(u.retries, 0, 10)},
         {"max_fails", false, r_.integer_into(u.max_fails, 0, 1000)},
         {"fail_timeout_ms", false, r_.integer_into(u.fail_timeout_ms, 1, max_timeout_ms)},
+        {"when_all_down", false,
+         enum_into(r_, u.when_all_down, unused, all_down_names, "when_all_down mode")},
         {"health_check_path", false,
          checked_string(
              r_, u.health_check_path, unused,
@@ -563,6 +566,10 @@ std::string_view to_string(log_format f) {
     return log_format_names[static_cast<size_t>(f)];
 }
 
+std::string_view to_string(all_down_mode m) {
+    return all_down_names[static_cast<size_t>(m)];
+}
+
 std::string format_endpoint(uint32_t addr, uint16_t port) {
     return format_ipv4(addr) + ":" + std::to_string(port);
 }
@@ -630,6 +637,7 @@ std::string describe_proxy(const ferry_config &c) {
                (u.total_timeout_ms ? ms(u.total_timeout_ms) : std::string("off")) + "; retries " + std::to_string(u.retries) + ", max_fails " +
                (u.max_fails ? std::to_string(u.max_fails) + " (down " + ms(u.fail_timeout_ms) + ")"
                             : std::string("off")) +
+               ", when all down " + std::string(to_string(u.when_all_down)) +
                ", health checks ";
         if (u.health_checks()) {
             out +=

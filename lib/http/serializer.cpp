@@ -282,7 +282,8 @@ std::size_t serialize_response_head(const response &r, const forward_info &fi,
     return w.finish(out.data());
 }
 
-std::size_t serialize_error(uint16_t status, bool close, std::span<char> out) noexcept {
+std::size_t serialize_error(uint16_t status, bool close, std::span<char> out,
+                            bool head_only) noexcept {
     if (status < 400 || status > 599)
         return 0;
     const std::string_view reason = reason_phrase(status);
@@ -296,6 +297,8 @@ std::size_t serialize_error(uint16_t status, bool close, std::span<char> out) no
     w.put("\r\nContent-Type: text/plain\r\nContent-Length: ");
     w.put_uint(body_len);
     w.put(close ? "\r\nConnection: close\r\n\r\n" : "\r\nConnection: keep-alive\r\n\r\n");
+    if (head_only)
+        return w.finish(out.data());
     w.put_uint(status);
     if (!reason.empty()) {
         w.put(' ');

@@ -23,7 +23,8 @@ bool clip(char *dst, uint32_t cap, std::string_view v, Len &len) noexcept {
 
 void worker_proxy::set_access_log(access_log_sink *sink) {
     alog_ = sink;
-    al_pending_ = sink != nullptr ? std::make_unique<access_record[]>(max_clients_) : nullptr;
+    reserved_al_ = 0;
+    al_pending_ = sink != nullptr ? reserve<access_record>(reserved_al_, max_clients_) : nullptr;
 }
 
 access_record &worker_proxy::al_rec(const client &c) noexcept {

@@ -37,7 +37,11 @@ bool idempotent(http::method m) noexcept {
 }  // namespace
 
 void worker_proxy::drive_client(client &c, uint64_t now) noexcept {
-    for (int guard = 0; guard < 64 && c.used; ++guard) {
+    for (int guard = 0; c.used; ++guard) {
+        if (guard == 64) {  // enough for one turn: the rest at the next poll
+            redrive_later(c);
+            return;
+        }
         switch (c.state) {
             case client::st::head:
                 if (!client_head(c, now)) return;
@@ -111,6 +115,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
 // state changed (go on), false when it was rejected.
 bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noexcept {
     pending_head_end(c);
+    c.head_len = consumed;
     const http::request &req = c.req;
     c.head_method = req.m == http::method::head;
     c.http10 = req.version_minor == 0;
@@ -137,8 +142,12 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
                       req.origin_form.empty() ? req.target : req.origin_form);
     if (upstream < 0) {
         ctr_.generated_404.inc();
-        reject(c, 404, now);
-        return false;
+        if (!answer_keeps(c)) {
+            reject(c, 404, now);
+            return false;
+        }
+        answer_and_go_on(c, 404, now);
+        return true;
     }
     c.upstream = upstream;
     if (c.al_open) al_rec(c).upstream = static_cast<int16_t>(upstream);
@@ -150,7 +159,7 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     const int server = pick_server(upstream, c.balance_key, now);
     if (server < 0) {
         reject_generated(c, 503, now);
-        return false;
+        return c.state == client::st::head && c.used;  // kept: go on with the next
     }
     if (c.al_open) al_rec(c).server = static_cast<int16_t>(server);
     return dispatch(c, consumed, upstream, server, now);
@@ -243,6 +252,7 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
         al_rec(c).flags |= access_record::f_has_body;
     std::memmove(c.buf, c.buf + consumed, c.buf_len - consumed);
     c.buf_len -= consumed;
+    c.head_len = 0;
     c.hp.reset();
     c.response_started = false;
     timers_.cancel(c.timer);
@@ -449,10 +459,19 @@ void worker_proxy::reject_timeout(client &c, timeout_kind k, uint64_t now) noexc
 }
 
 void worker_proxy::reject(client &c, uint16_t status, uint64_t now) noexcept {
-    pending_head_end(c);
     // A head that did not parse (or never came: 408) still gets its line; a
     // client already closing was answered before.
     if (alog_ != nullptr && !c.al_open && c.state != client::st::closing) al_unparsed(c, now);
+    send_answer(c, status, false, now);
+    close_client(c, now);
+}
+
+// A generated answer after whatever c's request holds is let go (its queued
+// head, its upstream connection, a remote side): counted, pushed with
+// Connection: keep-alive (no body to a HEAD request) or close, logged. False
+// when no mbuf could hold it (counted as no_buffer).
+bool worker_proxy::send_answer(client &c, uint16_t status, bool keep, uint64_t now) noexcept {
+    pending_head_end(c);
     abort_remote(c);
     if (c.q_head != nullptr) {
         rte_pktmbuf_free(c.q_head);
@@ -468,13 +487,72 @@ void worker_proxy::reject(client &c, uint16_t status, uint64_t now) noexcept {
         ctr_.responses_5xx.inc();
     else
         ctr_.responses_4xx.inc();
-    const size_t n = http::serialize_error(status, true, std::span(scratch_.get(), scratch_size));
-    push(c, chain_of(scratch_.get(), static_cast<uint32_t>(n), c.port), now);
+    const size_t n = http::serialize_error(status, !keep, std::span(scratch_.get(), scratch_size),
+                                           keep && c.head_method);
+    const bool sent = push(c, chain_of(scratch_.get(), static_cast<uint32_t>(n), c.port), now);
     if (c.al_open) {
         c.al_status = status;
         al_end(c, status, false, now);
     }
-    close_client(c, now);
+    return sent;
+}
+
+bool worker_proxy::answer_keeps(const client &c) const noexcept {
+    if (!c.keep_alive || draining_ || c.response_started || c.xbroken) return false;
+    switch (c.state) {
+        case client::st::head:  // parsed, not dispatched: only without a body
+            return c.head_len != 0 && c.req.body == http::body_kind::none;
+        case client::st::wait:  // all of the request read (unless queued with its body unread)
+            return !(c.queued && c.q_body);
+        default:
+            return false;
+    }
+}
+
+void worker_proxy::answer_and_go_on(client &c, uint16_t status, uint64_t now) noexcept {
+    ctr_.errors_kept_alive.inc();
+    const bool sent = send_answer(c, status, true, now);
+    if (c.head_len != 0) {  // the head was not consumed (dispatch never ran)
+        std::memmove(c.buf, c.buf + c.head_len, c.buf_len - c.head_len);
+        c.buf_len -= c.head_len;
+        c.head_len = 0;
+    }
+    c.response_started = false;
+    if (c.retry_head != nullptr) {
+        rte_pktmbuf_free(c.retry_head);
+        c.retry_head = nullptr;
+    }
+    c.retries_left = 0;
+    if (!sent) {  // no mbuf for the answer (counted as no_buffer): the connection ends
+        close_client(c, now);
+        return;
+    }
+    c.state = client::st::head;
+    c.hp.reset();
+    timers_.arm(c.timer, now + cfg_.http.client_idle_timeout_ms * ms);
+    // A pipelined request may be read already; the caller may be inside
+    // drive_client for c: go on from poll(), never recursively.
+    if (c.buf_len != 0 || c.in_n != 0) redrive_later(c);
+}
+
+void worker_proxy::redrive_later(client &c) noexcept {
+    if (c.redrive) return;
+    c.redrive = true;
+    redrive_.emplace_back(static_cast<uint32_t>(&c - clients_.get()), c.gen);
+}
+
+void worker_proxy::run_redrives(uint64_t now) noexcept {
+    // Swapped out: a client driven here may list itself again (next poll).
+    std::vector<std::pair<uint32_t, uint32_t>> list;
+    list.swap(redrive_);
+    for (const auto &[idx, gen] : list) {
+        client &c = clients_[idx];
+        if (!c.used || c.gen != gen || !c.redrive) continue;
+        c.redrive = false;
+        drive_client(c, now);
+    }
+    list.clear();
+    if (redrive_.empty()) redrive_.swap(list);  // keep the reserved capacity
 }
 
 void worker_proxy::close_client(client &c, uint64_t now) noexcept {
@@ -492,6 +570,16 @@ void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
     abort_remote(c);
     al_end(c, 444, true, now);  // 444: ferry reset it before any response head
     ctr_.client_aborted.inc();
+    if (c.state != client::st::closing && c.response_started && c.resp_framed && c.h.valid()) {
+        // Cut mid-response, and its framing shows the cut (a Content-Length
+        // not reached, no last chunk): what is queued goes out, then a FIN,
+        // which TCP delivers however many segments are lost. A reset is sent
+        // once: lost, it leaves the client waiting for the rest for ever.
+        ctr_.client_cut_closed.inc();
+        c.keep_alive = false;
+        close_client(c, now);
+        return;
+    }
     if (c.h.valid()) ports_[c.port].layer->abort(c.h, now);
     // The closed event frees it.
     c.state = client::st::closing;

@@ -206,7 +206,10 @@ void worker_proxy::on_client_message(unsigned from, xcore::message &m, uint64_t 
     client &c = *cp;
     switch (m.opcode) {
         case op_resp_data: {
-            if (!(m.flags & xf_interim)) c.response_started = true;
+            if (!(m.flags & xf_interim) && !c.response_started) {
+                c.response_started = true;
+                c.resp_framed = (m.flags & xf_framed) != 0;
+            }
             if (m.arg != 0 && c.al_open) {
                 // A response head (proxy.h): its status and connect time.
                 access_record &r = al_rec(c);

@@ -99,9 +99,16 @@ struct worker_proxy::client : worker_proxy::endpoint {
     uint32_t requests = 0;
     bool keep_alive = true;
     bool response_started = false;
+    // The response going out is delimited by its framing (Content-Length or
+    // chunked toward the client): a cut shows without a reset.
+    bool resp_framed = false;
     bool head_method = false;
     bool http10 = false;
     int upstream = -1;
+    // The parsed head's bytes at the front of the buffer, until dispatch
+    // consumes them (0 otherwise): what a kept-alive error answer drops.
+    uint32_t head_len = 0;
+    bool redrive = false;            // listed in redrive_
     rte_mbuf *retry_head = nullptr;  // a clone of the request head, for one retry
     uint32_t retries_left = 0;
     bool retry_idempotent = false;  // the request's method is idempotent (RFC 9110 §9.2.2)

@@ -37,7 +37,7 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     uint32_t slots = 0;
     for (const port_ref &p : ports_) {
         slots += p.layer->capacity();
-        auto owner = std::make_unique<uint32_t[]>(p.layer->capacity());
+        auto owner = reserve<uint32_t>(reserved_base_, p.layer->capacity());
         std::fill_n(owner.get(), p.layer->capacity(), none);
         slot_owner_.push_back(std::move(owner));
     }
@@ -47,12 +47,12 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     max_upconns_ = std::max<uint32_t>(1, slots);
     ph_cap_ = cfg_.http.max_pending_heads != 0 ? cfg_.http.max_pending_heads
                                                : std::max<uint32_t>(1, max_clients_ / 2);
-    clients_ = std::make_unique<client[]>(max_clients_);
-    upconns_ = std::make_unique<upconn[]>(max_upconns_);
+    clients_ = reserve<client>(reserved_base_, max_clients_);
+    upconns_ = reserve<upconn>(reserved_base_, max_upconns_);
     const uint32_t cap = limits_.max_head_bytes;
-    buffers_ = std::make_unique<char[]>(size_t(cap) * (max_clients_ + max_upconns_));
-    free_clients_ = std::make_unique<uint32_t[]>(max_clients_);
-    free_upconns_ = std::make_unique<uint32_t[]>(max_upconns_);
+    buffers_ = reserve_raw<char>(reserved_base_, size_t(cap) * (max_clients_ + max_upconns_));
+    free_clients_ = reserve<uint32_t>(reserved_base_, max_clients_);
+    free_upconns_ = reserve<uint32_t>(reserved_base_, max_upconns_);
     for (uint32_t i = 0; i < max_clients_; ++i) {
         client &c = clients_[i];
         c.px = this;
@@ -70,13 +70,14 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
         u.timer.set_callback(upconn_timer_cb, &u);
         free_upconns_[nfree_upconns_++] = max_upconns_ - 1 - i;
     }
-    fields_ = std::make_unique<http::header[]>(size_t(limits_.max_headers) *
+    fields_ = reserve<http::header>(reserved_base_, size_t(limits_.max_headers) *
                                                (max_clients_ + max_upconns_));
     for (uint32_t i = 0; i < max_clients_; ++i)
         clients_[i].fields = fields_.get() + size_t(limits_.max_headers) * i;
     for (uint32_t i = 0; i < max_upconns_; ++i)
         upconns_[i].fields = fields_.get() + size_t(limits_.max_headers) * (max_clients_ + i);
-    scratch_ = std::make_unique<char[]>(scratch_size);
+    scratch_ = reserve<char>(reserved_base_, scratch_size);
+    redrive_.reserve(max_clients_);
     listener_active_.assign(cfg.listeners.size(), 0);
     for (const auto &uc : cfg.upstreams) {
         auto st = std::make_unique<upstream_state>();
@@ -90,7 +91,7 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
         for (size_t i = 0; i < n; ++i) st->view[i].weight = uc.servers[i].weight;
         if (uc.balance == config::balance_mode::consistent_hash) st->ring = hash_ring(uc.servers);
         ups_.push_back(std::move(st));
-        srv_ctr_.push_back(std::make_unique<server_counters[]>(n));
+        srv_ctr_.push_back(reserve<server_counters>(reserved_base_, n));
     }
     health_timer_.set_callback(health_timer_cb, this);
     init_shared();
@@ -135,7 +136,7 @@ std::string worker_proxy::listen(uint64_t now) {
 bool worker_proxy::pending() const noexcept {
     for (const port_ref &p : ports_)
         if (p.layer->has_events()) return true;
-    return backlog_total_ != 0 || !kick_list_.empty() || nxfail_ != 0;
+    return backlog_total_ != 0 || !kick_list_.empty() || nxfail_ != 0 || !redrive_.empty();
 }
 
 uint32_t worker_proxy::poll(uint64_t now) noexcept {
@@ -157,6 +158,10 @@ uint32_t worker_proxy::poll(uint64_t now) noexcept {
     }
     if (!kick_list_.empty()) {
         run_kicks(now);
+        ++work;
+    }
+    if (!redrive_.empty()) {
+        run_redrives(now);
         ++work;
     }
     if (draining_ && has_shared_)
@@ -281,6 +286,8 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     c.keep_alive = true;
     c.response_started = false;
     c.retry_head = nullptr;
+    c.head_len = 0;
+    c.redrive = false;
     c.cred_mask = 0;
     c.queued = c.remote = c.xbroken = false;
     c.q_head = nullptr;
@@ -410,7 +417,10 @@ void worker_proxy::reject_generated(client &c, uint16_t status, uint64_t now) no
         ctr_.generated_503.inc();
     else
         ctr_.generated_502.inc();
-    reject(c, status, now);
+    if (answer_keeps(c))
+        answer_and_go_on(c, status, now);
+    else
+        reject(c, status, now);
 }
 
 void worker_proxy::client_timer_cb(void *ctx, uint64_t now) noexcept {

@@ -35,7 +35,8 @@ void worker_proxy::init_shared() {
         id += static_cast<uint32_t>(uc.servers.size()) * uc.shared_connections;
     }
     nslots_ = id;
-    slots_ = std::make_unique<shared_slot[]>(std::max<uint32_t>(1, nslots_));
+    reserved_shared_ = 0;
+    slots_ = reserve<shared_slot>(reserved_shared_, std::max<uint32_t>(1, nslots_));
     uint32_t owned = 0;
     for (size_t ui = 0; ui < nup; ++ui) {
         const auto &uc = cfg_.upstreams[ui];
@@ -48,7 +49,7 @@ void worker_proxy::init_shared() {
                 sl.k = k;
                 sl.owner = k % nworkers_;
                 if (sl.owner == lcore_index_) {
-                    sl.q = std::make_unique<job[]>(shared_fifo_cap);
+                    sl.q = reserve<job>(reserved_shared_, shared_fifo_cap);
                     ++owned;
                 }
             }
@@ -59,13 +60,13 @@ void worker_proxy::init_shared() {
     max_rreqs_ = cross && owned != 0
                      ? std::min<uint32_t>(owned * (shared_fifo_cap + 1), 4 * max_clients_)
                      : 0;
-    rreqs_ = std::make_unique<rreq[]>(std::max<uint32_t>(1, max_rreqs_));
-    free_rreqs_ = std::make_unique<uint32_t[]>(std::max<uint32_t>(1, max_rreqs_));
+    rreqs_ = reserve<rreq>(reserved_shared_, std::max<uint32_t>(1, max_rreqs_));
+    free_rreqs_ = reserve<uint32_t>(reserved_shared_, std::max<uint32_t>(1, max_rreqs_));
     nfree_rreqs_ = 0;
     nrreqs_ = 0;
     for (uint32_t i = 0; i < max_rreqs_; ++i) free_rreqs_[nfree_rreqs_++] = max_rreqs_ - 1 - i;
     const size_t table = cross ? size_t(nworkers_) * max_clients_ : 0;
-    rreq_of_ = std::make_unique<uint32_t[]>(std::max<size_t>(1, table));
+    rreq_of_ = reserve<uint32_t>(reserved_shared_, std::max<size_t>(1, table));
     std::fill_n(rreq_of_.get(), std::max<size_t>(1, table), none);
     // The backlog of each peer, sized here once: every request crossing to
     // or from that peer has at most xcore_window data messages, one credit
@@ -80,11 +81,11 @@ void worker_proxy::init_shared() {
     backlog_.clear();
     backlog_.resize(cross ? nworkers_ : 0);
     for (backlog &b : backlog_) {
-        b.q = std::make_unique<xcore::message[]>(cap);
+        b.q = reserve<xcore::message>(reserved_shared_, cap);
         b.mask = cap - 1;
     }
     backlog_total_ = 0;
-    xfail_ = std::make_unique<xfail_entry[]>(cross ? max_clients_ + max_rreqs_ : 1);
+    xfail_ = reserve<xfail_entry>(reserved_shared_, cross ? max_clients_ + max_rreqs_ : 1);
     nxfail_ = 0;
     inflight_to_.assign(nworkers_, 0);
 }

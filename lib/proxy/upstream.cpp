@@ -19,10 +19,20 @@ namespace ferry::proxy {
 int worker_proxy::pick_server(int upstream, uint64_t key, uint64_t now, int exclude) noexcept {
     const auto &uc = cfg_.upstreams[upstream];
     upstream_state &us = *ups_[upstream];
+    bool any_up = false;
     for (size_t s = 0; s < us.view.size(); ++s) {
         const uint64_t d = shared_.health[upstream][s].down_until.load(std::memory_order_relaxed);
         us.view[s].up = (d == 0 || d <= now) && static_cast<int>(s) != exclude;
         us.view[s].busy = us.busy[s];
+        any_up |= us.view[s].up;
+    }
+    // Every server down: try them all the same rather than refuse (a server
+    // back up serves at once, and its success marks it up). The one a retry
+    // leaves out stays out.
+    if (!any_up && uc.when_all_down == config::all_down_mode::try_anyway) {
+        for (size_t s = 0; s < us.view.size(); ++s)
+            us.view[s].up = static_cast<int>(s) != exclude;
+        if (exclude < 0 || us.view.size() > 1) ctr_.all_down_tried.inc();
     }
     switch (uc.balance) {
         case config::balance_mode::round_robin:
@@ -240,9 +250,14 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     if (resp.status >= 200) {
         sc.latency_ns.inc(now - u.t_sent);
         sc.responses.inc();
+        // An answer: the server is alive (it may have been tried while marked
+        // down, when_all_down = "try"). Written only on a change: the words are
+        // shared by every lcore.
         auto &h = shared_.health[u.upstream][u.server];
         if (h.consecutive_fails.load(std::memory_order_relaxed) != 0)
             h.consecutive_fails.store(0, std::memory_order_relaxed);
+        if (h.down_until.load(std::memory_order_relaxed) != 0)
+            h.down_until.store(0, std::memory_order_relaxed);
     }
     const bool until_close = resp.body == http::body_kind::until_close;
     // An HTTP/1.0 client cannot receive chunked coding (RFC 9112 §6.1; ferry
@@ -281,6 +296,7 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
             return head_next::stop;
         }
         c.response_started = true;
+        c.resp_framed = framed_toward_client(u);
         if (c.retry_head != nullptr) {
             rte_pktmbuf_free(c.retry_head);
             c.retry_head = nullptr;
@@ -330,7 +346,8 @@ bool worker_proxy::head_body(upconn &u, client *cp, rreq *rp, rte_mbuf *rhead, u
         if (rhead == nullptr) return;
         --rp->credit;
         rp->response_started = true;
-        xsend(rp->from, op_resp_data, rp->handle, 0, head_arg, rhead);
+        xsend(rp->from, op_resp_data, rp->handle, framed_toward_client(u) ? xf_framed : 0, head_arg,
+              rhead);
         rhead = nullptr;
     };
     auto finish = [&](bool reusable) {
@@ -617,6 +634,10 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health, 
         }
     }
     reject_generated(c, status, now);
+}
+
+bool worker_proxy::framed_toward_client(const upconn &u) noexcept {
+    return u.resp.body != http::body_kind::until_close && !u.dechunk;
 }
 
 void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexcept {

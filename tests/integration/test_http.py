@@ -121,6 +121,7 @@ response_timeout_ms = 1000
 name = "dead"
 max_fails = 2
 fail_timeout_ms = 60000
+when_all_down = "refuse"
   [[upstream.server]]
   address = "{PEER_ADDR}:{DEAD_PORT}"
 

@@ -271,6 +271,9 @@ const bad_case bad_cases[] = {
      cfg(upstream_with("balance = \"consistent_hash\"\nhash_key = \"cookie\"\n")),
      "t.toml:9:12: key 'upstream[0].hash_key': unknown hash key 'cookie' (expected client_ip, "
      "uri or host)"},
+    {"upstream_when_all_down_unknown", cfg(upstream_with("when_all_down = \"panic\"\n")),
+     "t.toml:8:17: key 'upstream[0].when_all_down': unknown when_all_down mode 'panic' "
+     "(expected try or refuse)"},
     {"upstream_pool_unknown", cfg(upstream_with("pool = \"global\"\n")),
      "t.toml:8:8: key 'upstream[0].pool': unknown pool mode 'global' (expected local or "
      "shared)"},
@@ -568,6 +571,7 @@ write_timeout_ms = 400
 retries = 0
 max_fails = 0
 fail_timeout_ms = 500
+when_all_down = "refuse"
 health_check_path = "/healthz?full=1"
 health_check_interval_ms = 600
 health_check_timeout_ms = 700
@@ -672,6 +676,7 @@ gateway = "10.78.255.254"
     EXPECT_EQ(app.retries, 0u);
     EXPECT_EQ(app.max_fails, 0u);
     EXPECT_EQ(app.fail_timeout_ms, 500u);
+    EXPECT_EQ(app.when_all_down, all_down_mode::refuse);
     EXPECT_TRUE(app.health_checks());
     EXPECT_EQ(app.health_check_path, "/healthz?full=1");
     EXPECT_EQ(app.health_check_interval_ms, 600u);
@@ -682,7 +687,7 @@ gateway = "10.78.255.254"
     EXPECT_EQ(app.servers[0].addr, 0x0a4d0002u);
     EXPECT_EQ(app.servers[0].port, 8080);
     EXPECT_EQ(app.servers[0].weight, 3u);
-    EXPECT_EQ(app.servers[0].where.line, 53u);
+    EXPECT_EQ(app.servers[0].where.line, 54u);
     EXPECT_EQ(app.servers[0].where.column, 3u);
     EXPECT_EQ(app.servers[1].addr, 0x0a4d0002u);  // same address, another port
     EXPECT_EQ(app.servers[1].port, 8081);
@@ -699,7 +704,7 @@ gateway = "10.78.255.254"
     ASSERT_EQ(api.servers.size(), 1u);
     EXPECT_EQ(format_endpoint(api.servers[0].addr, api.servers[0].port), "10.78.0.5:9000");
     EXPECT_EQ(api.servers[0].weight, 1000u);
-    EXPECT_EQ(api.where.line, 61u);
+    EXPECT_EQ(api.where.line, 62u);
 
     EXPECT_EQ(describe_proxy(c),
               "proxy: 2 listeners, 3 routes, 2 upstreams\n"
@@ -714,14 +719,14 @@ gateway = "10.78.255.254"
               "route 1: listener any, host *.example.com, path_prefix / -> upstream app\n"
               "route 2: listener any, host any, path_prefix / -> upstream api\n"
               "upstream app: balance least_conn, pool local (max_idle 0), timeouts connect 100 "
-              "ms, response 200 ms, read 300 ms, write 400 ms, total off; retries 0, max_fails off, health "
+              "ms, response 200 ms, read 300 ms, write 400 ms, total off; retries 0, max_fails off, when all down refuse, health "
               "checks GET /healthz?full=1 every 600 ms, timeout 700 ms, host app.internal:8080\n"
               "  server 10.77.0.2:8080 weight 3\n"
               "  server 10.77.0.2:8081 weight 1\n"
               "  server 192.168.7.9:80 weight 1\n"
               "upstream api: balance consistent_hash (hash_key uri), pool shared "
               "(shared_connections 16), timeouts connect 5000 ms, response 60000 ms, read 60000 "
-              "ms, write 60000 ms, total off; retries 1, max_fails 3 (down 10000 ms), health checks off\n"
+              "ms, write 60000 ms, total off; retries 1, max_fails 3 (down 10000 ms), when all down try, health checks off\n"
               "  server 10.78.0.5:9000 weight 1000\n");
 }
 
@@ -784,6 +789,7 @@ TEST(proxy_config, defaults_of_a_minimal_proxy) {
     EXPECT_EQ(u.retries, 1u);
     EXPECT_EQ(u.max_fails, 3u);
     EXPECT_EQ(u.fail_timeout_ms, 10000u);
+    EXPECT_EQ(u.when_all_down, all_down_mode::try_anyway);
     EXPECT_EQ(u.health_check_path, "");
     EXPECT_FALSE(u.health_checks());
     EXPECT_EQ(u.health_check_interval_ms, 2000u);
@@ -804,7 +810,7 @@ TEST(proxy_config, defaults_of_a_minimal_proxy) {
               "route 0: listener any, host any, path_prefix / -> upstream app\n"
               "upstream app: balance round_robin, pool local (max_idle 256), timeouts connect "
               "5000 ms, response 60000 ms, read 60000 ms, write 60000 ms, total off; retries 1, max_fails "
-              "3 (down 10000 ms), health checks off\n"
+              "3 (down 10000 ms), when all down try, health checks off\n"
               "  server 10.77.0.2:8080 weight 1\n");
 }
 

@@ -301,6 +301,14 @@ TEST(serializer, error_responses) {
               "Connection: close\r\n"
               "\r\n"
               "599\n");
+    // To a HEAD request: the same head, no body.
+    n = serialize_error(503, false, out, true);
+    EXPECT_EQ(out.substr(0, n),
+              "HTTP/1.1 503 Service Unavailable\r\n"
+              "Content-Type: text/plain\r\n"
+              "Content-Length: 24\r\n"
+              "Connection: keep-alive\r\n"
+              "\r\n");
     EXPECT_EQ(serialize_error(200, true, out), 0u);
     EXPECT_EQ(serialize_error(399, true, out), 0u);
     EXPECT_EQ(serialize_error(600, true, out), 0u);

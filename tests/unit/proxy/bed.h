@@ -141,6 +141,7 @@ public:
 
     worker_proxy &proxy() { return *px_; }
     const http_counters &ctr() const { return px_->counters(); }
+    shared_state &shared() { return *shared_; }
     uint64_t now() const { return now_; }
     net::tcp_layer &ferry_layer() { return *flay_; }
     void skip_leak_check() { check_leaks_ = false; }

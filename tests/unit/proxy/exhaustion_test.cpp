@@ -89,13 +89,24 @@ TEST(Exhaustion, EveryAllocationOfAnExchangeFailsCleanly) {
         EXPECT_TRUE(base.to_origin.starts_with(r.to_origin))
             << "origin got bytes out of order:\n" << r.to_origin;
         // Toward the client: a prefix of the real responses, then at most one
-        // generated 5xx (the exchange failed before its response began).
+        // generated 5xx (the exchange failed before its response began). It
+        // closes the connection, or (the request was complete) keeps it and
+        // the responses after it are the real ones (a suffix of the base).
         std::string got = r.to_client;
         if (const size_t e = got.find("HTTP/1.1 50"); e != std::string::npos &&
                                                       base.to_client.find("HTTP/1.1 50") ==
                                                           std::string::npos) {
             EXPECT_TRUE(got.substr(e).starts_with("HTTP/1.1 503 ")) << got.substr(e);
-            EXPECT_NE(got.find("Connection: close", e), std::string::npos);
+            const size_t end = got.find("503 Service Unavailable\n", e + 12);
+            ASSERT_NE(end, std::string::npos) << got.substr(e);
+            const std::string head = got.substr(e, end - e);
+            const std::string rest = got.substr(end + 24);
+            if (head.find("Connection: close\r\n") != std::string::npos) {
+                EXPECT_EQ(rest, "") << "bytes after a closing 503";
+            } else {
+                EXPECT_NE(head.find("Connection: keep-alive\r\n"), std::string::npos) << head;
+                EXPECT_TRUE(base.to_client.ends_with(rest)) << "after a kept 503:\n" << rest;
+            }
             got.resize(e);
         }
         EXPECT_TRUE(base.to_client.starts_with(got)) << "client got bytes out of order:\n" << got;

@@ -146,6 +146,11 @@
 //   max_fails = 3                   # 0..1000: passive health, this many failures in a row
 //                                   #   mark a server down; 0 = never
 //   fail_timeout_ms = 10000         # 1..3600000: how long a server stays down
+//   when_all_down = "try"           # every server down (passive or active checks):
+//                                   #   "try" sends each request to a server all the
+//                                   #   same (as nginx does with one server, Envoy's
+//                                   #   panic routing), so a server back up serves at
+//                                   #   once; "refuse" answers 503 without trying
 //   health_check_path = ""          # "" = no active checks, else the path (and query) the
 //                                   #   checks request: visible ASCII starting with "/",
 //                                   #   without '#', at most 1024 bytes
@@ -311,10 +316,12 @@ enum class balance_mode : uint8_t { round_robin, least_conn, consistent_hash };
 enum class hash_key_kind : uint8_t { client_ip, uri, host };
 enum class pool_mode : uint8_t { local, shared };
 enum class log_format : uint8_t { combined, json };
+enum class all_down_mode : uint8_t { try_anyway, refuse };
 std::string_view to_string(balance_mode m);   // "round_robin" | "least_conn" | "consistent_hash"
 std::string_view to_string(hash_key_kind k);  // "client_ip" | "uri" | "host"
 std::string_view to_string(pool_mode m);      // "local" | "shared"
 std::string_view to_string(log_format f);     // "combined" | "json"
+std::string_view to_string(all_down_mode m);  // "try" | "refuse"
 
 // [http]: applies to every listener.
 struct http_config {
@@ -377,6 +384,7 @@ struct upstream_config {
     uint32_t retries = 1;
     uint32_t max_fails = 3;  // 0 = passive health checks off
     uint32_t fail_timeout_ms = 10000;
+    all_down_mode when_all_down = all_down_mode::try_anyway;
     std::string health_check_path;  // "" = no active health checks
     uint32_t health_check_interval_ms = 2000, health_check_timeout_ms = 1000;
     std::string health_check_host;       // "" = the server's a.b.c.d:port

@@ -113,8 +113,9 @@ struct forward_info {
 //   <status> <reason> LF
 // with the reason phrase of status.h (the body is "<status>\n" for a code
 // without one). `status` must be 400..599; otherwise returns 0. Returns
-// bytes written, or 0 if `out` is too small.
-[[nodiscard]] std::size_t serialize_error(uint16_t status, bool close,
-                                          std::span<char> out) noexcept;
+// bytes written, or 0 if `out` is too small. head_only: the answer to a HEAD
+// request (RFC 9110 §9.3.2): the same head, no body.
+[[nodiscard]] std::size_t serialize_error(uint16_t status, bool close, std::span<char> out,
+                                          bool head_only = false) noexcept;
 
 }  // namespace ferry::http

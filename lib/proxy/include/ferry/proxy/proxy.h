@@ -203,6 +203,8 @@ namespace ferry::proxy {
     X(generated_404,            "404: no route and no default upstream")                               \
     X(generated_502,            "502: the upstream refused, reset, closed early or answered badly")    \
     X(generated_503,            "503: every server down, or no upstream connection to be had")         \
+    X(errors_kept_alive,        "generated 404/502/503/504 answers after which the client connection stayed open") \
+    X(all_down_tried,           "requests sent to a server marked down: every server was (when_all_down = try)") \
     X(generated_504,            "504: the upstream did not connect or answer in time")                 \
     X(upstream_connects,        "upstream connections opened")                                         \
     X(upstream_connect_failed,  "upstream connections refused, reset or timed out before connecting") \
@@ -211,7 +213,8 @@ namespace ferry::proxy {
     X(upstream_closed_idle,     "idle upstream connections closed (by the origin, or over max_idle)")  \
     X(upstream_bad_response,    "upstream responses rejected by the parser")                           \
     X(upstream_aborted,         "upstream connections aborted (client gone, error, timeout)")          \
-    X(client_aborted,           "client connections reset mid-response (upstream failed after the head)") \
+    X(client_aborted,           "client connections ended mid-response (upstream failed after the head)") \
+    X(client_cut_closed,        "... of them closed with a FIN: the response's framing shows the cut (else reset)") \
     X(client_gone,              "clients that closed or reset before their response was complete")     \
     X(timeouts_header,          "clients closed: request head not complete in client_header_timeout")  \
     X(timeouts_idle,            "keep-alive clients closed after client_idle_timeout")                 \
@@ -292,6 +295,8 @@ inline constexpr uint16_t xf_head = 4;        // req_head: a HEAD request
 inline constexpr uint16_t xf_retry = 8;       // req_head: idempotent without body
 inline constexpr uint16_t xf_http10 = 16;     // req_head: an HTTP/1.0 client (no chunked to it)
 inline constexpr uint16_t xf_interim = 1;     // resp_data: a complete 1xx response
+inline constexpr uint16_t xf_framed = 2;      // resp_data: the final head; its body is framed
+                                              //   (Content-Length or chunked toward the client)
 // Data messages one request may have outstanding per direction.
 inline constexpr uint32_t xcore_window = 16;
 // Waiting requests per shared connection.
@@ -382,6 +387,14 @@ public:
     // Connections still open (client + upstream); with shared pools also the
     // cross-core work that keeps this worker in its drain loop (file comment).
     [[nodiscard]] uint32_t open_connections() const noexcept;
+    // Heap bytes this worker allocated up front (client and upstream
+    // connection slots, head buffers, header fields, shared-pool state, the
+    // access log's pending records): all it takes, whatever the load
+    // (docs/OPERATIONS.md "Memory").
+    [[nodiscard]] std::size_t reserved_bytes() const noexcept {
+        return sizeof(*this) + reserved_base_ + reserved_shared_ + reserved_al_ +
+               (kick_list_.capacity() + 2 * redrive_.capacity()) * sizeof(uint32_t);
+    }
     // Aborts everything still open (the drain timeout passed).
     void abort_all(uint64_t now) noexcept;
 
@@ -420,6 +433,18 @@ private:
                    uint16_t hport, int server, uint64_t now) noexcept;
     void client_body(client &c, uint64_t now) noexcept;  // the request body (pump_body)
     void reject(client &c, uint16_t status, uint64_t now) noexcept;
+    // A generated answer (404, 502/503/504) that keeps the connection: when
+    // the request is complete (no body, or its body all read) and nothing of
+    // a response went out, as nginx and HAProxy do. answer_keeps says whether
+    // it may; answer_and_go_on answers and makes c ready for its next request.
+    bool send_answer(client &c, uint16_t status, bool keep, uint64_t now) noexcept;
+    bool answer_keeps(const client &c) const noexcept;
+    void answer_and_go_on(client &c, uint16_t status, uint64_t now) noexcept;
+    // The response u forwards is delimited by Content-Length or chunked
+    // toward its client (not by the close: an HTTP/1.0 client's de-chunked one).
+    static bool framed_toward_client(const upconn &u) noexcept;
+    void redrive_later(client &c) noexcept;
+    void run_redrives(uint64_t now) noexcept;
     void finish_response(client &c, upconn *u, bool upstream_reusable, uint64_t now) noexcept;
     void close_client(client &c, uint64_t now) noexcept;
     void abort_client(client &c, uint64_t now) noexcept;
@@ -482,6 +507,21 @@ private:
 
     // Shared pools.
     void init_shared();
+    // make_unique<T[]>(n), its bytes added to `to` (reserved_bytes()).
+    template <class T>
+    static std::unique_ptr<T[]> reserve(std::size_t &to, std::size_t n) {
+        to += n * sizeof(T);
+        return std::make_unique<T[]>(n);
+    }
+    // The same, not initialised: bytes no slot has used yet stay untouched
+    // (not resident), so resident memory follows the peak of connections
+    // rather than the configured capacity (the head buffers).
+    template <class T>
+    static std::unique_ptr<T[]> reserve_raw(std::size_t &to, std::size_t n) {
+        to += n * sizeof(T);
+        return std::make_unique_for_overwrite<T[]>(n);
+    }
+    std::size_t reserved_base_ = 0, reserved_shared_ = 0, reserved_al_ = 0;
     bool begin_body(client &c, upconn &u, uint64_t now) noexcept;
     bool shared_submit(uint32_t slot, job j, bool front) noexcept;
     void kick(uint32_t slot) noexcept;
@@ -561,7 +601,7 @@ private:
     rte_mbuf *clone_of(rte_mbuf *m, uint16_t port) noexcept;
     rte_mbuf *take_front(net::tcp_rx_piece &p, uint32_t n, uint16_t port, bool &whole) noexcept;
     // A rejected request, by parser reason; a generated 502/503/504, counted
-    // by its status, then reject().
+    // by its status, then answer_and_go_on() or reject().
     void note_rejected(http::parse_error e) noexcept;
     void reject_generated(client &c, uint16_t status, uint64_t now) noexcept;
     void drop_input(endpoint &e) noexcept;
@@ -616,6 +656,9 @@ private:
     std::unique_ptr<shared_slot[]> slots_;             // per shared connection id
     uint32_t nslots_ = 0;
     std::vector<uint32_t> kick_list_;                  // slots to look at (each once)
+    // Clients with requests already read to go on with at the next poll
+    // (after a generated answer, or drive_client's guard): index, gen.
+    std::vector<std::pair<uint32_t, uint32_t>> redrive_;
     std::unique_ptr<rreq[]> rreqs_;                    // requests from other workers
     std::unique_ptr<uint32_t[]> free_rreqs_;
     uint32_t max_rreqs_ = 0, nfree_rreqs_ = 0, nrreqs_ = 0;

@@ -21,6 +21,7 @@
 #include "ferry/telemetry/commands.h"
 #include "ferry/telemetry/exporter.h"
 #include "ferry_build_config.h"
+#include "memory.h"
 
 RTE_LOG_REGISTER(ferry_logtype_app, ferry.app, INFO);
 
@@ -360,6 +361,10 @@ int run(int argc, char **argv) {
         return 2;
     }
     install_stop_handlers(&stop_set, alog != nullptr);
+    // What the program, its libraries and DPDK hold before ferry allocates
+    // anything: the base of the memory bound.
+    const uint64_t base_rss = telemetry::read_resident().now;
+    const uint64_t base_heap = dpdk_heap_bytes();
 
     static app_state app;  // lives until exit
     the_app = &app;
@@ -474,6 +479,14 @@ int run(int argc, char **argv) {
     }
     // After the workers are set up (the view points into them), before "ready".
     view = telemetry_view(app);
+    view.memory = plan_memory(app, base_rss, base_heap);
+    APP_LOG(INFO,
+            "memory: bound %.1f MiB = base %.1f + DPDK heap %.1f (mbuf pools, rings) + TCP %.1f "
+            "+ proxy %.1f (connection slots) + slack %.1f; resident now %.1f MiB",
+            view.memory.bound / 1048576.0, view.memory.base_rss / 1048576.0,
+            view.memory.dpdk_heap / 1048576.0, view.memory.tcp_reserved / 1048576.0,
+            view.memory.proxy_reserved / 1048576.0, view.memory.slack / 1048576.0,
+            telemetry::read_resident().now / 1048576.0);
     if (l.cfg.admin.addr) {
         view.exporter = &exporter_counters;
         auto m = telemetry::exporter::start(view, exporter_counters, *l.cfg.admin.addr,

@@ -86,6 +86,8 @@ tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, 
     }
     nfree_ = n;
     listeners_ = std::make_unique<listener[]>(cfg_.max_listeners);
+    reserved_ = size_t(n) * (sizeof(slot) + 4 * sizeof(uint32_t)) + size_t(buckets) * sizeof(uint32_t) +
+                size_t(cfg_.max_listeners) * sizeof(listener);
     if (cfg_.nqueues == 0) {
         cfg_.nqueues = 1;
     }

@@ -305,6 +305,23 @@ int config_cmd(const process_view &v, rte_tel_data *d) {
     return 0;
 }
 
+// The memory bound and what it is made of, with the resident size now and at
+// its peak (docs/OPERATIONS.md "Memory").
+int memory_cmd(const process_view &v, rte_tel_data *d) {
+    const memory_plan &m = v.memory;
+    const resident r = read_resident();
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_u64(d, "bound_bytes", m.bound);
+    rte_tel_data_add_dict_u64(d, "rss_bytes", r.now);
+    rte_tel_data_add_dict_u64(d, "rss_peak_bytes", r.peak);
+    rte_tel_data_add_dict_u64(d, "base_rss_bytes", m.base_rss);
+    rte_tel_data_add_dict_u64(d, "dpdk_heap_bytes", m.dpdk_heap);
+    rte_tel_data_add_dict_u64(d, "tcp_reserved_bytes", m.tcp_reserved);
+    rte_tel_data_add_dict_u64(d, "proxy_reserved_bytes", m.proxy_reserved);
+    rte_tel_data_add_dict_u64(d, "slack_bytes", m.slack);
+    return 0;
+}
+
 // The [admin] exporter's counters; {} without metrics_address.
 int exporter_cmd(const process_view &v, rte_tel_data *d) {
     rte_tel_data_start_dict(d);
@@ -353,6 +370,8 @@ constexpr command commands[] = {
     {"/ferry/rings", reader<rings>,
      "Per lcore<from>/lcore<to>: the cross-core ring's depth, capacity, high-water mark, "
      "ring_full events."},
+    {"/ferry/memory", reader<memory_cmd>,
+     "Resident bytes now and at peak; the bound (base, DPDK heap, TCP, proxy, slack)."},
     {"/ferry/exporter", reader<exporter_cmd>,
      "The [admin] metrics listener: connections, requests, scrapes, rejected, timeouts."},
 };

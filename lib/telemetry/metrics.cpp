@@ -337,6 +337,14 @@ std::string render_metrics(const process_view &v) {
     render_upstreams(e, v);
     render_rings(e, v);
     render_exporter(e, v);
+    const resident r = read_resident();
+    e.family("ferry_memory_resident_bytes", "gauge", "resident memory (VmRSS)");
+    e.sample("", r.now);
+    e.family("ferry_memory_resident_peak_bytes", "gauge", "peak resident memory (VmHWM)");
+    e.sample("", r.peak);
+    e.family("ferry_memory_bound_bytes", "gauge",
+             "the most resident memory ferry can take with its configuration (/ferry/memory)");
+    e.sample("", v.memory.bound);
     return e.take();
 }
 

@@ -2,6 +2,9 @@
 
 #include <rte_ring.h>
 
+#include <cstdio>
+#include <cstring>
+
 namespace ferry::telemetry::detail {
 
 server_totals sum_server(const process_view &v, size_t upstream, size_t server) {
@@ -61,3 +64,21 @@ std::vector<ring_snapshot> rings(const process_view &v) {
 }
 
 }  // namespace ferry::telemetry::detail
+
+namespace ferry::telemetry {
+
+resident read_resident() noexcept {
+    resident r;
+    std::FILE *f = std::fopen("/proc/self/status", "r");
+    if (f == nullptr) return r;
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+        unsigned long long kib = 0;
+        if (std::sscanf(line, "VmRSS: %llu kB", &kib) == 1) r.now = uint64_t(kib) * 1024;
+        if (std::sscanf(line, "VmHWM: %llu kB", &kib) == 1) r.peak = uint64_t(kib) * 1024;
+    }
+    std::fclose(f);
+    return r;
+}
+
+}  // namespace ferry::telemetry

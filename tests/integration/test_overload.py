@@ -16,6 +16,11 @@ private namespace, the Python origin on the tap's kernel side.
     that connect and hold their connections: the ones past the limit are
     reset and counted (client_refused_limit), the held ones are served, and
     once they are gone a new client is served.
+(c) the memory bound: after (a) and (b), ferry's peak resident memory (VmHWM)
+    is below the bound /ferry/memory reports for its configuration
+    (docs/OPERATIONS.md "Memory"): it allocates nothing per connection or
+    request beyond what it reserved at start-up. Not checked in sanitizer
+    builds (their shadow memory and quarantine are not ferry's).
 Figures are printed; the assertions are about behaviour, not speed.
 """
 
@@ -194,12 +199,33 @@ print(served, reset)
     check(get_ok(ns, 8081), "the listener serves again")
 
 
+def phase_memory(f):
+    m = f.telemetry("/ferry/memory")
+    mib = lambda b: f"{b / 1048576:.1f} MiB"  # noqa: E731
+    print(f"  memory: peak resident {mib(m['rss_peak_bytes'])}, now {mib(m['rss_bytes'])}, "
+          f"bound {mib(m['bound_bytes'])} (base {mib(m['base_rss_bytes'])}, DPDK heap "
+          f"{mib(m['dpdk_heap_bytes'])}, TCP {mib(m['tcp_reserved_bytes'])}, proxy "
+          f"{mib(m['proxy_reserved_bytes'])}, slack {mib(m['slack_bytes'])})")
+    parts = sum(m[k] for k in ("base_rss_bytes", "dpdk_heap_bytes", "tcp_reserved_bytes",
+                               "proxy_reserved_bytes", "slack_bytes"))
+    check(m["bound_bytes"] == parts and m["tcp_reserved_bytes"] > 0 and
+          m["proxy_reserved_bytes"] > 0 and m["dpdk_heap_bytes"] > 0,
+          "the bound is the sum of its parts, each of them counted")
+    sanitize = os.environ.get("FERRY_SANITIZE", "none")
+    if sanitize not in ("", "none"):
+        print(f"  (b_sanitize={sanitize}: the peak is not compared with the bound)")
+        return
+    check(0 < m["rss_peak_bytes"] <= m["bound_bytes"],
+          "peak resident memory within the bound after exhaustion and the flood")
+
+
 def main():
     require_root()
     with Netns() as ns, Ferry(ns, lcores="0", config=config()) as f, \
             PyOrigin(ns, PEER_ADDR, PY_PORT):
         phase_exhaustion(ns, f)
         phase_flood(ns, f)
+        phase_memory(f)
     check(f.exit_code == 0, f"ferry exited 0 after SIGTERM (got {f.exit_code})")
     return 0
 

@@ -805,3 +805,26 @@ TEST_F(TcpLayerTest, under_memory_pressure_payloads_are_dropped_and_acks_kept) {
 
 }  // namespace
 }  // namespace ferry::net
+
+namespace ferry::net {
+namespace {
+
+// What a connection slot costs the TCP layer, as docs/OPERATIONS.md
+// ("Sizing", Memory) states it: about 10 KiB (the connection's state, its
+// send and receive rings of mbuf references, SACK and out-of-order ranges),
+// and everything else it allocates grows with the slots too.
+TEST_F(TcpLayerTest, a_connection_slot_costs_what_the_docs_say) {
+    auto reserved = [&](uint32_t slots) {
+        tcp_layer_config c;
+        c.max_connections = slots;
+        tcp_layer l(c, *st_, g_pool, nc_, tc_);
+        return l.reserved_bytes();
+    };
+    const size_t a = reserved(64), b = reserved(1088);
+    const size_t per_slot = (b - a) / 1024;
+    EXPECT_GE(per_slot, sizeof(tcp_conn));
+    EXPECT_LE(per_slot, 10 * 1024 + 512) << "per slot: " << per_slot;
+}
+
+}  // namespace
+}  // namespace ferry::net

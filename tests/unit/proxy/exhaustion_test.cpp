@@ -140,3 +140,30 @@ TEST(Exhaustion, RequestHeadWithoutMbufIsA503CountedAsSuch) {
 
 }  // namespace
 }  // namespace ferry::proxy::test
+
+namespace ferry::proxy::test {
+namespace {
+
+// The memory a connection slot costs the proxy, as docs/OPERATIONS.md
+// ("Sizing", Memory) states it: two head buffers of max_header_bytes, two
+// field arrays of max_headers, and under 3 KiB of client and upstream
+// connection state; nothing else grows with the slots. (The TCP layer's
+// share is tcp_layer_test's.) A change that makes a slot dearer fails here
+// until the documentation says so.
+TEST(Memory, AConnectionSlotCostsWhatTheDocsSay) {
+    auto reserved = [](uint32_t slots) {
+        bed_options o;
+        o.max_connections = slots;
+        proxy_bed bed(o);
+        return bed.proxy().reserved_bytes();
+    };
+    const size_t a = reserved(64), b = reserved(1088);
+    const size_t per_slot = (b - a) / 1024;
+    const size_t heads = 2 * 8192 + 2 * 64 * sizeof(http::header);  // the defaults
+    EXPECT_GE(per_slot, heads);
+    EXPECT_LE(per_slot, heads + 3 * 1024) << "per slot: " << per_slot;
+    EXPECT_EQ((b - a) % 1024, 0u) << "something grows with the slots but not per slot";
+}
+
+}  // namespace
+}  // namespace ferry::proxy::test

@@ -198,10 +198,15 @@ public:
     void set_mem_pressure(bool on) noexcept { mem_pressure_ = on; }
     [[nodiscard]] bool mem_pressure() const noexcept { return mem_pressure_; }
     [[nodiscard]] uint32_t capacity() const noexcept { return cfg_.max_connections; }
+    // Heap bytes the layer allocated at construction (its connection slots,
+    // flow table, timer heap and lists): all it ever takes (docs/OPERATIONS.md
+    // "Memory").
+    [[nodiscard]] std::size_t reserved_bytes() const noexcept { return reserved_; }
     [[nodiscard]] const tcp_layer_config &config() const noexcept { return cfg_; }
 
 private:
     bool mem_pressure_ = false;
+    std::size_t reserved_ = 0;
     struct slot;
     struct listener {
         uint16_t port = 0;

@@ -55,6 +55,28 @@ struct lcore_view {
     const xcore::outbox *out = nullptr;          // null with one worker
 };
 
+// ferry's memory bound (docs/OPERATIONS.md "Memory"), fixed once it is
+// ready: everything it allocates is allocated at start-up.
+struct memory_plan {
+    // Allowance for what is not counted piece by piece (thread stacks, the
+    // allocator's overhead, neighbour tables, log buffers): fixed, per worker.
+    static constexpr uint64_t slack_fixed = 16ull << 20;
+    static constexpr uint64_t slack_per_worker = 2ull << 20;
+    uint64_t base_rss = 0;        // resident after EAL initialisation, before ferry allocated
+    uint64_t dpdk_heap = 0;       // DPDK heap ferry took: mbuf pools, rings, queues
+    uint64_t tcp_reserved = 0;    // every worker's TCP layers (connection slots, tables)
+    uint64_t proxy_reserved = 0;  // every worker's proxy (client/upstream slots, head buffers)
+    uint64_t slack = 0;
+    uint64_t bound = 0;  // the sum: resident memory never goes above it
+};
+
+// This process's resident memory now (VmRSS) and its peak (VmHWM), in bytes,
+// from /proc/self/status; 0 when it cannot be read.
+struct resident {
+    uint64_t now = 0, peak = 0;
+};
+[[nodiscard]] resident read_resident() noexcept;
+
 struct process_view {
     const config::ferry_config *cfg = nullptr;  // never null
     std::string drivers_dir;
@@ -66,6 +88,7 @@ struct process_view {
     // write them, then call wake_all so sleeping workers re-read them at once.
     reactor::settings *settings = nullptr;  // never null
     void (*wake_all)() = nullptr;           // never null
+    memory_plan memory;
     // The [admin] exporter's counters; null without metrics_address.
     const exporter_counters *exporter = nullptr;
 };

@@ -579,7 +579,9 @@ bool tcp_conn::process_ack(const tcp_repr &h, uint64_t now) noexcept {
             rtt_timing_ = false;
         }
         retries_ = 0;
-        persist_backoff_ = 0;
+        // persist_backoff_ stays: an ACK that takes a probe's octet while
+        // the window stays zero must not restart the probes' exponential
+        // backoff (RFC 9293 §3.8.6.1); the window opening resets it below.
         limited_tx_ = 0;
         const cc_action a = cc_.on_ack(cc_ack{.ack = h.ack,
                                               .bytes_acked = bytes_acked,

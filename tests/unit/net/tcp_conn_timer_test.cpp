@@ -271,6 +271,37 @@ TEST(TcpConnPersist, ProbeOctetTaken) {
     t.expect_seg({ACK | PSH, L + 1002, P + 1, 10000, pattern(2, 1)});
 }
 
+// RFC 9293 §3.8.6.1: the interval between probes "SHOULD increase
+// exponentially" while the window stays zero, also when the peer takes each
+// probe's octet (Linux does when its real window is a few bytes that its
+// window scale rounds to 0). Before, every taken octet reset the backoff and
+// the probes went at a fixed RTO (~0.4 s seen from outside).
+TEST(TcpConnPersist, ProbesBackOffWhileTheWindowStaysZeroEvenWhenOctetsAreTaken) {
+    tcp_harness t;
+    t.establish_passive();
+    EXPECT_EQ(t.app_send(pattern(1000)), 1000u);
+    t.expect_seg({ACK | PSH, L + 1, P + 1, 10000, pattern(1000)});
+    t.send_seg({ACK, P + 1, L + 1001, 0});
+    EXPECT_EQ(t.app_send(pattern(10)), 10u);
+    uint64_t at = t.conn->persist_deadline();
+    ASSERT_EQ(at, 200 * ms);
+    uint64_t gap = 200 * ms;
+    for (uint32_t k = 0; k < 5; ++k) {
+        t.advance_to(at);
+        t.expect_seg({ACK, L + 1001 + k, P + 1, 10000, pattern(1, k)});
+        t.send_seg({ACK, P + 1, L + 1002 + k, 0});  // taken; still closed
+        const uint64_t next = t.conn->persist_deadline();
+        EXPECT_EQ(next - at, 2 * gap) << "probe " << k;
+        gap = next - at;
+        at = next;
+    }
+    EXPECT_EQ(t.ctr.zero_window_probes.get(), 5u);
+    // The window opens: the rest goes, and the backoff is gone.
+    t.send_seg({ACK, P + 1, L + 1006, 1000});
+    t.expect_seg({ACK | PSH, L + 1006, P + 1, 10000, pattern(5, 5)});
+    EXPECT_EQ(t.conn->persist_deadline(), tcp_conn::never);
+}
+
 // After a probe, SND.MAX covers the probe's octet, which lies past the
 // peer's (zero) window. An ACK from SND.MAX would be out of the peer's window
 // there (Linux drops it: TCPACKSkippedSeq) and its ACK field unread: with

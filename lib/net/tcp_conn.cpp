@@ -913,8 +913,11 @@ void tcp_conn::ack_received_data(bool immediately, uint64_t now) noexcept {
 
 void tcp_conn::take_syn_options(const tcp_options &o, uint64_t now) noexcept {
     // RFC 9293 §3.7.1: without an MSS option the send MSS is 536 (IPv4).
+    // A tiny one gets a floor (Linux's tcp_min_snd_mss: 48) before the
+    // options come out of it: segments of a few bytes would cost a peer (or
+    // an attacker) nothing and ferry a segment each.
     uint32_t mss = o.mss.value_or(default_mss);
-    mss = std::min<uint32_t>(mss, cfg_.mss);
+    mss = std::max<uint32_t>(std::min<uint32_t>(mss, cfg_.mss), min_snd_mss);
     // RFC 7323 §2.2: scaling is on only when both SYNs carry the option.
     if (cfg_.window_scaling && o.window_shift) {
         snd_.wscale = *o.window_shift;
@@ -930,7 +933,7 @@ void tcp_conn::take_syn_options(const tcp_options &o, uint64_t now) noexcept {
         mss -= ts_option_len;
     }
     sack_ok_ = cfg_.sack && o.sack_permitted;
-    snd_mss_ = static_cast<uint16_t>(std::max<uint32_t>(mss, 64));
+    snd_mss_ = static_cast<uint16_t>(mss);  // 48 - 12 at the least, never wrapped
 }
 
 void tcp_conn::update_ts_recent(const tcp_repr &h, uint64_t now) noexcept {

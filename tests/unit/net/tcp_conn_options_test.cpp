@@ -59,6 +59,34 @@ TEST(TcpConnOptions, PeerMssLimitsSegments) {
     t.expect_seg({ACK | PSH, L + 801, P + 1, 10000, pattern(100, 32)});
 }
 
+// A peer MSS below the timestamp option's 12 bytes wrapped the effective MSS
+// (8 - 12 as an unsigned number), so ferry sent MTU-sized segments to a peer
+// that asked for tiny ones. Now the peer's MSS has a floor of 48 (Linux's
+// tcp_min_snd_mss) before the options come out of it, and above the floor
+// what the peer advertised is never exceeded.
+TEST(TcpConnOptions, TinyPeerMssHasAFloorAndNeverWraps) {
+    struct mss_case {
+        uint16_t peer_mss;
+        bool timestamps;
+        uint16_t want;
+    };
+    for (const mss_case c : {mss_case{8, true, 36}, mss_case{8, false, 48},
+                             mss_case{11, true, 36}, mss_case{40, true, 36},
+                             mss_case{100, true, 88}, mss_case{100, false, 100},
+                             mss_case{1, false, 48}}) {
+        tcp_harness t;
+        t.cfg.timestamps = true;  // ours on: the peer's SYN decides
+        t.create();
+        tcp_options o = c.timestamps ? ts(5, 0) : tcp_options{};
+        o.mss = c.peer_mss;
+        ASSERT_TRUE(t.conn->open_passive(peer_syn(o), 0));
+        EXPECT_EQ(t.conn->ts_enabled(), c.timestamps);
+        EXPECT_EQ(t.conn->snd_mss(), c.want) << "peer MSS " << c.peer_mss << " ts "
+                                             << c.timestamps;
+        t.out.clear();  // the SYN-ACK (its options are other tests')
+    }
+}
+
 // ---- Window scaling (RFC 7323 §2) -----------------------------------------
 
 TEST(TcpConnOptions, WindowScaleNegotiated) {

@@ -277,6 +277,7 @@ class tcp_conn {
 public:
     static constexpr uint64_t never = UINT64_MAX;
     static constexpr uint16_t default_mss = 536;         // RFC 9293 §3.7.1, IPv4
+    static constexpr uint16_t min_snd_mss = 48;          // Linux tcp_min_snd_mss: the floor of a peer's MSS
     static constexpr std::size_t max_payload_refs = 16;  // mbuf segments per emitted segment
     // RFC 7323 §5.5: a TS.Recent idle for 24 days is no longer used by PAWS.
     static constexpr uint64_t paws_idle_ns = 24ull * 24 * 3600 * 1'000'000'000;

@@ -277,14 +277,11 @@ void stack::input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
         drop(m, ctr_.ipv4_drop_bad_src);
         return;
     }
-    // RFC 791 §3.2 "Time to Live": "If this field contains the value zero, then
-    // the datagram must be destroyed." RFC 1122 §3.2.1.7 tells hosts not to
-    // discard for TTL < 2, but it also forbids sending TTL 0 and routers drop
-    // it, so only a broken or hostile sender produces one: we follow RFC 791.
-    if (ip.ttl == 0) {
-        drop(m, ctr_.ipv4_drop_ttl_zero);
-        return;
-    }
+    // RFC 1122 §3.2.1.7: "A host MUST NOT discard a datagram just because it
+    // was received with TTL less than 2" (RFC 791's "destroyed" at zero is
+    // about forwarding; Linux delivers them too). Counted: only a broken
+    // sender, or one a hop away that decremented to 0, makes them.
+    if (ip.ttl < 2) ctr_.ipv4_rx_ttl_below_2.inc();
     // Reassembly (RFC 791 §3.2, RFC 815) is not implemented yet.
     if (ip.is_fragment()) {
         drop(m, ctr_.ipv4_drop_fragment);

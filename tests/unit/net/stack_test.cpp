@@ -489,8 +489,6 @@ INSTANTIATE_TEST_SUITE_P(
                       s.src = {10, 0, 0, 1};
                   })),
                   "ipv4_drop_bad_src"},
-        drop_case{"ttl_zero", eth_ip(icmp_ip([](ipv4_spec &s) { s.ttl = 0; })),
-                  "ipv4_drop_ttl_zero"},
         drop_case{"fragment_mf", eth_ip(icmp_ip([](ipv4_spec &s) { s.flags_frag = 0x2000; })),
                   "ipv4_drop_fragment"},
         drop_case{"fragment_offset", eth_ip(icmp_ip([](ipv4_spec &s) { s.flags_frag = 0x0010; })),
@@ -531,6 +529,19 @@ INSTANTIATE_TEST_SUITE_P(
                   })),
                   "icmp_drop_oversize"}),
     [](const auto &info) { return std::string(info.param.name); });
+
+// RFC 1122 §3.2.1.7: a host "MUST NOT discard a datagram just because it
+// was received with TTL less than 2". TTL 0 was dropped before
+// (ipv4_drop_ttl_zero); now both are answered and counted.
+TEST_F(StackTest, DatagramsWithTtlBelowTwoAreDelivered) {
+    input(eth_ip(icmp_ip([](ipv4_spec &s) { s.ttl = 0; })));
+    EXPECT_EQ(take_tx().size(), 1u);
+    input(eth_ip(icmp_ip([](ipv4_spec &s) { s.ttl = 1; })));
+    EXPECT_EQ(take_tx().size(), 1u);
+    EXPECT_EQ(count("icmp_echo_replied"), 2u);
+    EXPECT_EQ(count("ipv4_rx_ttl_below_2"), 2u);
+    expect_only_drop("none");
+}
 
 TEST_F(StackTest, EchoAtExactlyTheMtu) {
     icmp_spec i;

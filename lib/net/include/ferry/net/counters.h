@@ -43,7 +43,7 @@
     X(ipv4_drop_bad_ihl,          "IPv4 datagrams with IHL < 5")                                 \
     X(ipv4_drop_bad_length,       "IPv4 datagrams with total length < header length")            \
     X(ipv4_drop_bad_checksum,     "IPv4 datagrams with a bad header checksum")                   \
-    X(ipv4_drop_ttl_zero,         "IPv4 datagrams received with TTL 0")                          \
+    X(ipv4_rx_ttl_below_2,        "IPv4 datagrams for us with TTL 0 or 1, delivered (RFC 1122 3.2.1.7)") \
     X(ipv4_drop_fragment,         "IPv4 fragments (reassembly is not implemented)")              \
     X(ipv4_drop_not_for_us,       "IPv4 datagrams for another unicast address")                  \
     X(ipv4_drop_link_broadcast,   "unicast IPv4 datagrams received in a link-layer broadcast (RFC 1122 3.3.6)") \

@@ -282,12 +282,13 @@ void stack::input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
     // about forwarding; Linux delivers them too). Counted: only a broken
     // sender, or one a hop away that decremented to 0, makes them.
     if (ip.ttl < 2) ctr_.ipv4_rx_ttl_below_2.inc();
-    // Reassembly (RFC 791 §3.2, RFC 815) is not implemented yet.
+    uint32_t hlen = static_cast<uint32_t>(pkt.header_len());
     if (ip.is_fragment()) {
-        drop(m, ctr_.ipv4_drop_fragment);
-        return;
+        // RFC 1122 §3.3.2: a host MUST reassemble (ipv4_reassembly.h).
+        ctr_.ipv4_frag_rx.inc();
+        m = reassemble(m, ip, hlen, now_ns);
+        if (m == nullptr) return;
     }
-    const uint32_t hlen = static_cast<uint32_t>(pkt.header_len());
     switch (ip.protocol) {
         case ip_protocol::icmp:
             input_icmp(m, eth, ip, hlen);
@@ -300,6 +301,47 @@ void stack::input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
             drop(m, ctr_.ipv4_drop_unknown_protocol);
             return;
     }
+}
+
+// A fragment to reassembly: null while its datagram is not complete (or it
+// was dropped: counted), else the whole datagram's frame, with `ip` and
+// `hlen` its header's.
+rte_mbuf *stack::reassemble(rte_mbuf *m, ipv4_repr &ip, uint32_t &hlen, uint64_t now_ns) noexcept {
+    const ipv4_reassembly::result r = frag_.input(m, eth_hlen, ip, hlen, now_ns);
+    ctr_.ipv4_frag_drop_evicted.inc(r.evicted);
+    switch (r.what) {
+        case ipv4_reassembly::outcome::held:
+            return nullptr;
+        case ipv4_reassembly::outcome::duplicate:
+            ctr_.ipv4_frag_drop_duplicate.inc();
+            return nullptr;
+        case ipv4_reassembly::outcome::overlap:
+            ctr_.ipv4_frag_drop_overlap.inc();
+            return nullptr;
+        case ipv4_reassembly::outcome::bad:
+            ctr_.ipv4_frag_drop_bad.inc();
+            return nullptr;
+        case ipv4_reassembly::outcome::tiny:
+            ctr_.ipv4_frag_drop_tiny.inc();
+            return nullptr;
+        case ipv4_reassembly::outcome::too_many:
+            ctr_.ipv4_frag_drop_too_many.inc();
+            return nullptr;
+        case ipv4_reassembly::outcome::complete:
+            break;
+    }
+    ctr_.ipv4_frag_reassembled.inc();
+    rte_mbuf *d = r.frame;
+    // The whole datagram's header (the first fragment's, rewritten).
+    const ipv4_packet pkt(std::span<uint8_t>(rte_pktmbuf_mtod_offset(d, uint8_t *, eth_hlen),
+                                             d->data_len - eth_hlen),
+                          rte_pktmbuf_pkt_len(d) - eth_hlen);
+    if (ipv4_repr::parse(pkt, ip) != ipv4_error::none) {  // not for a datagram we rewrote
+        drop(d, ctr_.ipv4_frag_drop_bad);
+        return nullptr;
+    }
+    hlen = static_cast<uint32_t>(pkt.header_len());
+    return d;
 }
 
 void stack::learn_shared(ipv4_addr ip, mac_addr mac, uint64_t now_ns) noexcept {
@@ -553,13 +595,14 @@ void stack::poll_timers(uint64_t now_ns) noexcept {
                 break;
         }
     });
+    if (const uint32_t n = frag_.poll(now_ns); n != 0) ctr_.ipv4_frag_drop_timeout.inc(n);
     if (tcp_ != nullptr) {
         tcp_->poll_timers(now_ns);
     }
 }
 
 uint64_t stack::next_deadline() const noexcept {
-    const uint64_t n = neigh_.next_deadline();
+    const uint64_t n = std::min(neigh_.next_deadline(), frag_.next_deadline());
     return tcp_ != nullptr ? std::min(n, tcp_->next_deadline()) : n;
 }
 

@@ -71,7 +71,7 @@ KINDS = {
     "short_total_length": (lambda d, s: frame(d, s, ipv4(icmp_echo(), SRC, DST, total=12)),
                            "ipv4_drop_bad_length"),
     "fragment": (lambda d, s: frame(d, s, ipv4(icmp_echo(), SRC, DST, frag=0x2000)),
-                 "ipv4_drop_fragment"),
+                 "ipv4_frag_drop_tiny"),
     "bad_icmp_cksum": (lambda d, s: frame(d, s, ipv4(icmp_echo(bad_cksum=True), SRC, DST)),
                        "icmp_drop_bad_checksum"),
     "other_mac": (lambda d, s: frame("02:11:22:33:44:55", s, ipv4(icmp_echo(), SRC, DST)),

@@ -489,10 +489,21 @@ INSTANTIATE_TEST_SUITE_P(
                       s.src = {10, 0, 0, 1};
                   })),
                   "ipv4_drop_bad_src"},
-        drop_case{"fragment_mf", eth_ip(icmp_ip([](ipv4_spec &s) { s.flags_frag = 0x2000; })),
-                  "ipv4_drop_fragment"},
-        drop_case{"fragment_offset", eth_ip(icmp_ip([](ipv4_spec &s) { s.flags_frag = 0x0010; })),
-                  "ipv4_drop_fragment"},
+        // A first fragment of 8 bytes cannot hold a transport header (RFC 1858).
+        drop_case{"fragment_tiny_first", eth_ip(icmp_ip([](ipv4_spec &s) {
+                      s.flags_frag = 0x2000;
+                      s.payload = bytes(8, 0xaa);
+                  })),
+                  "ipv4_frag_drop_tiny"},
+        // A fragment but the last whose payload is not a multiple of 8.
+        drop_case{"fragment_odd_length", eth_ip(icmp_ip([](ipv4_spec &s) {
+                      s.flags_frag = 0x2010;
+                      s.payload = bytes(12, 0xaa);
+                  })),
+                  "ipv4_frag_drop_bad"},
+        // Ending past 65535 bytes of datagram.
+        drop_case{"fragment_past_65535", eth_ip(icmp_ip([](ipv4_spec &s) { s.flags_frag = 0x1fff; })),
+                  "ipv4_frag_drop_bad"},
         drop_case{"udp", eth_ip(icmp_ip([](ipv4_spec &s) { s.protocol = 17; })),
                   "ipv4_drop_unknown_protocol"},
         drop_case{"tcp", eth_ip(icmp_ip([](ipv4_spec &s) { s.protocol = 6; })),
@@ -541,6 +552,60 @@ TEST_F(StackTest, DatagramsWithTtlBelowTwoAreDelivered) {
     EXPECT_EQ(count("icmp_echo_replied"), 2u);
     EXPECT_EQ(count("ipv4_rx_ttl_below_2"), 2u);
     expect_only_drop("none");
+}
+
+// RFC 1122 §3.3.2: a host MUST reassemble. An echo request of 200 bytes in
+// three fragments, sent out of order and with a duplicate, is answered as
+// one; ferry dropped every fragment before (ipv4_drop_fragment).
+TEST_F(StackTest, FragmentedEchoIsReassembledAndAnswered) {
+    icmp_spec is;
+    is.data = bytes(192, 0);
+    for (size_t i = 0; i < is.data.size(); ++i) is.data[i] = static_cast<uint8_t>(i);
+    const bytes icmp = build_icmp(is);  // an echo request of 8 + 192 bytes
+    auto frag = [&](size_t off, size_t len, bool mf) {
+        ipv4_spec s;
+        s.ident = 0x4242;
+        s.flags_frag = static_cast<uint16_t>((mf ? 0x2000 : 0) | (off / 8));
+        s.payload = bytes(icmp.begin() + off, icmp.begin() + off + len);
+        return eth_ip(s);
+    };
+    input(frag(128, 72, false));
+    input(frag(0, 64, true));
+    input(frag(0, 64, true));  // an exact duplicate
+    EXPECT_TRUE(take_tx().empty());
+    input(frag(64, 64, true));
+    const auto tx = take_tx();
+    ASSERT_EQ(tx.size(), 1u);
+    EXPECT_EQ(count("ipv4_frag_rx"), 4u);
+    EXPECT_EQ(count("ipv4_frag_reassembled"), 1u);
+    EXPECT_EQ(count("ipv4_frag_drop_duplicate"), 1u);
+    EXPECT_EQ(count("icmp_echo_replied"), 1u);
+    // The reply: one datagram of 20 + 200 bytes carrying the same data.
+    ASSERT_EQ(tx[0].size(), 14u + 20 + 200);
+    EXPECT_EQ(tx[0][14 + 20], 0);  // echo reply
+    EXPECT_EQ(bytes(tx[0].begin() + 14 + 20 + 8, tx[0].end()),
+              bytes(icmp.begin() + 8, icmp.end()));
+}
+
+// RFC 5722: an overlapping fragment discards the whole datagram; a lone
+// fragment is freed when its time runs out (poll_timers).
+TEST_F(StackTest, OverlapDropsTheDatagramAndIncompleteOnesExpire) {
+    auto frag = [&](uint16_t ident, size_t off, size_t len, bool mf) {
+        ipv4_spec s;
+        s.ident = ident;
+        s.flags_frag = static_cast<uint16_t>((mf ? 0x2000 : 0) | (off / 8));
+        s.payload = bytes(len, 0x5a);
+        return eth_ip(s);
+    };
+    input(frag(1, 0, 64, true));
+    input(frag(1, 56, 64, true));  // overlaps 56..63
+    EXPECT_EQ(count("ipv4_frag_drop_overlap"), 1u);
+    input(frag(1, 64, 8, false));  // the datagram is gone: a new one starts, held
+    input(frag(2, 0, 64, true));
+    EXPECT_TRUE(take_tx().empty());
+    st_->poll_timers(31'000'000'000ull);
+    EXPECT_EQ(count("ipv4_frag_drop_timeout"), 2u);
+    EXPECT_EQ(count("ipv4_frag_reassembled"), 0u);
 }
 
 TEST_F(StackTest, EchoAtExactlyTheMtu) {

@@ -44,7 +44,15 @@
     X(ipv4_drop_bad_length,       "IPv4 datagrams with total length < header length")            \
     X(ipv4_drop_bad_checksum,     "IPv4 datagrams with a bad header checksum")                   \
     X(ipv4_rx_ttl_below_2,        "IPv4 datagrams for us with TTL 0 or 1, delivered (RFC 1122 3.2.1.7)") \
-    X(ipv4_drop_fragment,         "IPv4 fragments (reassembly is not implemented)")              \
+    X(ipv4_frag_rx,               "IPv4 fragments received (reassembled: ipv4_reassembly.h)")     \
+    X(ipv4_frag_reassembled,      "IPv4 datagrams reassembled from fragments")                   \
+    X(ipv4_frag_drop_overlap,     "IPv4 fragments overlapping a held one: dropped with their datagram (RFC 5722)") \
+    X(ipv4_frag_drop_bad,         "IPv4 fragments not a multiple of 8, past the end or 65535: dropped with their datagram") \
+    X(ipv4_frag_drop_tiny,        "IPv4 first fragments too short for the transport header (RFC 1858)") \
+    X(ipv4_frag_drop_duplicate,   "IPv4 fragments that duplicate a held one exactly")            \
+    X(ipv4_frag_drop_too_many,    "IPv4 datagrams of more than 64 fragments, dropped")           \
+    X(ipv4_frag_drop_evicted,     "IPv4 datagrams in reassembly dropped to make room (64 datagrams, 512 fragments)") \
+    X(ipv4_frag_drop_timeout,     "IPv4 datagrams not complete within 30 s, dropped")            \
     X(ipv4_drop_not_for_us,       "IPv4 datagrams for another unicast address")                  \
     X(ipv4_drop_link_broadcast,   "unicast IPv4 datagrams received in a link-layer broadcast (RFC 1122 3.3.6)") \
     X(ipv4_drop_broadcast,        "IPv4 datagrams to a broadcast or multicast address")          \

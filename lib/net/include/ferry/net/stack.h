@@ -28,6 +28,7 @@
 #include "ferry/net/counters.h"
 #include "ferry/net/ethernet.h"
 #include "ferry/net/ipv4.h"
+#include "ferry/net/ipv4_reassembly.h"
 #include "ferry/net/neighbor.h"
 
 struct rte_mbuf;
@@ -152,6 +153,7 @@ private:
     // Queues a frame for tx; frees and counts it when the queue is full.
     void transmit(rte_mbuf *m) noexcept;
     void drop(rte_mbuf *m, ferry::counter &c) noexcept;
+    rte_mbuf *reassemble(rte_mbuf *m, ipv4_repr &ip, uint32_t &hlen, uint64_t now_ns) noexcept;
     // `m` itself if every segment is direct and unshared, else a private copy
     // (the original is freed). Null (counted) if the copy failed.
     [[nodiscard]] rte_mbuf *make_writable(rte_mbuf *m) noexcept;
@@ -160,6 +162,7 @@ private:
     rte_mempool *pool_;
     net_counters &ctr_;
     neighbor_table neigh_;
+    ipv4_reassembly frag_;
     tcp_layer *tcp_ = nullptr;
     neighbor_hook neigh_hook_ = nullptr;
     void *neigh_hook_ctx_ = nullptr;

@@ -28,10 +28,10 @@ def ip_bytes(addr):
 
 
 def ipv4(payload, src, dst, proto=1, ttl=64, ver_ihl=0x45, frag=0, total=None,
-         bad_cksum=False, options=b""):
+         bad_cksum=False, options=b"", ident=0x1234):
     ihl_len = 20 + len(options)
     total = ihl_len + len(payload) if total is None else total
-    hdr = struct.pack("!BBHHHBBH4s4s", ver_ihl, 0, total, 0x1234, frag, ttl, proto, 0,
+    hdr = struct.pack("!BBHHHBBH4s4s", ver_ihl, 0, total, ident, frag, ttl, proto, 0,
                       ip_bytes(src), ip_bytes(dst)) + options
     c = csum(hdr)
     if bad_cksum:
@@ -53,6 +53,17 @@ def frame(dst_mac, src_mac, payload, ethertype=0x0800):
 
 SRC, DST = "10.77.0.2", "10.77.0.1"
 
+
+def fragmented_echo(d, s, ident):
+    """An echo request of 1000 bytes of data in three fragments, the last
+    one first (RFC 791: ferry reassembles, answers one 1028-byte datagram)."""
+    msg = icmp_echo(ident=ident, payload=bytes(i % 251 for i in range(1000)))
+    parts = [(0, msg[:400], True), (400, msg[400:800], True), (800, msg[800:], False)]
+    frames_ = [frame(d, s, ipv4(p, SRC, DST, ident=ident,
+                                frag=(0x2000 if mf else 0) | (off // 8)))
+               for off, p, mf in parts]
+    return [frames_[2], frames_[0], frames_[1]]
+
 # kind -> function(dst_mac, src_mac) -> frame bytes; the counter each must bump.
 KINDS = {
     "good_echo": (lambda d, s: frame(d, s, ipv4(icmp_echo(), SRC, DST)), "icmp_echo_replied"),
@@ -70,8 +81,9 @@ KINDS = {
     # Total length shorter than the header itself: impossible, a bad length.
     "short_total_length": (lambda d, s: frame(d, s, ipv4(icmp_echo(), SRC, DST, total=12)),
                            "ipv4_drop_bad_length"),
-    "fragment": (lambda d, s: frame(d, s, ipv4(icmp_echo(), SRC, DST, frag=0x2000)),
-                 "ipv4_frag_drop_tiny"),
+    # A first fragment (MF) of 26 bytes: not a multiple of 8.
+    "fragment_odd": (lambda d, s: frame(d, s, ipv4(icmp_echo(), SRC, DST, frag=0x2000)),
+                     "ipv4_frag_drop_bad"),
     "bad_icmp_cksum": (lambda d, s: frame(d, s, ipv4(icmp_echo(bad_cksum=True), SRC, DST)),
                        "icmp_drop_bad_checksum"),
     "other_mac": (lambda d, s: frame("02:11:22:33:44:55", s, ipv4(icmp_echo(), SRC, DST)),
@@ -86,9 +98,15 @@ KINDS = {
 def main():
     iface, dst_mac, kind, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     src_mac = open(f"/sys/class/net/{iface}/address").read().strip()
-    data = KINDS[kind][0](dst_mac, src_mac)
     with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
         s.bind((iface, 0))
+        if kind == "fragmented_echo":  # COUNT datagrams, each in fragments
+            for i in range(count):
+                for f in fragmented_echo(dst_mac, src_mac, 0x500 + i):
+                    s.send(f)
+            print(f"sent {count} fragmented echo requests")
+            return
+        data = KINDS[kind][0](dst_mac, src_mac)
         for _ in range(count):
             s.send(data)
     print(f"sent {count} x {kind} ({len(data)} bytes)")

@@ -193,6 +193,7 @@ private:
             {"syn_backlog", false, r_.integer_into(c.syn_backlog, 1, 65535)},
             {"syn_cookies", false, r_.boolean_into(c.syn_cookies)},
             {"time_wait_ms", false, r_.integer_into(c.time_wait_ms, 0, 240000)},
+            {"upstream_keepalive_ms", false, r_.integer_into(c.upstream_keepalive_ms, 0, 3600000)},
             {"tx_checksum_offload", false, r_.boolean_into(c.tx_checksum_offload)},
         };
         return r_.walk(**t, key, fields);

@@ -140,7 +140,18 @@ tcp_layer::connect_result tcp_layer::connect(ipv4_addr remote, uint16_t port, ui
     }
     const uint32_t idx = alloc_slot();
     slot &s = slots_[idx];
-    s.conn.emplace(cfg_.conn, t, isn_.isn(t, now_), &tcp_layer::emit_cb, &s, tc_);
+    if (cfg_.active_keepalive_ns != 0) {
+        // An upstream's connection: a peer that lost it (crashed, restarted,
+        // its reset lost on the way) answers the first probe with a reset,
+        // instead of leaving a request waiting for its response timeout.
+        tcp_conn_config c = cfg_.conn;
+        c.keepalive = true;
+        c.keepalive_idle_ns = c.keepalive_interval_ns = cfg_.active_keepalive_ns;
+        c.keepalive_probes = cfg_.active_keepalive_probes;
+        s.conn.emplace(c, t, isn_.isn(t, now_), &tcp_layer::emit_cb, &s, tc_);
+    } else {
+        s.conn.emplace(cfg_.conn, t, isn_.isn(t, now_), &tcp_layer::emit_cb, &s, tc_);
+    }
     s.local_port = t.local_port;
     s.active = true;
     if (!insert_flow(t, idx)) {  // cannot happen: the table has 2x the slots

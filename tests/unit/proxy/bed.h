@@ -109,8 +109,10 @@ public:
         tc.cookie_key0 = net::siphash_key{3, 4};
         tc.cookie_key1 = net::siphash_key{5, 6};
         tc.conn.time_wait_ns = 100 * ms;
+        tc.active_keepalive_ns = uint64_t(cfg_.tcp.upstream_keepalive_ms) * ms;  // as main.cpp
         flay_.emplace(tc, *fst_, g_pool, fnc_, ftc_);
         tc.isn_key = net::siphash_key{7, 8};
+        tc.active_keepalive_ns = 0;
         play_.emplace(tc, *pst_, g_pool, pnc_, ptc_);
         fst_->attach_tcp(&*flay_);
         pst_->attach_tcp(&*play_);
@@ -147,13 +149,21 @@ public:
     void skip_leak_check() { check_leaks_ = false; }
     // While set, frames from ferry to the peer are lost (counted in dropped()).
     void blackhole(bool on) { blackhole_ = on; }
+    // The peer's side of c vanishes without a word (a crash whose reset was
+    // lost): ferry's side still thinks it is open.
+    void vanish(peer_conn &c) {
+        peer_blackhole_ = true;
+        play_->abort(c.h, now_);
+        pump();
+        peer_blackhole_ = false;
+    }
     uint64_t dropped() const { return dropped_; }
 
     // Moves frames both ways and polls both sides until nothing moves.
     // Fires what is due at the current time, never advances it.
     void pump() {
         for (int round = 0; round < 100000; ++round) {
-            bool moved = carry(*fst_, *pst_, blackhole_) | carry(*pst_, *fst_, false);
+            bool moved = carry(*fst_, *pst_, blackhole_) | carry(*pst_, *fst_, peer_blackhole_);
             if (timers_->next_deadline() <= now_) moved |= timers_->advance(now_) != 0;
             if (fst_->next_deadline() <= now_) fst_->poll_timers(now_);
             if (pst_->next_deadline() <= now_) pst_->poll_timers(now_);
@@ -329,6 +339,7 @@ private:
     unsigned avail0_ = 0;
     bool check_leaks_ = true;
     bool blackhole_ = false;
+    bool peer_blackhole_ = false;
     uint64_t dropped_ = 0;
     uint64_t now_ = 1'000'000'000;
     config::ferry_config cfg_;

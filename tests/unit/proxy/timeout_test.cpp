@@ -96,6 +96,45 @@ TEST(Timeout, UpstreamThatDoesNotConnectIsA504) {
     finish(bed, {cl});
 }
 
+// The origin vanished after taking a request (a crash or restart whose reset
+// was lost: perf/soak stalled a minute on these under 1% loss, and each
+// answered 504 after response_timeout_ms). The connection's keep-alive probe
+// (upstream_keepalive_ms, 5 s) gets a reset from the peer's host; the GET,
+// idempotent and unanswered, is replayed on a fresh connection.
+TEST(Timeout, AnOriginThatVanishedIsFoundByAKeepAliveProbe) {
+    proxy_bed bed;
+    const size_t cl = bed.connect();
+    bed.send(cl, get_req);
+    ASSERT_EQ(bed.origin_count(), 1u);
+    bed.vanish(*bed.origin(0));
+    bed.advance(4900 * ms, 100 * ms);
+    EXPECT_EQ(bed.origin_count(), 1u);  // no probe yet: nothing happened
+    bed.advance(200 * ms, 100 * ms);
+    ASSERT_EQ(bed.origin_count(), 2u) << "the probe's reset, then the replay";
+    EXPECT_TRUE(bed.origin(1)->rx.starts_with("GET /p ")) << bed.origin(1)->rx;
+    bed.send(*bed.origin(1), ok5);
+    EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().requests_retried.get(), 1u);
+    EXPECT_EQ(bed.ctr().generated_504.get(), 0u);
+    finish(bed, {cl});
+}
+
+// upstream_keepalive_ms = 0: no probe, the request waits for its response
+// timeout (the behaviour before).
+TEST(Timeout, WithoutKeepAliveAVanishedOriginCostsTheResponseTimeout) {
+    bed_options opt;
+    opt.toml = bed_config("", "response_timeout_ms = 20000\n",
+                          "\n[tcp]\nupstream_keepalive_ms = 0\n");
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, get_req);
+    bed.vanish(*bed.origin(0));
+    bed.advance(20100 * ms, 100 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.origin_count(), 1u);
+    finish(bed, {cl});
+}
+
 TEST(Timeout, ResponseBodyStalledPastReadTimeoutCutsTheClientShort) {
     bed_options opt;
     opt.toml = bed_config("", "read_timeout_ms = 3000\nmax_fails = 0\n");

@@ -18,6 +18,13 @@
 //   syn_backlog = 128               # 1..65535 connections in SYN-RECEIVED per listener
 //   syn_cookies = true              # RFC 4987 SYN cookies when the backlog is full
 //   time_wait_ms = 60000            # 0..240000, 2*MSL (RFC 9293 3.10.8)
+//   upstream_keepalive_ms = 5000    # 0..3600000: connections ferry opens (upstream)
+//                                   #   send a TCP keep-alive probe after this long
+//                                   #   without a segment from the peer, then every
+//                                   #   as long; 3 unanswered close it. A peer that
+//                                   #   lost the connection (crashed, restarted, its
+//                                   #   reset lost) answers with a reset at once.
+//                                   #   0 = off
 //   tx_checksum_offload = false     # let the port compute TCP checksums (needs the
 //                                   #   profile's tcp_cksum tx offload)
 //
@@ -297,6 +304,7 @@ struct tcp_config {
     uint32_t syn_backlog = 128;
     bool syn_cookies = true;
     uint32_t time_wait_ms = 60000;
+    uint32_t upstream_keepalive_ms = 5000;  // 0 = off
     bool tx_checksum_offload = false;
 };
 

@@ -101,6 +101,11 @@ struct tcp_layer_config {
     uint16_t ephemeral_lo = 32768;
     uint16_t ephemeral_hi = 60999;
     tcp_conn_config conn;   // for every connection (mss follows the MTU)
+    // Connections opened by connect() send keep-alive probes (RFC 1122
+    // §4.2.3.6) after this long without a segment from the peer, and every as
+    // long after; active_keepalive_probes unanswered close them. 0 = as conn.
+    uint64_t active_keepalive_ns = 0;
+    uint32_t active_keepalive_probes = 3;
     siphash_key isn_key{};  // RFC 6528 secret
     siphash_key cookie_key0{}, cookie_key1{};
     siphash_key flow_key{};  // flow table hash

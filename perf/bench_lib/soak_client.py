@@ -30,27 +30,23 @@ processes, requests, bytes received and sent.
 import hashlib
 import json
 import multiprocessing
+import os
 import random
 import socket
 import sys
 import time
 
-PATTERN = bytes(i % 251 for i in range(251)) * 512
+# The origin's body pattern (byte k of a body = k mod 251), from the origin itself.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "integration"))
+from origin import pattern  # noqa: E402
+
 SIZES = [(3, 40), (1024, 20), (16 * 1024, 15), (64 * 1024, 10), (1 << 20, 10),
          (4 << 20, 4), (16 << 20, 1)]
 OPS = [("keepalive", 45), ("fresh", 20), ("pipeline", 15), ("upload", 20)]
 IO_TIMEOUT = 120
 OUTCOMES = ("ok", "mismatch", "truncated", "no_response", "timeout", "parse_error",
             "connect_refused")
-
-
-def pattern(off, n):
-    start = off % 251
-    out = bytearray()
-    while len(out) < n:
-        out += PATTERN[start:start + (n - len(out))]
-        start = 0
-    return bytes(out)
 
 
 _sha_cache = {}

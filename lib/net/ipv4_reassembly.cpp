@@ -152,6 +152,10 @@ rte_mbuf *ipv4_reassembly::assemble(datagram &d) noexcept {
     p.set_total_len(static_cast<uint16_t>(hlen + d.total));
     p.set_flags_frag(p.dont_fragment(), false, 0);
     p.fill_checksum();
+    // What the port said of the first fragment's checksums does not hold for
+    // the datagram (a fragment's L4 checksum cannot be checked): unknown, so
+    // TCP sums the whole datagram itself.
+    head->ol_flags &= ~(RTE_MBUF_F_RX_L4_CKSUM_MASK | RTE_MBUF_F_RX_IP_CKSUM_MASK);
     nframes_ -= d.n;
     --ndatagrams_;
     d.used = false;

@@ -112,6 +112,20 @@ TEST_F(Reassembly, OptionsOfTheFirstFragmentAndEthernetPaddingOfTheLast) {
     expect_whole(res.frame, 72, 28);
 }
 
+// The port may have marked the first fragment's L4 checksum good (or not
+// checked): that says nothing of the datagram's, which TCP must sum itself.
+TEST_F(Reassembly, TheDatagramsChecksumFlagsAreUnknown) {
+    ipv4_reassembly r;
+    frag first = make({7, 0, 64});
+    first.m->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_GOOD | RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+    EXPECT_EQ(r.input(first.m, eth, first.ip, first.hlen, 0).what, outcome::held);
+    auto res = feed(r, {7, 64, 8, false});
+    ASSERT_EQ(res.what, outcome::complete);
+    EXPECT_EQ(res.frame->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK, RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN);
+    EXPECT_EQ(res.frame->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK, RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN);
+    expect_whole(res.frame, 72);
+}
+
 TEST_F(Reassembly, DuplicateIsDroppedAloneOverlapDropsTheDatagram) {
     ipv4_reassembly r;
     EXPECT_EQ(feed(r, {7, 0, 64}).what, outcome::held);

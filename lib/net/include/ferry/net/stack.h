@@ -87,6 +87,8 @@ public:
     // When poll_timers() has work next, UINT64_MAX if never; may be early (see
     // neighbor_table::next_deadline), never late.
     [[nodiscard]] uint64_t next_deadline() const noexcept;
+    // Fragment frames held for reassembly (mbufs of the pool kept between inputs).
+    [[nodiscard]] uint32_t fragments_held() const noexcept { return frag_.frames_held(); }
 
     // Frames to transmit, oldest first. They stay owned by the stack until
     // tx_consumed() says the port took them.

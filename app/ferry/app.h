@@ -11,6 +11,7 @@
 
 #include "ferry/base/counter.h"
 #include "ferry/config/config.h"
+#include "ferry/reactor/stop_request.h"
 #include "ferry/net/counters.h"
 #include "ferry/net/fault.h"
 #include "ferry/net/port.h"
@@ -89,8 +90,9 @@ struct app_state {
     reactor::settings settings;
 };
 
-// Set by SIGINT/SIGTERM; workers poll it once per iteration.
-extern std::atomic<bool> stop_requested;
+// Made by SIGINT/SIGTERM; workers poll its flag once per iteration, and it
+// rings every worker's doorbell so that a loop about to sleep sees it too.
+extern reactor::stop_request stop_requested;
 
 // The one app_state of the process, for callbacks that carry no context.
 extern app_state *the_app;

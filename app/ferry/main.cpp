@@ -29,7 +29,7 @@ RTE_LOG_REGISTER(ferry_logtype_app, ferry.app, INFO);
 
 namespace ferry::app {
 
-std::atomic<bool> stop_requested{false};
+reactor::stop_request stop_requested;
 
 static_assert(int(config::wakeup_mode::conditional) == int(reactor::wakeup_mode::conditional) &&
               int(config::wakeup_mode::always) == int(reactor::wakeup_mode::always) &&
@@ -38,7 +38,9 @@ app_state *the_app = nullptr;
 
 namespace {
 
-void on_stop_signal(int) { stop_requested.store(true, std::memory_order_relaxed); }
+// Async-signal-safe: the flag, then every watched worker's doorbell (see
+// stop_request.h for the lost stop it prevents).
+void on_stop_signal(int) { stop_requested.request(); }
 void on_reopen_signal(int) { access_log_writer::request_reopen(); }
 void ignore_signal(int) {}
 
@@ -506,6 +508,8 @@ int run(int argc, char **argv) {
     std::fflush(stdout);
     std::fflush(stderr);
 
+    // The main lcore's loop takes the signals; every loop is rung all the same.
+    for (const auto &w : app.workers) (void)stop_requested.watch(&w->loop->bell());
     rte_eal_mp_remote_launch(worker_main, nullptr, CALL_MAIN);
     rte_eal_mp_wait_lcore();
     APP_LOG(INFO, "%s", "stopping");

@@ -204,7 +204,7 @@ void wake_all_workers() noexcept {
 int worker_main(void *) {
     worker *w = the_app->by_lcore[rte_lcore_id()];
     if (w == nullptr) return 0;  // an EAL lcore beyond `workers`: nothing to do
-    w->loop->run(stop_requested);
+    w->loop->run(stop_requested.flag());
     // Whoever stops first wakes the others: a sleeping worker would not see
     // the stop flag until its next timer otherwise.
     wake_all_workers();

@@ -6,11 +6,15 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "ferry/reactor/reactor.h"
+#include "ferry/reactor/stop_request.h"
 
 namespace ferry::reactor {
 namespace {
@@ -181,6 +185,79 @@ TEST_F(ReactorTest, RunReturnsWhenStopIsSetAndTheBellRings) {
     ASSERT_TRUE(ring(r.bell()));
     t.join();
     EXPECT_GE(c.sleep_attempts.get(), 1u);
+}
+
+// SIGTERM as ferry takes it: the main lcore's own loop runs the handler. The
+// handler lands after the loop's last look at the stop flag and before
+// epoll_wait (raised from a poller's pending(), which the pre-sleep re-check
+// calls after the flag). With no timer armed, a handler that only set the flag
+// left the loop asleep for ever: the CI run where ferry ignored SIGTERM until
+// the harness's SIGKILL 30 s later.
+stop_request *signal_target = nullptr;
+void on_test_stop_signal(int) { signal_target->request(); }
+
+struct raise_in_recheck {
+    int raised = 0;
+    static uint32_t poll(void *, uint64_t) { return 0; }
+    static bool pending(void *ctx) {
+        auto &self = *static_cast<raise_in_recheck *>(ctx);
+        if (self.raised++ == 0) std::raise(SIGUSR2);  // delivered before raise() returns
+        return false;
+    }
+};
+
+TEST_F(ReactorTest, AStopSignalBetweenTheRecheckAndTheSleepWakesTheLoop) {
+    stop_request req;
+    ASSERT_TRUE(req.watch(&r.bell()));
+    signal_target = &req;
+    struct sigaction sa {}, old{};
+    sa.sa_handler = on_test_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
+
+    raise_in_recheck src;
+    poller p;
+    p.poll = raise_in_recheck::poll;
+    p.pending = raise_in_recheck::pending;
+    p.ctx = &src;
+    p.wake_fd = poller::no_wake_fd_needed;
+    ASSERT_TRUE(r.add_poller(p));
+    s.idle_threshold_ns = 0;
+    std::atomic<bool> returned{false};
+    std::thread t([&] {
+        r.run(req.flag());
+        returned = true;
+    });
+    // The loop returns at once when it works; 10 s only bounds a failure.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!returned && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    EXPECT_TRUE(returned) << "the loop slept through a stop request made in its sleep window";
+    if (!returned) (void)ring(r.bell());  // unstick it so the test can end
+    t.join();
+    sigaction(SIGUSR2, &old, nullptr);
+    EXPECT_EQ(src.raised, 1);
+    EXPECT_TRUE(req.requested());
+    EXPECT_EQ(c.sleeps.get(), 1u);  // it did enter the sleep, and the ring ended it
+    EXPECT_EQ(c.wakeups_doorbell.get(), 1u);
+}
+
+TEST(StopRequest, RingsEveryWatchedBellAndKeepsErrno) {
+    settings s;
+    reactor_counters c1, c2;
+    reactor a{s, c1, reactor::now_ns()}, b{s, c2, reactor::now_ns()};
+    stop_request req;
+    ASSERT_TRUE(req.watch(&a.bell()));
+    ASSERT_TRUE(req.watch(&b.bell()));
+    EXPECT_FALSE(req.watch(nullptr));
+    errno = EAGAIN;
+    req.request();
+    EXPECT_EQ(errno, EAGAIN);
+    EXPECT_TRUE(req.requested());
+    for (reactor *x : {&a, &b}) {
+        uint64_t v = 0;
+        EXPECT_EQ(read(x->bell().fd, &v, sizeof v), 8);
+        EXPECT_EQ(v, 1u);
+    }
 }
 
 TEST(WakeupMode, NamesRoundTrip) {

@@ -38,7 +38,8 @@ tcp_conn::tcp_conn(const tcp_conn_config &cfg, const tcp_tuple &tuple, seq_num i
       ctr_(counters),
       rtt_(cfg.rtt),
       cc_(cfg.cc, iss),
-      sq_(cfg.snd_buf) {
+      sq_(cfg.snd_buf, cfg.blocks),
+      rq_(cfg.blocks) {
     snd_.iss = iss;
     snd_.una = iss;
     snd_.nxt = iss;

@@ -70,6 +70,13 @@ uint32_t tcp_send_queue::push(rte_mbuf *chain) noexcept {
     if (chain == nullptr || chain->pkt_len == 0 || bytes_ >= limit_ || count_ == capacity) {
         return 0;
     }
+    if (ring_ == nullptr) {
+        ring_ = static_cast<entry *>(pool_->take());
+        if (ring_ == nullptr) {
+            return 0;
+        }
+        head_ = 0;
+    }
     ring_[(head_ + count_) % capacity] = entry{chain, chain->pkt_len};
     ++count_;
     bytes_ += chain->pkt_len;
@@ -88,9 +95,18 @@ void tcp_send_queue::release(uint32_t n) noexcept {
         }
         n -= left;
         rte_pktmbuf_free(e.m);
-        e = entry{};
         head_ = (head_ + 1) % capacity;
         --count_;
+        head_off_ = 0;
+    }
+    drop_ring();
+}
+
+void tcp_send_queue::drop_ring() noexcept {
+    if (count_ == 0 && ring_ != nullptr) {
+        pool_->give(ring_);
+        ring_ = nullptr;
+        head_ = 0;
         head_off_ = 0;
     }
 }
@@ -127,10 +143,10 @@ uint32_t tcp_send_queue::gather(uint32_t off, uint32_t len, std::span<tcp_payloa
 void tcp_send_queue::clear() noexcept {
     while (count_ > 0) {
         rte_pktmbuf_free(ring_[head_].m);
-        ring_[head_] = entry{};
         head_ = (head_ + 1) % capacity;
         --count_;
     }
+    drop_ring();
     head_ = 0;
     head_off_ = 0;
     bytes_ = 0;
@@ -316,8 +332,31 @@ uint32_t tcp_sack_scoreboard::unsacked_run(seq_num seq, uint32_t len) const noex
 
 // ---- tcp_recv_queue ----
 
+bool tcp_recv_queue::have_ring() noexcept {
+    if (ring_ == nullptr) {
+        ring_ = static_cast<tcp_rx_piece *>(pool_->take());
+        head_ = 0;
+    }
+    return ring_ != nullptr;
+}
+
+void tcp_recv_queue::settle_ring() noexcept {
+    if (count_ == 0 && ring_ != nullptr) {
+        pool_->give(ring_);
+        ring_ = nullptr;
+        head_ = 0;
+    }
+}
+
+void tcp_recv_queue::settle_ooo() noexcept {
+    if (ooo_count_ == 0 && ooo_ != nullptr) {
+        pool_->give(ooo_);
+        ooo_ = nullptr;
+    }
+}
+
 bool tcp_recv_queue::push(tcp_rx_piece p) noexcept {
-    if (count_ == capacity) {
+    if (count_ == capacity || !have_ring()) {
         return false;
     }
     ring_[(head_ + count_) % capacity] = p;
@@ -331,10 +370,10 @@ std::size_t tcp_recv_queue::pop(std::span<tcp_rx_piece> out) noexcept {
     while (n < out.size() && count_ > 0) {
         out[n++] = ring_[head_];
         bytes_ -= ring_[head_].len;
-        ring_[head_] = tcp_rx_piece{};
         head_ = (head_ + 1) % capacity;
         --count_;
     }
+    settle_ring();
     return n;
 }
 
@@ -419,6 +458,10 @@ tcp_recv_queue::ooo_result tcp_recv_queue::insert_ooo(seq_num seq, tcp_rx_piece 
         rte_pktmbuf_free(n.p.m);
         return ooo_result::full;
     }
+    if (ooo_ == nullptr && (ooo_ = static_cast<ooo_entry *>(pool_->take())) == nullptr) {
+        rte_pktmbuf_free(n.p.m);
+        return ooo_result::full;
+    }
     for (std::size_t i = ooo_count_; i > pos; --i) {
         ooo_[i] = ooo_[i - 1];
     }
@@ -453,7 +496,7 @@ seq_num tcp_recv_queue::drain(seq_num rcv_nxt, bool &fin) noexcept {
         if (e_end <= rcv_nxt) {
             rte_pktmbuf_free(e.p.m);
         } else {
-            if (count_ == capacity) {
+            if (count_ == capacity || !have_ring()) {
                 break;
             }
             const uint32_t cut = distance(e.seq, rcv_nxt);
@@ -472,6 +515,7 @@ seq_num tcp_recv_queue::drain(seq_num rcv_nxt, bool &fin) noexcept {
             ooo_[i] = ooo_entry{};
         }
         ooo_count_ -= done;
+        settle_ooo();
     }
     if (ooo_fin_valid_ && ooo_fin_ == rcv_nxt) {
         fin = true;
@@ -513,9 +557,9 @@ std::size_t tcp_recv_queue::sack_blocks(std::span<tcp_sack_block> out) const noe
 void tcp_recv_queue::clear_ooo() noexcept {
     for (std::size_t i = 0; i < ooo_count_; ++i) {
         rte_pktmbuf_free(ooo_[i].p.m);
-        ooo_[i] = ooo_entry{};
     }
     ooo_count_ = 0;
+    settle_ooo();
     ooo_fin_valid_ = false;
 }
 
@@ -523,10 +567,10 @@ void tcp_recv_queue::clear() noexcept {
     clear_ooo();
     while (count_ > 0) {
         rte_pktmbuf_free(ring_[head_].m);
-        ring_[head_] = tcp_rx_piece{};
         head_ = (head_ + 1) % capacity;
         --count_;
     }
+    settle_ring();
     head_ = 0;
     bytes_ = 0;
 }

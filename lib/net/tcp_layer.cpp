@@ -60,6 +60,7 @@ struct tcp_layer::slot {
 tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, net_counters &nc,
                      tcp_counters &tc)
     : cfg_(cfg),
+      blocks_(std::max<uint32_t>(cfg.max_connections, 1) * tcp_block_pool::blocks_per_connection),
       st_(st),
       pool_(pool),
       nc_(nc),
@@ -70,6 +71,7 @@ tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, 
         cfg_.max_connections = 1;
     }
     const uint32_t n = cfg_.max_connections;
+    cfg_.conn.blocks = &blocks_;
     slots_ = std::make_unique<slot[]>(n);
     free_ = std::make_unique<uint32_t[]>(n);
     heap_ = std::make_unique<uint32_t[]>(n);
@@ -87,7 +89,7 @@ tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, 
     nfree_ = n;
     listeners_ = std::make_unique<listener[]>(cfg_.max_listeners);
     reserved_ = size_t(n) * (sizeof(slot) + 4 * sizeof(uint32_t)) + size_t(buckets) * sizeof(uint32_t) +
-                size_t(cfg_.max_listeners) * sizeof(listener);
+                size_t(cfg_.max_listeners) * sizeof(listener) + blocks_.reserved_bytes();
     if (cfg_.nqueues == 0) {
         cfg_.nqueues = 1;
     }

@@ -319,6 +319,24 @@ int memory_cmd(const process_view &v, rte_tel_data *d) {
     rte_tel_data_add_dict_u64(d, "tcp_reserved_bytes", m.tcp_reserved);
     rte_tel_data_add_dict_u64(d, "proxy_reserved_bytes", m.proxy_reserved);
     rte_tel_data_add_dict_u64(d, "slack_bytes", m.slack);
+    // The TCP queues' ring blocks, over every worker and port: how many exist
+    // (address space), are held now, were ever held at once, were ever made
+    // resident; a take that found none left.
+    uint64_t cap = 0, in_use = 0, peak = 0, touched = 0, exhausted = 0;
+    for (const lcore_view &l : v.lcores)
+        for (const lcore_port_view &p : l.ports) {
+            if (p.blocks == nullptr) continue;
+            cap += p.blocks->capacity();
+            in_use += p.blocks->in_use();
+            peak += p.blocks->peak();
+            touched += p.blocks->touched();
+            exhausted += p.blocks->exhausted();
+        }
+    rte_tel_data_add_dict_u64(d, "tcp_ring_blocks", cap);
+    rte_tel_data_add_dict_u64(d, "tcp_ring_blocks_in_use", in_use);
+    rte_tel_data_add_dict_u64(d, "tcp_ring_blocks_peak", peak);
+    rte_tel_data_add_dict_u64(d, "tcp_ring_blocks_touched", touched);
+    rte_tel_data_add_dict_u64(d, "tcp_ring_blocks_exhausted", exhausted);
     return 0;
 }
 

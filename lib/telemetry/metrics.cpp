@@ -192,6 +192,35 @@ void render_stack(exposition &e, const process_view &v) {
         }
     counter_group(e, "net", net::net_counter_fields, nc);
     counter_group(e, "tcp", net::tcp_counter_fields, tc);
+    // The TCP queues' ring blocks (tcp_block_pool.h).
+    struct block_family {
+        const char *name, *type, *help;
+        uint64_t (*get)(const net::tcp_block_pool &);
+    };
+    static constexpr block_family block_families[] = {
+        {"ferry_tcp_ring_blocks", "gauge", "ring blocks the TCP layer's pool holds (3 per connection slot)",
+         [](const net::tcp_block_pool &b) -> uint64_t { return b.capacity(); }},
+        {"ferry_tcp_ring_blocks_in_use", "gauge",
+         "ring blocks held now by connections with data queued",
+         [](const net::tcp_block_pool &b) -> uint64_t { return b.in_use(); }},
+        {"ferry_tcp_ring_blocks_touched", "gauge",
+         "ring blocks ever handed out (made resident, 4 KiB each)",
+         [](const net::tcp_block_pool &b) -> uint64_t { return b.touched(); }},
+        {"ferry_tcp_ring_blocks_exhausted_total", "counter",
+         "ring block requests that found the pool empty",
+         [](const net::tcp_block_pool &b) -> uint64_t { return b.exhausted(); }},
+    };
+    bool any_blocks = false;
+    for (const lcore_view &l : v.lcores)
+        for (const lcore_port_view &p : l.ports) any_blocks = any_blocks || p.blocks != nullptr;
+    for (const block_family &f : block_families) {
+        if (!any_blocks) break;  // no TCP layer: no family without samples
+        e.family(f.name, f.type, f.help);
+        for (const lcore_view &l : v.lcores)
+            for (size_t i = 0; i < v.ports.size() && i < l.ports.size(); ++i)
+                if (l.ports[i].blocks != nullptr)
+                    e.sample(lcore_port_label(l, v.ports[i]), f.get(*l.ports[i].blocks));
+    }
     // Only with [port.fault] on some port: a test setting.
     counter_group(e, "fault", net::fault_counter_fields, fc);
 }

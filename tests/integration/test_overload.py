@@ -211,6 +211,18 @@ def phase_memory(f):
     check(m["bound_bytes"] == parts and m["tcp_reserved_bytes"] > 0 and
           m["proxy_reserved_bytes"] > 0 and m["dpdk_heap_bytes"] > 0,
           "the bound is the sum of its parts, each of them counted")
+    # The TCP queues' ring blocks: held only while data is queued, so once
+    # every connection of (a) and (b) is gone none is held; (a) used some.
+    blocks = wait_for(lambda: f.telemetry("/ferry/memory"),
+                      lambda x: x["tcp_ring_blocks_in_use"] == 0, timeout=30)
+    print(f"  ring blocks: {blocks['tcp_ring_blocks']} of address space, peak in use "
+          f"{blocks['tcp_ring_blocks_peak']}, touched {blocks['tcp_ring_blocks_touched']}, "
+          f"in use now {blocks['tcp_ring_blocks_in_use']}, exhausted "
+          f"{blocks['tcp_ring_blocks_exhausted']}")
+    check(blocks["tcp_ring_blocks_in_use"] == 0 and blocks["tcp_ring_blocks_peak"] > 0 and
+          blocks["tcp_ring_blocks_touched"] <= blocks["tcp_ring_blocks"] and
+          blocks["tcp_ring_blocks_exhausted"] == 0,
+          "ring blocks all given back, none ever missing")
     sanitize = os.environ.get("FERRY_SANITIZE", "none")
     if sanitize not in ("", "none"):
         print(f"  (b_sanitize={sanitize}: the peak is not compared with the bound)")

@@ -260,6 +260,9 @@ struct tcp_conn_config {
     uint64_t keepalive_interval_ns = 75'000'000'000;
     uint32_t keepalive_probes = 9;
     cc_config cc;  // smss is replaced by the effective send MSS at ESTABLISHED
+    // Where the send and receive queues take their ring blocks while they hold
+    // data (tcp_layer's pool); null: tcp_block_pool::heap().
+    tcp_block_pool *blocks = nullptr;
 };
 
 // The emit callback: one segment to send. `refs` covers payload_len bytes of

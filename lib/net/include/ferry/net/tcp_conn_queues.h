@@ -10,7 +10,10 @@
 // Both queues hold references (mbuf chains), never copies: the send queue
 // keeps what the application gave until the peer acknowledges it, the receive
 // queue keeps the received chains until the application takes them. Storage
-// is fixed-size (arrays inside the object): nothing is allocated per segment.
+// is fixed-size: each ring is one block of a tcp_block_pool, taken when the
+// queue gets its first piece and given back when it empties, so a queue that
+// holds nothing (an idle connection) holds no ring; nothing is allocated per
+// segment.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -21,6 +24,7 @@
 #include <span>
 
 #include "ferry/net/tcp.h"
+#include "ferry/net/tcp_block_pool.h"
 #include "ferry/net/tcp_seq.h"
 
 namespace ferry::net {
@@ -47,15 +51,18 @@ class tcp_send_queue {
 public:
     static constexpr std::size_t capacity = 256;  // chains
 
-    explicit tcp_send_queue(uint32_t limit_bytes) noexcept : limit_(limit_bytes) {}
+    // `pool` null: tcp_block_pool::heap().
+    explicit tcp_send_queue(uint32_t limit_bytes, tcp_block_pool *pool = nullptr) noexcept
+        : pool_(pool != nullptr ? pool : &tcp_block_pool::heap()), limit_(limit_bytes) {}
     ~tcp_send_queue() { clear(); }
     tcp_send_queue(const tcp_send_queue &) = delete;
     tcp_send_queue &operator=(const tcp_send_queue &) = delete;
 
     // Takes the whole chain when fewer than limit bytes are queued and a ring
     // slot is free (a soft limit, as Linux's sk_sndbuf: one chain may overrun
-    // it). Returns the bytes taken (the chain's pkt_len), or 0 when full or the
-    // chain is empty: the caller keeps the chain then.
+    // it). Returns the bytes taken (the chain's pkt_len), or 0 when full, the
+    // chain is empty, or no ring block could be had: the caller keeps the
+    // chain then.
     [[nodiscard]] uint32_t push(rte_mbuf *chain) noexcept;
     // Drops the first n bytes (n <= bytes()), freeing every chain fully acked.
     void release(uint32_t n) noexcept;
@@ -69,13 +76,19 @@ public:
     [[nodiscard]] uint32_t space() const noexcept { return bytes_ < limit_ ? limit_ - bytes_ : 0; }
     [[nodiscard]] uint32_t limit() const noexcept { return limit_; }
     [[nodiscard]] std::size_t chains() const noexcept { return count_; }
+    // Whether the queue holds a ring block (it does exactly while it holds data).
+    [[nodiscard]] bool holds_block() const noexcept { return ring_ != nullptr; }
 
 private:
     struct entry {
         rte_mbuf *m;
         uint32_t len;
     };
-    std::array<entry, capacity> ring_{};
+    static_assert(capacity * sizeof(entry) <= tcp_block_pool::block_bytes);
+    // Empty again: the ring goes back to the pool.
+    void drop_ring() noexcept;
+    tcp_block_pool *pool_;
+    entry *ring_ = nullptr;  // a block of pool_ while count_ != 0
     std::size_t head_ = 0;
     std::size_t count_ = 0;
     uint32_t head_off_ = 0;  // bytes of ring_[head_] already released
@@ -183,12 +196,15 @@ public:
     static constexpr std::size_t capacity = 256;     // in-order pieces
     static constexpr std::size_t ooo_capacity = 32;  // out-of-order ranges (coalesced pieces)
 
-    tcp_recv_queue() noexcept = default;
+    // `pool` null: tcp_block_pool::heap().
+    explicit tcp_recv_queue(tcp_block_pool *pool = nullptr) noexcept
+        : pool_(pool != nullptr ? pool : &tcp_block_pool::heap()) {}
     ~tcp_recv_queue() { clear(); }
     tcp_recv_queue(const tcp_recv_queue &) = delete;
     tcp_recv_queue &operator=(const tcp_recv_queue &) = delete;
 
-    // Appends in-order data; false (the piece is not taken) when the ring is full.
+    // Appends in-order data; false (the piece is not taken) when the ring is
+    // full or no ring block could be had.
     [[nodiscard]] bool push(tcp_rx_piece p) noexcept;
     // Moves up to out.size() pieces to the caller, who then owns their chains.
     [[nodiscard]] std::size_t pop(std::span<tcp_rx_piece> out) noexcept;
@@ -215,6 +231,10 @@ public:
     [[nodiscard]] bool ooo_empty() const noexcept { return ooo_count_ == 0 && !ooo_fin_valid_; }
     // Entries in the out-of-order store (separate ranges, or shared pieces).
     [[nodiscard]] std::size_t ooo_count() const noexcept { return ooo_count_; }
+    // Ring blocks held (0 when nothing is queued, in order or out of order).
+    [[nodiscard]] unsigned blocks_held() const noexcept {
+        return (ring_ != nullptr ? 1u : 0u) + (ooo_ != nullptr ? 1u : 0u);
+    }
 
     void clear_ooo() noexcept;
     void clear() noexcept;
@@ -230,11 +250,19 @@ private:
     // Chains b's data after a's (both exact, a just before b). False (nothing
     // done) when the chain would have more than RTE_MBUF_MAX_NB_SEGS segments.
     [[nodiscard]] static bool join(ooo_entry &a, ooo_entry &b) noexcept;
-    std::array<tcp_rx_piece, capacity> ring_{};
+    static_assert(capacity * sizeof(tcp_rx_piece) <= tcp_block_pool::block_bytes);
+    static_assert(ooo_capacity * sizeof(ooo_entry) <= tcp_block_pool::block_bytes);
+    // A ring block for the in-order ring (true if held or taken now).
+    [[nodiscard]] bool have_ring() noexcept;
+    // Give the blocks of empty parts back.
+    void settle_ring() noexcept;
+    void settle_ooo() noexcept;
+    tcp_block_pool *pool_;
+    tcp_rx_piece *ring_ = nullptr;  // a block of pool_ while count_ != 0
     std::size_t head_ = 0;
     std::size_t count_ = 0;
     uint32_t bytes_ = 0;
-    std::array<ooo_entry, ooo_capacity> ooo_{};
+    ooo_entry *ooo_ = nullptr;  // a block of pool_ while ooo_count_ != 0
     std::size_t ooo_count_ = 0;
     seq_num last_seq_;  // first octet of the most recently stored data
     seq_num ooo_fin_;

@@ -203,10 +203,13 @@ public:
     void set_mem_pressure(bool on) noexcept { mem_pressure_ = on; }
     [[nodiscard]] bool mem_pressure() const noexcept { return mem_pressure_; }
     [[nodiscard]] uint32_t capacity() const noexcept { return cfg_.max_connections; }
-    // Heap bytes the layer allocated at construction (its connection slots,
-    // flow table, timer heap and lists): all it ever takes (docs/OPERATIONS.md
-    // "Memory").
+    // Bytes the layer allocated or mapped at construction (its connection
+    // slots, flow table, timer heap and lists, and the queues' ring blocks):
+    // all it ever takes (docs/OPERATIONS.md "Memory"). The ring blocks are
+    // address space until used: blocks().touched() of them are resident.
     [[nodiscard]] std::size_t reserved_bytes() const noexcept { return reserved_; }
+    // The ring blocks of the connections' queues (blocks_per_connection per slot).
+    [[nodiscard]] const tcp_block_pool &blocks() const noexcept { return blocks_; }
     [[nodiscard]] const tcp_layer_config &config() const noexcept { return cfg_; }
 
 private:
@@ -254,6 +257,8 @@ private:
     void heap_swap(uint32_t a, uint32_t b) noexcept;
 
     tcp_layer_config cfg_;
+    // Before the slots: their queues give blocks back when they are destroyed.
+    tcp_block_pool blocks_;
     stack &st_;
     rte_mempool *pool_;
     net_counters &nc_;

@@ -25,6 +25,7 @@
 #include "ferry/net/fault.h"
 #include "ferry/net/port.h"
 #include "ferry/net/queue_io.h"
+#include "ferry/net/tcp_block_pool.h"
 #include "ferry/proxy/proxy.h"
 #include "ferry/reactor/reactor.h"
 #include "ferry/xcore/mesh.h"
@@ -39,6 +40,8 @@ struct lcore_port_view {
     const net::net_counters *net = nullptr;      // never null
     const net::tcp_counters *tcp = nullptr;      // null: no TCP layer on this port
     const net::fault_counters *fault = nullptr;  // null: no [port.fault] on this port
+    // The TCP layer's ring blocks (tcp_block_pool.h); null: no TCP layer.
+    const net::tcp_block_pool *blocks = nullptr;
 };
 
 // One worker lcore.

@@ -37,6 +37,11 @@ bool idempotent(http::method m) noexcept {
 }  // namespace
 
 void worker_proxy::drive_client(client &c, uint64_t now) noexcept {
+    drive_client_turn(c, now);
+    if (c.used) settle_head(c);  // nothing buffered: an idle client holds no head buffer
+}
+
+void worker_proxy::drive_client_turn(client &c, uint64_t now) noexcept {
     for (int guard = 0; c.used; ++guard) {
         if (guard == 64) {  // enough for one turn: the rest at the next poll
             redrive_later(c);
@@ -106,6 +111,10 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
             pending_head_begin(c, now);  // may reset another client, never c
         }
         if (c.t_req == 0) c.t_req = now;  // the request's first byte
+        if (!attach_head(c)) {
+            reject(c, 503, now);
+            return false;
+        }
         c.fill_buf();
     }
 }
@@ -593,6 +602,7 @@ void worker_proxy::free_client(client &c, uint64_t now) noexcept {
     timers_.cancel(c.timer);
     abort_remote(c);  // B aborts its upstream side
     drop_input(c);
+    drop_head(c);
     for (uint32_t i = 0; i < c.out_n; ++i) rte_pktmbuf_free(c.out[i]);
     c.out_n = 0;
     c.cred_mask = 0;

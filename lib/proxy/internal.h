@@ -51,13 +51,15 @@ struct worker_proxy::endpoint {
     bool eof = false;       // the peer's FIN arrived (no data after `in`)
     bool closing = false;   // close once `out` is empty
     bool fin_sent = false;  // close() called
-    char *buf = nullptr;    // head buffer (cap bytes)
+    // Head buffer (cap bytes) and fields: a block of worker_proxy's head
+    // buffers, held only while a head is read or bytes wait in it (null then).
+    char *buf = nullptr;
     uint32_t cap = 0, buf_len = 0;
     // The head being parsed: the parser fills the message and its fields as
     // their lines complete, so both must outlive one parse call (a head
     // arriving in several reads); reset with hp.
     http::head_parser hp;
-    http::header *fields = nullptr;  // limits_.max_headers entries of its own
+    http::header *fields = nullptr;  // limits_.max_headers entries, in buf's block
     http::body_framer framer;
     reactor::timer timer;
     uint32_t gen = 0;

@@ -50,13 +50,18 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     clients_ = reserve<client>(reserved_base_, max_clients_);
     upconns_ = reserve<upconn>(reserved_base_, max_upconns_);
     const uint32_t cap = limits_.max_head_bytes;
-    buffers_ = reserve_raw<char>(reserved_base_, size_t(cap) * (max_clients_ + max_upconns_));
+    // A head block: the bytes, then the fields (aligned for them).
+    head_fields_off_ = (size_t(cap) + alignof(http::header) - 1) / alignof(http::header) *
+                       alignof(http::header);
+    const size_t block = (head_fields_off_ + size_t(limits_.max_headers) * sizeof(http::header) +
+                          63) / 64 * 64;
+    heads_ = std::make_unique<block_pool>(block, 64, max_clients_ + max_upconns_);
+    reserved_base_ += sizeof(block_pool) + heads_->reserved_bytes();
     free_clients_ = reserve<uint32_t>(reserved_base_, max_clients_);
     free_upconns_ = reserve<uint32_t>(reserved_base_, max_upconns_);
     for (uint32_t i = 0; i < max_clients_; ++i) {
         client &c = clients_[i];
         c.px = this;
-        c.buf = buffers_.get() + size_t(cap) * i;
         c.cap = cap;
         c.timer.set_callback(client_timer_cb, &c);
         free_clients_[nfree_clients_++] = max_clients_ - 1 - i;
@@ -65,17 +70,10 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
         upconn &u = upconns_[i];
         u.px = this;
         u.is_up = true;
-        u.buf = buffers_.get() + size_t(cap) * (max_clients_ + i);
         u.cap = cap;
         u.timer.set_callback(upconn_timer_cb, &u);
         free_upconns_[nfree_upconns_++] = max_upconns_ - 1 - i;
     }
-    fields_ = reserve<http::header>(reserved_base_, size_t(limits_.max_headers) *
-                                               (max_clients_ + max_upconns_));
-    for (uint32_t i = 0; i < max_clients_; ++i)
-        clients_[i].fields = fields_.get() + size_t(limits_.max_headers) * i;
-    for (uint32_t i = 0; i < max_upconns_; ++i)
-        upconns_[i].fields = fields_.get() + size_t(limits_.max_headers) * (max_clients_ + i);
     scratch_ = reserve<char>(reserved_base_, scratch_size);
     redrive_.reserve(max_clients_);
     listener_active_.assign(cfg.listeners.size(), 0);
@@ -271,8 +269,7 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     c.h = n.h;
     c.in_head = c.in_n = c.out_n = 0;
     c.eof = c.closing = c.fin_sent = false;
-    c.buf_len = 0;
-    c.hp.reset();
+    drop_head(c);
     c.state = client::st::head;
     c.listener = static_cast<uint16_t>(li);
     c.peer_addr = conn->tuple().remote_addr.value();
@@ -324,6 +321,33 @@ void worker_proxy::drop_input(endpoint &e) noexcept {
         rte_pktmbuf_free(e.front().m);
         e.pop();
     }
+}
+
+bool worker_proxy::attach_head(endpoint &e) noexcept {
+    if (e.buf != nullptr) return true;
+    void *b = heads_->take();
+    if (b == nullptr) {
+        ctr_.head_buffers_exhausted.inc();
+        return false;
+    }
+    e.buf = static_cast<char *>(b);
+    e.fields = reinterpret_cast<http::header *>(e.buf + head_fields_off_);
+    return true;
+}
+
+void worker_proxy::settle_head(endpoint &e) noexcept {
+    if (e.buf != nullptr && e.buf_len == 0 &&
+        e.hp.current_phase() == http::head_parser::phase::start_line) {
+        heads_->give(e.buf);
+        e.buf = nullptr;
+        e.fields = nullptr;
+    }
+}
+
+void worker_proxy::drop_head(endpoint &e) noexcept {
+    e.buf_len = 0;
+    e.hp.reset();
+    settle_head(e);
 }
 
 bool worker_proxy::flush(endpoint &e, uint64_t now) noexcept {

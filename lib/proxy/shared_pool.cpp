@@ -229,8 +229,7 @@ void worker_proxy::attach(uint32_t si, upconn &u, const job &j, uint64_t now) no
         srv_ctr_[sl.upstream][sl.server].idle.dec();
         ctr_.upstream_reused.inc();
     }
-    u.hp.reset();
-    u.buf_len = 0;
+    drop_head(u);
     u.cred_mask = 0;
     u.t_sent = now;
     srv_ctr_[sl.upstream][sl.server].requests.inc();

@@ -76,8 +76,7 @@ worker_proxy::upconn *worker_proxy::open_upconn(int upstream, int server, uint64
     u.in_head = u.in_n = u.out_n = 0;
     u.cred_mask = 0;
     u.eof = u.closing = u.fin_sent = false;
-    u.buf_len = 0;
-    u.hp.reset();
+    drop_head(u);
     u.upstream = upstream;
     u.server = server;
     u.reused = false;
@@ -131,8 +130,7 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
     }
     u->client = static_cast<uint32_t>(&c - clients_.get());
     u->client_gen = c.gen;
-    u->hp.reset();
-    u->buf_len = 0;
+    drop_head(*u);
     c.up = static_cast<uint32_t>(u - upconns_.get());
     c.up_gen = u->gen;
     ++us.busy[server];
@@ -141,6 +139,11 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
 }
 
 void worker_proxy::drive_upconn(upconn &u, uint64_t now) noexcept {
+    drive_upconn_turn(u, now);
+    if (u.used) settle_head(u);  // nothing buffered: an idle connection holds no head buffer
+}
+
+void worker_proxy::drive_upconn_turn(upconn &u, uint64_t now) noexcept {
     if (!u.used) return;
     if (u.state == upconn::st::connecting) return;
     if (u.state == upconn::st::idle) {
@@ -219,6 +222,10 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                 // Closed before (the rest of) a response head.
                 upconn_failed(u, 502, true, now);
             }
+            return false;
+        }
+        if (!attach_head(u)) {
+            upconn_failed(u, 502, false, now);
             return false;
         }
         u.fill_buf();
@@ -742,6 +749,7 @@ void worker_proxy::free_upconn(upconn &u, uint64_t now) noexcept {
         ups_[u.upstream]->hc_conn[u.server] = none;
     timers_.cancel(u.timer);
     drop_input(u);
+    drop_head(u);
     for (uint32_t i = 0; i < u.out_n; ++i) rte_pktmbuf_free(u.out[i]);
     u.out_n = 0;
     u.cred_mask = 0;

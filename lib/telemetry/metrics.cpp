@@ -252,6 +252,15 @@ void render_http(exposition &e, const process_view &v) {
              "client connections open now (accepted minus closed)");
     for (const auto &[lbl, c] : hc)
         e.sample(lbl, detail::active_connections(*c));
+    // The head buffers (worker_proxy::head_buffers()).
+    e.family("ferry_http_head_buffers_in_use", "gauge",
+             "head buffers held now (heads being read, bytes waiting)");
+    for (const lcore_view &l : v.lcores)
+        if (l.proxy != nullptr) e.sample(lcore_label(l), l.proxy->head_buffers().in_use());
+    e.family("ferry_http_head_buffers_touched", "gauge",
+             "head buffers ever handed out (made resident)");
+    for (const lcore_view &l : v.lcores)
+        if (l.proxy != nullptr) e.sample(lcore_label(l), l.proxy->head_buffers().touched());
 }
 
 void render_upstreams(exposition &e, const process_view &v) {

@@ -214,7 +214,8 @@ def phase_memory(f):
     # The TCP queues' ring blocks: held only while data is queued, so once
     # every connection of (a) and (b) is gone none is held; (a) used some.
     blocks = wait_for(lambda: f.telemetry("/ferry/memory"),
-                      lambda x: x["tcp_ring_blocks_in_use"] == 0, timeout=30)
+                      lambda x: x["tcp_ring_blocks_in_use"] == 0 and x["head_buffers_in_use"] == 0,
+                      timeout=30)
     print(f"  ring blocks: {blocks['tcp_ring_blocks']} of address space, peak in use "
           f"{blocks['tcp_ring_blocks_peak']}, touched {blocks['tcp_ring_blocks_touched']}, "
           f"in use now {blocks['tcp_ring_blocks_in_use']}, exhausted "
@@ -223,6 +224,9 @@ def phase_memory(f):
           blocks["tcp_ring_blocks_touched"] <= blocks["tcp_ring_blocks"] and
           blocks["tcp_ring_blocks_exhausted"] == 0,
           "ring blocks all given back, none ever missing")
+    check(blocks["head_buffers_in_use"] == 0 and 0 < blocks["head_buffers_touched"] <= 64 + 1,
+          f"head buffers all given back; {blocks['head_buffers_touched']} of "
+          f"{blocks['head_buffers']} ever made resident (64 clients at once at most)")
     sanitize = os.environ.get("FERRY_SANITIZE", "none")
     if sanitize not in ("", "none"):
         print(f"  (b_sanitize={sanitize}: the peak is not compared with the bound)")

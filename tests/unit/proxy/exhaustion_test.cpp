@@ -145,11 +145,12 @@ namespace ferry::proxy::test {
 namespace {
 
 // The memory a connection slot costs the proxy, as docs/OPERATIONS.md
-// ("Sizing", Memory) states it: two head buffers of max_header_bytes, two
-// field arrays of max_headers, and under 3 KiB of client and upstream
-// connection state; nothing else grows with the slots. (The TCP layer's
-// share is tcp_layer_test's.) A change that makes a slot dearer fails here
-// until the documentation says so.
+// ("Sizing", Memory) states it: two head buffers of max_header_bytes and
+// max_headers fields each (address space, resident only while in use: the
+// tests below), and under 3 KiB of client and upstream connection state;
+// nothing else grows with the slots. (The TCP layer's share is
+// tcp_layer_test's.) A change that makes a slot dearer fails here until the
+// documentation says so.
 TEST(Memory, AConnectionSlotCostsWhatTheDocsSay) {
     auto reserved = [](uint32_t slots) {
         bed_options o;
@@ -163,6 +164,64 @@ TEST(Memory, AConnectionSlotCostsWhatTheDocsSay) {
     EXPECT_GE(per_slot, heads);
     EXPECT_LE(per_slot, heads + 3 * 1024) << "per slot: " << per_slot;
     EXPECT_EQ((b - a) % 1024, 0u) << "something grows with the slots but not per slot";
+}
+
+// Head buffers are held only while a head is read or bytes wait in them:
+// an idle keep-alive client and its idle pooled upstream connection hold
+// none, so the buffers ever made resident are as many as were in use at
+// once, not one per connection (issue 15: memory per idle connection).
+TEST(Memory, IdleConnectionsHoldNoHeadBuffer) {
+    proxy_bed bed;
+    const block_pool &heads = bed.proxy().head_buffers();
+    std::vector<size_t> clients;
+    for (int i = 0; i < 40; ++i) {
+        const size_t cl = bed.connect();
+        clients.push_back(cl);
+        for (int r = 0; r < 2; ++r) {  // twice: the second on the idle upstream connection
+            bed.send(cl, simple_get);
+            peer_conn &o = *bed.origin();  // one origin connection, reused
+            EXPECT_TRUE(o.rx.starts_with("GET /p ")) << o.rx;
+            o.rx.clear();
+            bed.send(o, ok5);
+            EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello"));
+            bed.conn(cl).rx.clear();
+            EXPECT_EQ(heads.in_use(), 0u) << "client " << i << ", request " << r;
+        }
+    }
+    EXPECT_EQ(bed.origin_count(), 1u);
+    EXPECT_EQ(bed.ctr().requests.get(), 80u);
+    // 40 idle clients and an idle upstream connection: a client's and the
+    // upstream connection's buffers were all that was ever in use at once.
+    EXPECT_LE(heads.peak(), 2u);
+    EXPECT_LE(heads.touched(), 2u);
+    EXPECT_EQ(heads.exhausted(), 0u);
+    for (size_t cl : clients) bed.close(cl);
+    bed.advance(2000 * ms, 100 * ms);
+    EXPECT_EQ(heads.in_use(), 0u);
+}
+
+// A head that arrives in several reads keeps its buffer (and the parser's
+// state in it) between them, and gives it back once it is dispatched.
+TEST(Memory, AHeadInSeveralReadsKeepsItsBufferUntilDispatched) {
+    proxy_bed bed;
+    const block_pool &heads = bed.proxy().head_buffers();
+    const size_t cl = bed.connect();
+    const std::string head = "GET /p HTTP/1.1\r\nHost: h\r\nX-Long: " + std::string(3000, 'x') +
+                             "\r\n\r\n";
+    for (size_t off = 0; off < head.size(); off += 700) {
+        bed.send(cl, head.substr(off, 700));
+        if (off + 700 < head.size()) EXPECT_EQ(heads.in_use(), 1u) << "at " << off;
+    }
+    peer_conn &o = *bed.origin();
+    EXPECT_TRUE(o.rx.find("X-Long: " + std::string(3000, 'x') + "\r\n") != std::string::npos);
+    EXPECT_EQ(heads.in_use(), 0u);  // dispatched: nothing left in the client's buffer
+    // A response head in two reads: the upstream connection holds a buffer between them.
+    bed.send(o, "HTTP/1.1 200 OK\r\nContent-");
+    EXPECT_EQ(heads.in_use(), 1u);
+    bed.send(o, "Length: 5\r\n\r\nhello");
+    EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello")) << bed.conn(cl).rx;
+    EXPECT_EQ(heads.in_use(), 0u);
+    finish(bed, {cl});
 }
 
 }  // namespace

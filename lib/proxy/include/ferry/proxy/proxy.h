@@ -176,6 +176,7 @@
 #include <string>
 #include <vector>
 
+#include "ferry/base/block_pool.h"
 #include "ferry/base/counter.h"
 #include "ferry/config/config.h"
 #include "ferry/http/parser.h"
@@ -227,6 +228,7 @@ namespace ferry::proxy {
     X(timeouts_total,           "exchanges longer than total_timeout_ms")                              \
     X(body_too_large,           "requests answered 413: body over max_body_bytes")                     \
     X(no_buffer,                "mbuf allocation failures while building heads (connection closed)")   \
+    X(head_buffers_exhausted,   "heads that found no head buffer free (503 or 502; cannot happen: one per connection slot)") \
     X(chunked_reframed,         "chunked bodies forwarded re-framed in ferry's canonical form")        \
     X(chunked_dechunked,        "chunked responses sent to an HTTP/1.0 client as plain bytes")         \
     X(trailers_dropped,         "trailer fields of chunked bodies not forwarded")                      \
@@ -387,9 +389,9 @@ public:
     // Connections still open (client + upstream); with shared pools also the
     // cross-core work that keeps this worker in its drain loop (file comment).
     [[nodiscard]] uint32_t open_connections() const noexcept;
-    // Heap bytes this worker allocated up front (client and upstream
-    // connection slots, head buffers, header fields, shared-pool state, the
-    // access log's pending records): all it takes, whatever the load
+    // Bytes this worker allocated or mapped up front (client and upstream
+    // connection slots, the head buffers' address space, shared-pool state,
+    // the access log's pending records): all it takes, whatever the load
     // (docs/OPERATIONS.md "Memory").
     [[nodiscard]] std::size_t reserved_bytes() const noexcept {
         return sizeof(*this) + reserved_base_ + reserved_shared_ + reserved_al_ +
@@ -397,6 +399,12 @@ public:
     }
     // Aborts everything still open (the drain timeout passed).
     void abort_all(uint64_t now) noexcept;
+    // The head buffers: one block (max_header_bytes for the bytes, then
+    // max_headers fields) per connection slot of address space, held by a
+    // client or upstream connection only while a head is read or bytes wait
+    // in it, so an idle connection holds none and only as many blocks as are
+    // in use at once ever become resident.
+    [[nodiscard]] const block_pool &head_buffers() const noexcept { return *heads_; }
 
     [[nodiscard]] const http_counters &counters() const noexcept { return ctr_; }
     // server_counters of upstream u, server s.
@@ -423,7 +431,9 @@ private:
     void on_accept(uint16_t port, const net::tcp_notice &n, uint64_t now) noexcept;
 
     // Client side.
+    // One turn of c's state machine, then its head buffer back if empty.
     void drive_client(client &c, uint64_t now) noexcept;
+    void drive_client_turn(client &c, uint64_t now) noexcept;
     bool client_head(client &c, uint64_t now) noexcept;
     bool start_request(client &c, uint32_t consumed, uint64_t now) noexcept;
     bool dispatch(client &c, uint32_t consumed, int upstream, int server, uint64_t now) noexcept;
@@ -468,7 +478,9 @@ private:
     int pick_server(int upstream, uint64_t key, uint64_t now, int exclude = -1) noexcept;
     upconn *open_upconn(int upstream, int server, uint64_t now) noexcept;
     upconn *acquire(client &c, int upstream, int server, uint64_t now, bool fresh_only) noexcept;
+    // One turn of u's state machine, then its head buffer back if empty.
     void drive_upconn(upconn &u, uint64_t now) noexcept;
+    void drive_upconn_turn(upconn &u, uint64_t now) noexcept;
     bool upconn_head(upconn &u, uint64_t now) noexcept;
     enum class head_next : uint8_t { stop, body, again };
     head_next response_head(upconn &u, client *cp, rreq *rp, uint32_t consumed,
@@ -605,6 +617,13 @@ private:
     void note_rejected(http::parse_error e) noexcept;
     void reject_generated(client &c, uint16_t status, uint64_t now) noexcept;
     void drop_input(endpoint &e) noexcept;
+    // Head buffers (head_buffers()): attach_head gives e a block if it has
+    // none (false: the pool is empty, counted); settle_head gives e's block
+    // back when nothing is in it (no bytes, no head begun); drop_head
+    // discards e's buffered bytes and parse state and gives the block back.
+    [[nodiscard]] bool attach_head(endpoint &e) noexcept;
+    void settle_head(endpoint &e) noexcept;
+    void drop_head(endpoint &e) noexcept;
     uint16_t port_for(uint32_t addr) const noexcept;
 
     static void client_timer_cb(void *ctx, uint64_t now) noexcept;
@@ -629,7 +648,8 @@ private:
     // Pools: clients and upstream connections, with their head buffers.
     std::unique_ptr<client[]> clients_;
     std::unique_ptr<upconn[]> upconns_;
-    std::unique_ptr<char[]> buffers_;
+    std::unique_ptr<block_pool> heads_;
+    std::size_t head_fields_off_ = 0;  // where a head block's fields begin
     std::unique_ptr<uint32_t[]> free_clients_, free_upconns_;
     uint32_t nfree_clients_ = 0, nfree_upconns_ = 0;
     uint32_t max_clients_ = 0, max_upconns_ = 0;
@@ -639,9 +659,7 @@ private:
     std::vector<uint32_t> listener_active_;  // open clients per listener (this lcore)
     // Which object each TCP slot serves, per port: index | kind bit, or none.
     std::vector<std::unique_ptr<uint32_t[]>> slot_owner_;
-    // Header fields of every endpoint's head in the making (max_headers
-    // each), and scratch for serializing heads.
-    std::unique_ptr<http::header[]> fields_;
+    // Scratch for serializing heads.
     std::unique_ptr<char[]> scratch_;
     uint32_t scratch_len_ = 0;
     reactor::timer health_timer_;

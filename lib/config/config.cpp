@@ -195,6 +195,7 @@ private:
             {"time_wait_ms", false, r_.integer_into(c.time_wait_ms, 0, 240000)},
             {"upstream_keepalive_ms", false, r_.integer_into(c.upstream_keepalive_ms, 0, 3600000)},
             {"tx_checksum_offload", false, r_.boolean_into(c.tx_checksum_offload)},
+            {"rack", false, r_.boolean_into(c.rack)},
         };
         return r_.walk(**t, key, fields);
     }

@@ -14,10 +14,6 @@ constexpr uint32_t ts_option_len = 12;  // 10 bytes, NOP-padded (RFC 7323 Append
 // a retransmission ... historically been 3" — the same 3 as RFC 5681's.
 static_assert(tcp_sack_scoreboard::dup_thresh == tcp_cc::dup_ack_threshold);
 
-[[nodiscard]] bool synchronized(tcp_state s) noexcept {
-    return s != tcp_state::closed && s != tcp_state::listen && s != tcp_state::syn_sent;
-}
-
 // The shift that lets a 16-bit field carry `buf` (RFC 7323 §2.3: at most 14).
 [[nodiscard]] uint8_t wscale_for(uint32_t buf) noexcept {
     uint8_t s = 0;
@@ -39,7 +35,8 @@ tcp_conn::tcp_conn(const tcp_conn_config &cfg, const tcp_tuple &tuple, seq_num i
       rtt_(cfg.rtt),
       cc_(cfg.cc, iss),
       sq_(cfg.snd_buf, cfg.blocks),
-      rq_(cfg.blocks) {
+      rq_(cfg.blocks),
+      rack_(cfg.blocks) {
     snd_.iss = iss;
     snd_.una = iss;
     snd_.nxt = iss;
@@ -81,9 +78,10 @@ void tcp_conn::enter_closed(tcp_close_reason why, uint64_t now) noexcept {
     close_reason_ = why;
     set_state(tcp_state::closed, now);
     events_ |= tcp_event::closed;
-    rtx_at_ = persist_at_ = delack_at_ = tw_at_ = ka_at_ = never;
+    rtx_at_ = persist_at_ = delack_at_ = tw_at_ = ka_at_ = pto_at_ = never;
     sq_.clear();
     rq_.clear_ooo();
+    rack_.clear();
     if (why != tcp_close_reason::normal) {
         // RFC 9293 §3.10.7.4 second step: "all segment queues should be flushed".
         rq_.clear();
@@ -679,119 +677,6 @@ bool tcp_conn::process_ack(const tcp_repr &h, uint64_t now) noexcept {
     return true;
 }
 
-// ---------------------------------------------------------------------------
-// SACK-based loss recovery (RFC 6675)
-
-uint32_t tcp_conn::take_sack_blocks(const tcp_repr &h) noexcept {
-    uint32_t newly = 0;
-    const uint32_t outstanding = distance(snd_.una, snd_.max);
-    for (const tcp_sack_block &b : h.options.sack_blocks()) {
-        ctr_.sack_blocks_received.inc();
-        // Only octets we sent and the peer has not acknowledged cumulatively
-        // can be SACKed, and not SND.UNA itself (the peer's RCV.NXT): SND.UNA
-        // < left < right <= SND.MAX. A block ending at or below SND.UNA is a
-        // D-SACK (RFC 2883 §4) or left over from an older ACK; one holding
-        // SND.UNA says the peer dropped data it had (its RCV.NXT never stops
-        // at or inside data it holds): nothing for the scoreboard either.
-        const int32_t left = b.left - snd_.una;
-        const int32_t right = b.right - snd_.una;
-        if (left <= 0 || right <= left || static_cast<uint32_t>(right) > outstanding) {
-            ctr_.sack_blocks_invalid.inc();
-            continue;
-        }
-        bool overflow = false;
-        newly += sack_sb_.add(b.left, b.right, overflow);
-        if (overflow) {
-            ctr_.sack_scoreboard_overflow.inc();
-        }
-    }
-    return newly;
-}
-
-void tcp_conn::sack_on_ack(bool advanced, bool dup, uint64_t now) noexcept {
-    // RFC 6675 §5: "If the incoming ACK is a cumulative acknowledgment, the
-    // TCP MUST reset DupAcks to zero."
-    if (advanced) {
-        sack_dupacks_ = 0;
-    }
-    if (!dup) {
-        return;
-    }
-    ctr_.dup_acks.inc();
-    if (cc_.in_recovery()) {
-        // (B) the scoreboard is updated; output() re-runs SetPipe and (C).
-        return;
-    }
-    // "If the incoming ACK is a duplicate acknowledgment ... and the TCP is
-    // not currently in loss recovery, the TCP MUST increase DupAcks by one".
-    ++sack_dupacks_;
-    // "(1) If DupAcks >= DupThresh, go to step (4). (2) If DupAcks < DupThresh
-    // but IsLost (HighACK + 1) returns true ... go to step (4)." Otherwise
-    // "(3)": output() sends new data while cwnd - pipe >= 1 SMSS. Not while
-    // going back after an RTO (SND.NXT < SND.MAX): that goes on.
-    if ((sack_dupacks_ < tcp_sack_scoreboard::dup_thresh &&
-         !sack_sb_.is_lost(snd_.una, snd_mss_)) ||
-        snd_.nxt != snd_.max) {
-        return;
-    }
-    // "(4.1) RecoveryPoint = HighData ... (4.2) ssthresh = cwnd = (FlightSize
-    // / 2)" (tcp_cc, by the algorithm). False: an RTO or the previous
-    // episode's RecoveryPoint is not yet acknowledged (§5.1).
-    if (!cc_.on_sack_recovery(snd_.una, snd_.max, distance(snd_.una, snd_.max))) {
-        return;
-    }
-    ctr_.sack_recovery_episodes.inc();
-    ctr_.fast_retransmits.inc();
-    limited_tx_ = 0;
-    rxt_high_ = snd_.una;
-    // "(4.3) Retransmit the first data segment presumed dropped -- the
-    // segment starting with sequence number HighACK + 1. To prevent repeated
-    // retransmission of the same data or a premature rto, set HighRxt to the
-    // highest sequence number in the retransmitted segment." Up to the first
-    // SACKed octet only. (4.4) SetPipe and (4.5) step (C) are output()'s.
-    const uint32_t outstanding = distance(snd_.una, snd_.max);
-    const uint32_t first =
-        std::min(sack_sb_.unsacked_run(snd_.una, outstanding), uint32_t{snd_mss_});
-    if (first > 0) {
-        (void)sack_retransmit(snd_.una, snd_.una + static_cast<int32_t>(first), now);
-    }
-}
-
-uint32_t tcp_conn::sack_retransmit(seq_num start, seq_num end, uint64_t now) noexcept {
-    if (start < snd_data_) {
-        return 0;  // not data (our SYN): never in a hole once ESTABLISHED
-    }
-    const uint32_t off = distance(snd_data_, start);
-    const uint32_t data = sq_.bytes() > off ? std::min(distance(start, end), sq_.bytes() - off) : 0;
-    // The FIN goes along when the range covers it.
-    const bool fin =
-        fin_queued_ && off + data == sq_.bytes() && snd_.max > fin_seq() && end > fin_seq();
-    if (data == 0 && !fin) {
-        return 0;
-    }
-    ctr_.retransmits.inc();
-    ctr_.sack_retransmits.inc();
-    if (rtt_timing_ && rtt_seq_ >= start && rtt_seq_ < start + static_cast<int32_t>(data)) {
-        rtt_timing_ = false;  // Karn: the timed segment was resent
-    }
-    const uint8_t flags = tcp_flag::ack | (fin ? tcp_flag::fin : 0);
-    const uint32_t len = emit_segment(flags, start, off, data, now);
-    const uint32_t sent = len + (fin && len == data ? 1 : 0);
-    // "(C.2) If any of the data octets sent in (C.1) are below HighData,
-    // HighRxt MUST be set to the highest sequence number of the retransmitted
-    // segment".
-    rxt_high_ = seq_max(rxt_high_, start + static_cast<int32_t>(sent));
-    if (rtx_at_ == never) {
-        arm_rtx(now);
-    }
-    return sent;
-}
-
-uint32_t tcp_conn::sack_pipe() const noexcept {
-    return sack_sb_.pipe(snd_.una, snd_.max, cc_.in_sack_recovery() ? rxt_high_ : snd_.una,
-                         snd_mss_);
-}
-
 void tcp_conn::process_text(seq_num seq, rte_mbuf *payload, uint32_t off, uint32_t len, bool fin,
                             uint64_t now) noexcept {
     // "Seventh, process the segment text: ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2
@@ -1044,6 +929,10 @@ uint32_t tcp_conn::emit_segment(uint8_t flags, seq_num seq, uint32_t off, uint32
         }
     }
     r.payload_len = len;
+    if (len > 0 && sack_ok_ && cfg_.rack && !syn &&
+        !rack_.on_transmit(seq, seq + static_cast<int32_t>(len), now, seq < snd_.max)) {
+        ctr_.rack_unrecorded.inc();  // RFC 8985 records (tcp_rack.h)
+    }
     ctr_.segs_out.inc();
     emit_(emit_ctx_, r, tcp_payload{std::span<const tcp_payload_ref>(refs.data(), nrefs), len});
     return len;
@@ -1104,12 +993,30 @@ void tcp_conn::output(uint64_t now) noexcept {
     const bool pipe_mode = sack_pipe_mode();
     const bool recovering = pipe_mode && cc_.in_sack_recovery();
     uint64_t pipe = pipe_mode ? sack_pipe() : 0;
+    if (recovering && rack_.any_lost()) {
+        // What RACK knows is lost is not in the network (RFC 8985 §9.2).
+        pipe -= std::min<uint64_t>(pipe, rack_.lost_in_pipe(snd_.una, sack_sb_, rxt_high_, snd_mss_));
+    }
     seq_num hole_start;
     seq_num hole_end;
     for (;;) {
         if (pipe_mode) {
             if (pipe + snd_mss_ > cc_.cwnd()) {
                 break;
+            }
+            // RACK's lost segments first (RFC 8985 §6.2 step 5), among them
+            // retransmissions that were lost, which NextSeg cannot name.
+            if (recovering && rack_.any_lost() &&
+                rack_.next_lost(snd_.una, sack_sb_, hole_start, hole_end)) {
+                hole_end = seq_min(hole_end, hole_start + static_cast<int32_t>(snd_mss_));
+                const uint32_t n = sack_retransmit(hole_start, hole_end, now);
+                if (n == 0) {
+                    break;
+                }
+                ctr_.rack_retransmits.inc();
+                pipe += n;
+                sent = true;
+                continue;
             }
             if (recovering && sack_sb_.next_hole(snd_.una, rxt_high_, true, snd_mss_, snd_mss_,
                                                  hole_start, hole_end)) {
@@ -1176,6 +1083,9 @@ void tcp_conn::output(uint64_t now) noexcept {
         const bool retransmission = snd_.nxt < snd_.max;
         len = emit_segment(flags, snd_.nxt, off, len, now);
         const bool fin_sent = fin && off + len == sq_.bytes();
+        if (!retransmission && len > 0) {
+            pto_restart_ = true;  // RFC 8985 §7.2: new data restarts the PTO
+        }
         if (retransmission) {
             ctr_.retransmits.inc();
         } else if (!rtt_timing_ && len > 0) {
@@ -1203,30 +1113,16 @@ void tcp_conn::output(uint64_t now) noexcept {
     if (snd_.wnd == 0 && sq_.bytes() > off && snd_.una == snd_.max && persist_at_ == never) {
         persist_at_ = now + std::min(rtt_.rto_ns() << persist_backoff_, cfg_.persist_max_ns);
     }
-}
-
-void tcp_conn::retransmit_head(uint64_t now) noexcept {
-    // The first unacknowledged segment, SND.NXT unchanged.
-    const uint32_t off = snd_.una >= snd_data_ ? distance(snd_data_, snd_.una) : 0;
-    const uint32_t avail = sq_.bytes() > off ? sq_.bytes() - off : 0;
-    const uint32_t len = std::min<uint32_t>(avail, snd_mss_);
-    const bool fin = fin_queued_ && off + len == sq_.bytes() && snd_.max > fin_seq();
-    if (len == 0 && !fin) {
-        return;
-    }
-    ctr_.retransmits.inc();
-    if (rtt_timing_ && rtt_seq_ < snd_.una + static_cast<int32_t>(len)) {
-        rtt_timing_ = false;  // Karn: the timed segment was resent
-    }
-    uint8_t flags = tcp_flag::ack | (fin ? tcp_flag::fin : 0);
-    (void)emit_segment(flags, snd_.una, off, len, now);
+    arm_pto(now);
 }
 
 // ---------------------------------------------------------------------------
 // Timers
 
 uint64_t tcp_conn::next_deadline() const noexcept {
-    return std::min({rtx_at_, persist_at_, delack_at_, tw_at_, ka_at_});
+    // The RACK reordering timer and the loss probe only while data is out.
+    const uint64_t loss = snd_.una != snd_.max ? std::min(pto_at_, rack_.deadline()) : never;
+    return std::min({rtx_at_, persist_at_, delack_at_, tw_at_, ka_at_, loss});
 }
 
 void tcp_conn::on_timer(uint64_t now) noexcept {
@@ -1242,6 +1138,12 @@ void tcp_conn::on_timer(uint64_t now) noexcept {
         if (state_ == tcp_state::closed) {
             return;
         }
+    }
+    if (snd_.una != snd_.max && rack_.deadline() <= now) {
+        on_rack_timer(now);
+    }
+    if (snd_.una != snd_.max && pto_at_ <= now) {
+        on_pto(now);
     }
     if (persist_at_ <= now) {
         on_persist(now);
@@ -1297,6 +1199,10 @@ void tcp_conn::on_rto(uint64_t now) noexcept {
     sack_sb_.clear();
     sack_dupacks_ = 0;
     rxt_high_ = snd_.una;
+    // RFC 8985 §6.3: everything outstanding goes again; so do its records.
+    rack_.clear();
+    pto_at_ = never;
+    tlp_out_ = false;
     snd_.nxt = snd_.una;  // go back (see the header)
     output(now);
     arm_rtx(now);

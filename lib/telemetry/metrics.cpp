@@ -198,7 +198,7 @@ void render_stack(exposition &e, const process_view &v) {
         uint64_t (*get)(const net::tcp_block_pool &);
     };
     static constexpr block_family block_families[] = {
-        {"ferry_tcp_ring_blocks", "gauge", "ring blocks the TCP layer's pool holds (3 per connection slot)",
+        {"ferry_tcp_ring_blocks", "gauge", "ring blocks the TCP layer's pool holds (4 per connection slot)",
          [](const net::tcp_block_pool &b) -> uint64_t { return b.capacity(); }},
         {"ferry_tcp_ring_blocks_in_use", "gauge",
          "ring blocks held now by connections with data queued",

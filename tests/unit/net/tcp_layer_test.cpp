@@ -847,11 +847,11 @@ namespace ferry::net {
 namespace {
 
 // What a connection slot costs the TCP layer, as docs/OPERATIONS.md
-// ("Sizing", Memory) states it: under 1 KiB of connection state, resident
-// from start-up, plus three 4 KiB ring blocks of address space (a send ring,
-// a receive ring and an out-of-order store) that become resident only while
-// a connection holds data; everything else it allocates grows with the slots
-// too. (Before the ring blocks, the rings were inside the state: 10 KiB per
+// ("Sizing", Memory) states it: about 1.1 KiB of connection state, resident
+// from start-up, plus four 4 KiB blocks of address space (a send ring, a
+// receive ring, an out-of-order store, RACK's transmission records) that
+// become resident only while a connection holds data; everything else it
+// allocates grows with the slots too. (Before the ring blocks, the rings were inside the state: 10 KiB per
 // slot, resident whether the connection was idle or never opened.)
 TEST_F(TcpLayerTest, a_connection_slot_costs_what_the_docs_say) {
     auto reserved = [&](uint32_t slots) {
@@ -863,7 +863,7 @@ TEST_F(TcpLayerTest, a_connection_slot_costs_what_the_docs_say) {
     const size_t a = reserved(64), b = reserved(1088);
     const size_t per_slot = (b - a) / 1024;
     const size_t blocks = tcp_block_pool::blocks_per_connection * tcp_block_pool::block_bytes;
-    EXPECT_LE(sizeof(tcp_conn), 1024u);
+    EXPECT_LE(sizeof(tcp_conn), 1152u);
     EXPECT_GE(per_slot, sizeof(tcp_conn) + blocks);
     EXPECT_LE(per_slot, blocks + 1536) << "per slot: " << per_slot;
 }

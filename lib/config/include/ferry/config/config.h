@@ -18,6 +18,11 @@
 //   syn_backlog = 128               # 1..65535 connections in SYN-RECEIVED per listener
 //   syn_cookies = true              # RFC 4987 SYN cookies when the backlog is full
 //   time_wait_ms = 60000            # 0..240000, 2*MSL (RFC 9293 3.10.8)
+//   rack = true                     # RACK-TLP loss detection (RFC 8985) on connections
+//                                   #   that negotiate SACK: lost retransmissions and
+//                                   #   tail losses found in round trips, not by the
+//                                   #   200 ms retransmission timeout (false: RFC 6675
+//                                   #   alone, as Linux's net.ipv4.tcp_recovery = 0)
 //   upstream_keepalive_ms = 5000    # 0..3600000: connections ferry opens (upstream)
 //                                   #   send a TCP keep-alive probe after this long
 //                                   #   without a segment from the peer, then every
@@ -306,6 +311,7 @@ struct tcp_config {
     uint32_t time_wait_ms = 60000;
     uint32_t upstream_keepalive_ms = 5000;  // 0 = off
     bool tx_checksum_offload = false;
+    bool rack = true;  // RACK-TLP loss detection (RFC 8985) with SACK
 };
 
 struct tcp_test_config {

@@ -2,8 +2,8 @@
 // (ferry/base/block_pool.h) of 4 KiB blocks, handed to a queue while it holds
 // data and taken back when it empties.
 //
-// Why: an idle keep-alive connection has nothing queued either way, so it
-// needs no rings. Held inline, the send ring, the receive ring and the
+// Why: an idle keep-alive connection has nothing queued either way and
+// nothing outstanding, so it needs no rings and no RACK records. Held inline, the send ring, the receive ring and the
 // out-of-order store cost every connection slot ~9.5 KiB, resident from
 // start-up; from this pool they cost what the connections that hold data at
 // the same moment use (issue 15: memory per idle connection).
@@ -25,8 +25,9 @@ namespace ferry::net {
 class tcp_block_pool : public block_pool {
 public:
     static constexpr std::size_t block_bytes = 4096;
-    // A send ring, a receive ring and an out-of-order store.
-    static constexpr uint32_t blocks_per_connection = 3;
+    // A send ring, a receive ring, an out-of-order store and RACK's
+    // transmission records (tcp_rack.h).
+    static constexpr uint32_t blocks_per_connection = 4;
 
     // `blocks` == 0: unbounded, over the C heap.
     explicit tcp_block_pool(uint32_t blocks) noexcept

@@ -93,6 +93,7 @@
 #include "ferry/net/tcp.h"
 #include "ferry/net/tcp_cc.h"
 #include "ferry/net/tcp_conn_queues.h"
+#include "ferry/net/tcp_rack.h"
 #include "ferry/net/tcp_rtt.h"
 #include "ferry/net/tcp_seq.h"
 #include "ferry/net/tcp_tuple.h"
@@ -143,7 +144,11 @@
     X(sack_blocks_invalid,   "SACK blocks ignored: empty, past SND.MAX, not above SND.UNA")       \
     X(sack_recovery_episodes, "SACK-based loss recoveries entered (RFC 6675)")                    \
     X(sack_retransmits,      "holes retransmitted in SACK-based loss recovery")                   \
-    X(sack_scoreboard_overflow, "SACK ranges forgotten: scoreboard full")
+    X(sack_scoreboard_overflow, "SACK ranges forgotten: scoreboard full")                          \
+    X(rack_lost,             "octets RACK marked lost (RFC 8985): a later segment was delivered")  \
+    X(rack_retransmits,      "segments retransmitted because RACK marked them lost")               \
+    X(tlp_probes,            "tail loss probes sent (RFC 8985 §7) instead of waiting for the RTO")  \
+    X(rack_unrecorded,       "segments sent without a RACK record (record ring full)")
 // clang-format on
 
 namespace ferry::net {
@@ -244,6 +249,7 @@ struct tcp_conn_config {
     bool window_scaling = true;     // RFC 7323 §2
     bool timestamps = true;         // RFC 7323 §3
     bool sack = true;               // RFC 2018 blocks as a receiver, RFC 6675 recovery as a sender
+    bool rack = true;               // with SACK: RACK-TLP loss detection (RFC 8985) as a sender
     uint32_t ts_offset = 0;         // added to the ms clock in TSval (RFC 7323 §5.4 randomizes)
     rtt_config rtt;
     uint64_t time_wait_ns = 60'000'000'000;  // 2*MSL, RFC 9293 §3.10.8
@@ -275,6 +281,12 @@ struct tcp_payload {
 using tcp_emit_fn = void (*)(void *ctx, const tcp_repr &hdr, const tcp_payload &payload);
 // Optional state-change trace: called from set_state().
 using tcp_trace_fn = void (*)(void *ctx, tcp_state from, tcp_state to);
+
+// A state past the handshake's first step (the sequence numbers of both
+// sides are known): not CLOSED, LISTEN or SYN-SENT.
+[[nodiscard]] inline bool synchronized(tcp_state s) noexcept {
+    return s != tcp_state::closed && s != tcp_state::listen && s != tcp_state::syn_sent;
+}
 
 class tcp_conn {
 public:
@@ -386,6 +398,8 @@ public:
     [[nodiscard]] uint64_t delack_deadline() const noexcept { return delack_at_; }
     [[nodiscard]] uint64_t time_wait_deadline() const noexcept { return tw_at_; }
     [[nodiscard]] uint64_t keepalive_deadline() const noexcept { return ka_at_; }
+    [[nodiscard]] uint64_t probe_deadline() const noexcept { return pto_at_; }
+    [[nodiscard]] const tcp_rack &rack() const noexcept { return rack_; }
     // SACK-based recovery (RFC 6675): the scoreboard, HighRxt + 1, the
     // DupAcks count and pipe (SetPipe() now, with HighRxt outside recovery
     // taken as SND.UNA).
@@ -431,8 +445,18 @@ private:
     // RFC 5961 check (after SND.UNA moved and the scoreboard was updated).
     void sack_on_ack(bool advanced, bool dup, uint64_t now) noexcept;
     // Retransmits [start, end) (not SACKed, at most one segment), moving
-    // HighRxt past what was sent. Returns the octets sent.
-    uint32_t sack_retransmit(seq_num start, seq_num end, uint64_t now) noexcept;
+    // HighRxt past what was sent. Returns the octets sent. `hole`: counted
+    // in sack_retransmits (not a tail loss probe).
+    uint32_t sack_retransmit(seq_num start, seq_num end, uint64_t now, bool hole = true) noexcept;
+    // RFC 6675 §5 step (4): recovery begins, the first hole is resent.
+    // False when it cannot begin (going back after an RTO, or §5.1).
+    bool enter_sack_recovery(uint64_t now) noexcept;
+    // RACK-TLP (RFC 8985, tcp_rack.h; tcp_conn_recovery.cpp): loss
+    // detection after an ACK or the reordering timer, the probe timer.
+    void rack_detect(uint64_t now) noexcept;
+    void on_rack_timer(uint64_t now) noexcept;
+    void arm_pto(uint64_t now) noexcept;
+    void on_pto(uint64_t now) noexcept;
     // In SACK recovery, or with DupAcks before it (§5 step 3): the sender
     // counts pipe, not SND.NXT - SND.UNA.
     [[nodiscard]] bool sack_pipe_mode() const noexcept {
@@ -500,6 +524,12 @@ private:
     tcp_sack_scoreboard sack_sb_;
     seq_num rxt_high_;           // HighRxt + 1: one past the highest octet resent in this recovery
     uint32_t sack_dupacks_ = 0;  // DupAcks (§5): reset by a cumulative ACK, an RTO
+    // RACK-TLP (RFC 8985), used when sack_ok_.
+    tcp_rack rack_;
+    uint64_t pto_at_ = never;   // the tail loss probe's timer
+    bool pto_restart_ = false;  // new data sent or SND.UNA advanced: arm_pto() re-arms
+    bool tlp_out_ = false;      // a probe is unanswered (TLP.end_seq below)
+    seq_num tlp_end_;
 
     // ACK policy.
     bool ack_now_ = false;

@@ -1,0 +1,201 @@
+#include "ferry/net/tcp_rack.h"
+
+#include <algorithm>
+
+namespace ferry::net {
+
+namespace {
+
+// RACK_sent_after (RFC 8985 §6.2): whether (t1, seq1) was sent after (t2, seq2).
+bool sent_after(uint64_t t1, seq_num seq1, uint64_t t2, seq_num seq2) noexcept {
+    return t1 > t2 || (t1 == t2 && seq1 > seq2);
+}
+
+}  // namespace
+
+
+bool tcp_rack::on_transmit(seq_num start, seq_num end, uint64_t now,
+                           bool retransmission) noexcept {
+    if (!(start < end)) return true;
+    if (retransmission) {
+        // The octets' earlier transmissions are replaced by this one.
+        for (std::size_t i = 0; i < n_; ++i) {
+            record &r = at(i);
+            if ((r.flags & f_done) != 0) continue;
+            const seq_num r_end = r.start + static_cast<int32_t>(r.len);
+            if (r.start < end && start < r_end) finish(r);
+        }
+    }
+    if (ring_ == nullptr) {
+        ring_ = static_cast<record *>(pool_->take());
+        head_ = n_ = 0;
+        if (ring_ == nullptr) {
+            ++unrecorded_;
+            return false;
+        }
+    }
+    if (n_ == capacity) compact();
+    if (n_ == capacity || distance(start, end) >= (1u << 24)) {
+        ++unrecorded_;
+        return false;
+    }
+    record &r = ring_[(head_ + n_) % capacity];
+    r.start = start;
+    r.len = distance(start, end);
+    r.flags = retransmission ? f_retransmitted : 0;
+    r.xmit = now;
+    ++n_;
+    return true;
+}
+
+void tcp_rack::finish(record &r) noexcept {
+    if ((r.flags & f_lost) != 0) --nlost_;
+    r.flags = static_cast<uint8_t>((r.flags & ~f_lost) | f_done);
+}
+
+void tcp_rack::trim() noexcept {
+    while (n_ > 0 && (ring_[head_].flags & f_done) != 0) {
+        head_ = (head_ + 1) % capacity;
+        --n_;
+    }
+    if (n_ == 0 && ring_ != nullptr) {
+        pool_->give(ring_);
+        ring_ = nullptr;
+        head_ = 0;
+    }
+}
+
+void tcp_rack::compact() noexcept {
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+        const record r = at(i);
+        if ((r.flags & f_done) == 0) ring_[(head_ + w++) % capacity] = r;
+    }
+    n_ = w;
+}
+
+void tcp_rack::on_ack(seq_num una, const tcp_sack_scoreboard &sb, uint64_t now) noexcept {
+    for (std::size_t i = 0; i < n_; ++i) {
+        record &r = at(i);
+        if ((r.flags & f_done) != 0) continue;
+        const seq_num end = r.start + static_cast<int32_t>(r.len);
+        const bool delivered = end <= una || (sb.is_sacked(r.start) && sb.skip_sacked(r.start) >= end);
+        if (!delivered) continue;
+        // Step 2: the RTT of this delivery, unless it may answer an earlier
+        // transmission of a retransmitted segment (shorter than the path's
+        // minimum: the ACK was for the original).
+        const uint64_t rtt = now >= r.xmit ? now - r.xmit : 0;
+        const bool retransmitted = (r.flags & f_retransmitted) != 0;
+        if (!retransmitted || rtt >= min_rtt_) {
+            if (!retransmitted) min_rtt_ = std::min(min_rtt_, rtt);
+            rack_rtt_ = rtt;
+            if (!have_rack_ || sent_after(r.xmit, end, rack_xmit_, rack_end_)) {
+                rack_xmit_ = r.xmit;
+                rack_end_ = end;
+                have_rack_ = true;
+            }
+        }
+        // Step 3: a segment delivered below one delivered earlier, never
+        // retransmitted, was reordered.
+        if (have_fack_ && end < fack_ && !retransmitted) reord_ = true;
+        if (!have_fack_ || end > fack_) {
+            fack_ = end;
+            have_fack_ = true;
+        }
+        finish(r);
+    }
+    trim();
+}
+
+uint32_t tcp_rack::detect_loss(uint64_t now, uint64_t srtt_ns, bool in_recovery,
+                               uint32_t dup_acks) noexcept {
+    reo_at_ = never;
+    if (!have_rack_ || n_ == 0) return 0;
+    // Step 4: RACK.reo_wnd = min(RACK.min_RTT / 4, SRTT), or 0 while no
+    // reordering was seen and the sender is recovering or past DupThresh.
+    uint64_t reo_wnd = 0;
+    if (reord_ || (!in_recovery && dup_acks < tcp_sack_scoreboard::dup_thresh)) {
+        const uint64_t quarter = min_rtt_ == UINT64_MAX ? 0 : min_rtt_ / 4;
+        reo_wnd = srtt_ns != 0 ? std::min(quarter, srtt_ns) : quarter;
+    }
+    // Step 5.
+    uint32_t newly = 0;
+    uint64_t wait = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+        record &r = at(i);
+        if ((r.flags & (f_done | f_lost)) != 0) continue;
+        const seq_num end = r.start + static_cast<int32_t>(r.len);
+        if (!sent_after(rack_xmit_, rack_end_, r.xmit, end)) continue;
+        const uint64_t due = r.xmit + rack_rtt_ + reo_wnd;
+        if (due <= now) {
+            r.flags = static_cast<uint8_t>(r.flags | f_lost);
+            ++nlost_;
+            newly += r.len;
+        } else {
+            wait = std::max(wait, due - now);
+        }
+    }
+    if (wait != 0) reo_at_ = now + wait;
+    return newly;
+}
+
+bool tcp_rack::next_lost(seq_num una, const tcp_sack_scoreboard &sb, seq_num &start,
+                         seq_num &end) const noexcept {
+    bool found = false;
+    for (std::size_t i = 0; i < n_ && nlost_ != 0; ++i) {
+        const record &r = at(i);
+        if ((r.flags & f_lost) == 0 || (r.flags & f_done) != 0) continue;
+        const seq_num r_end = r.start + static_cast<int32_t>(r.len);
+        if (r_end <= una) continue;
+        seq_num s = sb.skip_sacked(seq_max(r.start, una));
+        if (!(s < r_end)) continue;
+        const seq_num e = s + static_cast<int32_t>(sb.unsacked_run(s, distance(s, r_end)));
+        if (!(s < e)) continue;
+        if (!found || s < start) {
+            start = s;
+            end = e;
+            found = true;
+        }
+    }
+    return found;
+}
+
+uint32_t tcp_rack::lost_in_pipe(seq_num una, const tcp_sack_scoreboard &sb, seq_num high_rxt,
+                                uint32_t smss) const noexcept {
+    uint32_t n = 0;
+    for (std::size_t i = 0; i < n_ && nlost_ != 0; ++i) {
+        const record &r = at(i);
+        if ((r.flags & f_lost) == 0 || (r.flags & f_done) != 0) continue;
+        const seq_num r_end = r.start + static_cast<int32_t>(r.len);
+        for (seq_num s = seq_max(r.start, una); s < r_end;) {
+            s = sb.skip_sacked(s);
+            if (!(s < r_end)) break;
+            const uint32_t run = sb.unsacked_run(s, distance(s, r_end));
+            // SetPipe: one for an octet not IsLost, one more below HighRxt.
+            const uint32_t per = (sb.is_lost(s, smss) ? 0u : 1u) + (s < high_rxt ? 1u : 0u);
+            n += run * per;
+            s += static_cast<int32_t>(run);
+        }
+    }
+    return n;
+}
+
+void tcp_rack::clear() noexcept {
+    if (ring_ != nullptr) pool_->give(ring_);
+    ring_ = nullptr;
+    head_ = n_ = nlost_ = 0;
+    reo_at_ = never;
+}
+
+uint64_t tcp_rack::pto(uint64_t srtt_ns, uint32_t flight, uint32_t smss, uint64_t rto_ns) noexcept {
+    if (srtt_ns == 0) return std::min<uint64_t>(1'000'000'000, rto_ns);
+    uint64_t t = 2 * srtt_ns;
+    // One segment's ACK may be delayed by up to WCDelAckT (§7.2); a longer
+    // flight's last ACK may wait for the peer's timer too, so it gets the
+    // allowance Linux gives it (TCP_TIMEOUT_MIN), not a bare 2 * SRTT that
+    // a LAN's tens of microseconds would make fire on every delayed ACK.
+    t += flight <= smss ? worst_case_delayed_ack_ns : min_probe_allowance_ns;
+    return std::min(t, rto_ns);
+}
+
+}  // namespace ferry::net

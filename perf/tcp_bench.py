@@ -3,13 +3,18 @@
 
   sudo python3 perf/tcp_bench.py [--build build] [--rounds 3] [--lcores 0-1]
                                  [--conns 8] [--mib 32] [--churn 3000]
+                                 [--loss PCT] [--systems ferry,kernel]
 
 Systems, interleaved round by round (A B A B ...) so drift is shared:
   ferry   kernel client -> net_tap -> ferry's [tcp_test] echo service
   kernel  kernel client -> veth -> a kernel echo server (tcpload.py server) in
           another namespace: the kernel-to-kernel baseline
+  ferry-norack  ferry with [tcp] rack = false (RFC 6675 recovery alone)
 Each round measures bulk echo throughput (N connections x M MiB each way,
-sha256-checked) and connection churn (open, 64 bytes echoed, close). Prints
+sha256-checked) and connection churn (open, 64 bytes echoed, close; --churn 0
+skips it). --loss drops that percentage of TCP segments both ways in the
+client's namespace (nftables, numgen random: there is no netem here), the
+same for every system. Prints
 one JSON line per measurement and a summary line with medians and the ratio
 ferry / kernel. All traffic stays inside namespaces created and deleted here.
 """
@@ -29,12 +34,13 @@ from testbed import FERRY_ADDR, Ferry, Netns  # noqa: E402
 
 LOAD = os.path.join(ROOT, "tests", "integration", "tcpload.py")
 ECHO = 7
-CONFIG = f"""
+CONFIG = """
 [tcp]
 max_connections = 8192
 time_wait_ms = 1000
+rack = {rack}
 [tcp_test]
-echo_port = {ECHO}
+echo_port = {echo}
 [[port]]
 name = "tap0"
 profile = "net_tap"
@@ -52,22 +58,47 @@ def tcpload(ns, *args, timeout=300):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def add_loss(ns, pct):
+    """Drops pct % of the TCP segments entering and leaving the client's namespace."""
+    if pct <= 0:
+        return
+    n = int(round(pct * 100))  # per 10000
+    rules = f"""table inet benchloss {{
+  chain in {{ type filter hook input priority 0; policy accept;
+    meta l4proto tcp numgen random mod 10000 < {n} drop; }}
+  chain out {{ type filter hook output priority 0; policy accept;
+    meta l4proto tcp numgen random mod 10000 < {n} drop; }}
+}}
+"""
+    ns.run(["nft", "-f", "-"], input=rules)
+
+
 def measure(ns, addr, a):
-    bulk = tcpload(ns, "echo", addr, ECHO, "--conns", a.conns, "--bytes", a.mib << 20)
-    churn = tcpload(ns, "churn", addr, ECHO, "--conns", a.churn, "--parallel", 8)
-    ok = bulk["ok"] == a.conns and churn["ok"] == a.churn
-    return {"gbit_s": bulk["gbit_s_each_way"], "conn_s": churn["conn_per_s"],
-            "max_stall_s": bulk["max_stall_s"], "ok": ok}
+    add_loss(ns, a.loss)
+    bulk = tcpload(ns, "echo", addr, ECHO, "--conns", a.conns, "--bytes", a.mib << 20,
+                   timeout=a.timeout)
+    r = {"gbit_s": bulk["gbit_s_each_way"], "max_stall_s": bulk["max_stall_s"],
+         "ok": bulk["ok"] == a.conns, "conn_s": 0.0}
+    if a.churn > 0:
+        churn = tcpload(ns, "churn", addr, ECHO, "--conns", a.churn, "--parallel", 8,
+                        timeout=a.timeout)
+        r["conn_s"] = churn["conn_per_s"]
+        r["ok"] = r["ok"] and churn["ok"] == a.churn
+    return r
 
 
-def run_ferry(a):
+def run_ferry(a, rack=True):
     os.environ.setdefault("FERRY_BIN", os.path.join(ROOT, a.build, "app", "ferry"))
-    with Netns("b") as ns, Ferry(ns, lcores=a.lcores, config=CONFIG) as f:
+    config = CONFIG.format(rack="true" if rack else "false", echo=ECHO)
+    with Netns("b") as ns, Ferry(ns, lcores=a.lcores, config=config) as f:
         # The tap's kernel-side queue (tun's ring) drops when the box is busy;
         # a real NIC has its own rings: give the tap a comparable one.
         ns.run(["ip", "link", "set", "ferry0", "txqueuelen", "10000"])
         r = measure(ns, FERRY_ADDR, a)
         r["handoffs"] = f.port()["tcp_handoff_out"]
+        tcp = f.telemetry("/ferry/tcp")["sum"]
+        for k in ("rto_fired", "retransmits", "tlp_probes", "rack_lost"):
+            r[k] = tcp[k]
         return r
 
 
@@ -105,13 +136,20 @@ def main():
     ap.add_argument("--conns", type=int, default=8)
     ap.add_argument("--mib", type=int, default=32)
     ap.add_argument("--churn", type=int, default=3000)
+    ap.add_argument("--loss", type=float, default=0.0, help="percent of TCP segments dropped each way")
+    ap.add_argument("--systems", default="ferry,kernel")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per measurement")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("tcp_bench: needs root (network namespaces)")
         return 1
-    res = {"ferry": [], "kernel": []}
+    runners = {"ferry": run_ferry, "ferry-norack": lambda x: run_ferry(x, rack=False),
+               "kernel": run_kernel}
+    systems = a.systems.split(",")
+    res = {k: [] for k in systems}
     for rnd in range(a.rounds):
-        for name, fn in (("ferry", run_ferry), ("kernel", run_kernel)):
+        for name in systems:
+            fn = runners[name]
             t0 = time.monotonic()
             r = fn(a)
             r.update({"system": name, "round": rnd, "elapsed_s": round(time.monotonic() - t0, 1)})
@@ -119,15 +157,17 @@ def main():
             print(json.dumps(r), flush=True)
     med = {k: {m: statistics.median(x[m] for x in v) for m in ("gbit_s", "conn_s")}
            for k, v in res.items()}
-    summary = {
-        "summary": True, "rounds": a.rounds, "conns": a.conns, "mib_each": a.mib,
-        "ferry_lcores": a.lcores,
-        "ferry_gbit_s": med["ferry"]["gbit_s"], "kernel_gbit_s": med["kernel"]["gbit_s"],
-        "ratio_gbit": round(med["ferry"]["gbit_s"] / max(1e-9, med["kernel"]["gbit_s"]), 3),
-        "ferry_conn_s": med["ferry"]["conn_s"], "kernel_conn_s": med["kernel"]["conn_s"],
-        "ratio_conn": round(med["ferry"]["conn_s"] / max(1e-9, med["kernel"]["conn_s"]), 3),
-        "all_ok": all(x["ok"] for v in res.values() for x in v),
-    }
+    summary = {"summary": True, "rounds": a.rounds, "conns": a.conns, "mib_each": a.mib,
+               "loss_pct": a.loss, "ferry_lcores": a.lcores,
+               "all_ok": all(x["ok"] for v in res.values() for x in v)}
+    for k in systems:
+        summary[f"{k}_gbit_s"] = med[k]["gbit_s"]
+        summary[f"{k}_conn_s"] = med[k]["conn_s"]
+    if "kernel" in med:
+        for k in systems:
+            if k != "kernel":
+                summary[f"ratio_gbit_{k}"] = round(
+                    med[k]["gbit_s"] / max(1e-9, med["kernel"]["gbit_s"]), 3)
     print(json.dumps(summary), flush=True)
     return 0 if summary["all_ok"] else 1
 

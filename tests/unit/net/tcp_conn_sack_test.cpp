@@ -688,6 +688,41 @@ TEST(TcpConnRack, ATailLossIsProbedInsteadOfTimedOut) {
     EXPECT_GE(t.ctr.rack_lost.get(), 1000u);
 }
 
+// Nothing comes back for a whole flight that the congestion window limits:
+// the probe is the next new segment (RFC 8985 §7.3, cwnd aside), not a
+// retransmission, and only one probe goes until an ACK answers.
+TEST(TcpConnRack, AProbeSendsNewDataWhenThereIsSome) {
+    tcp_harness t;
+    establish_rack(t);
+    ASSERT_EQ(t.app_send(pattern(20000)), 20000u);
+    std::vector<emitted> first;
+    while (std::optional<emitted> e = t.pop()) first.push_back(std::move(*e));
+    ASSERT_FALSE(first.empty());
+    const uint32_t next = first.back().hdr.seq.value() + 1000;  // the first unsent octet
+    ASSERT_NE(t.conn->probe_deadline(), tcp_conn::never);
+    t.advance_to(t.conn->probe_deadline());
+    std::optional<emitted> probe = t.pop();
+    ASSERT_TRUE(probe.has_value());
+    EXPECT_EQ(probe->hdr.seq.value(), next);  // new data
+    EXPECT_EQ(probe->data.size(), 1000u);
+    t.expect_nothing();
+    EXPECT_EQ(t.ctr.tlp_probes.get(), 1u);
+    EXPECT_EQ(t.ctr.retransmits.get(), 0u);
+    // No second probe: the RTO is next.
+    EXPECT_EQ(t.conn->probe_deadline(), tcp_conn::never);
+    EXPECT_NE(t.conn->rtx_deadline(), tcp_conn::never);
+    // Everything acknowledged: the rest goes, and the probe may be armed again.
+    t.advance(5 * ms);
+    t.send_seg({ACK, P + 1, next + 1000, 40000});
+    while (t.pop().has_value()) {
+    }
+    EXPECT_NE(t.conn->probe_deadline(), tcp_conn::never);
+    t.send_seg({ACK, P + 1, S(2) + 20000, 40000});
+    t.expect_nothing();
+    EXPECT_EQ(t.conn->probe_deadline(), tcp_conn::never);  // nothing outstanding
+    EXPECT_EQ(t.ctr.rto_fired.get(), 0u);
+}
+
 // Segment 2 is lost, and so is its retransmission; everything else was
 // SACKed and there is nothing new to send (the send queue holds the whole
 // window behind the hole), so no later delivery can show RACK the loss. The

@@ -145,7 +145,10 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
         st.set_neighbor_hook(share_neighbor, link.get());
     }
     tc.flow_key = random_key();
-    tc.conn.ts_offset = static_cast<uint32_t>(random_key().k0);
+    // RFC 7323 §5.4: per address pair, one key for the process, so that
+    // every lcore sends a peer the same timestamp clock (tcp_ts_offset).
+    static const net::siphash_key ts_k = random_key();
+    tc.ts_key = ts_k;
     auto &ctr = w.tcp_counters.emplace_back(std::make_unique<net::tcp_counters>());
     auto &layer =
         w.tcp_layers.emplace_back(std::make_unique<net::tcp_layer>(tc, st, p.pool, nc, *ctr));

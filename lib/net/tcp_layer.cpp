@@ -154,6 +154,7 @@ tcp_layer::connect_result tcp_layer::connect(ipv4_addr remote, uint16_t port, ui
     } else {
         s.conn.emplace(cfg_.conn, t, isn_.isn(t, now_), &tcp_layer::emit_cb, &s, tc_);
     }
+    s.conn->set_ts_offset(ts_offset_of(t));
     s.local_port = t.local_port;
     s.active = true;
     if (!insert_flow(t, idx)) {  // cannot happen: the table has 2x the slots
@@ -415,6 +416,7 @@ void tcp_layer::input_listen(listener &l, const tcp_tuple &t, const tcp_repr &se
     const uint32_t idx = alloc_slot();
     slot &s = slots_[idx];
     s.conn.emplace(cfg_.conn, t, isn_.isn(t, now_), &tcp_layer::emit_cb, &s, tc_);
+    s.conn->set_ts_offset(ts_offset_of(t));
     s.local_port = t.local_port;
     if (!insert_flow(t, idx)) {  // cannot happen: the table has 2x the slots
         nc_.flow_table_full.inc();
@@ -451,7 +453,7 @@ void tcp_layer::send_cookie_syn_ack(const tcp_tuple &t, const tcp_repr &syn) noe
             o.window_shift = syn.options.window_shift;
         }
         o.sack_ok = cfg_.conn.sack && syn.options.sack_permitted;
-        const uint32_t ts_now = static_cast<uint32_t>(now_ / 1'000'000) + cfg_.conn.ts_offset;
+        const uint32_t ts_now = static_cast<uint32_t>(now_ / 1'000'000) + ts_offset_of(t);
         h.options.timestamps =
             tcp_timestamps{tcp_syncookies::encode_tsval(ts_now, o), syn.options.timestamps->tsval};
         if (o.window_shift) {
@@ -461,6 +463,11 @@ void tcp_layer::send_cookie_syn_ack(const tcp_tuple &t, const tcp_repr &syn) noe
     }
     nc_.syn_cookies_sent.inc();
     send_segment(t, h, tcp_payload{});
+}
+
+uint32_t tcp_layer::ts_offset_of(const tcp_tuple &t) const noexcept {
+    const bool keyed = cfg_.ts_key.k0 != 0 || cfg_.ts_key.k1 != 0;
+    return keyed ? tcp_ts_offset(cfg_.ts_key, t.local_addr, t.remote_addr) : cfg_.conn.ts_offset;
 }
 
 bool tcp_layer::accept_cookie(listener &, const tcp_tuple &t, const tcp_repr &ack, rte_mbuf *m,
@@ -491,6 +498,7 @@ bool tcp_layer::accept_cookie(listener &, const tcp_tuple &t, const tcp_repr &ac
     const uint32_t idx = alloc_slot();
     slot &s = slots_[idx];
     s.conn.emplace(cfg_.conn, t, ack.ack - 1, &tcp_layer::emit_cb, &s, tc_);
+    s.conn->set_ts_offset(ts_offset_of(t));  // the clock of the cookie's SYN-ACK
     s.local_port = t.local_port;
     if (!insert_flow(t, idx)) {
         free_slot(idx);

@@ -45,11 +45,13 @@ bool tcp_rack::on_transmit(seq_num start, seq_num end, uint64_t now,
     r.flags = retransmission ? f_retransmitted : 0;
     r.xmit = now;
     ++n_;
+    if (retransmission) ++nrtx_;
     return true;
 }
 
 void tcp_rack::finish(record &r) noexcept {
     if ((r.flags & f_lost) != 0) --nlost_;
+    if ((r.flags & (f_retransmitted | f_done)) == f_retransmitted) --nrtx_;
     r.flags = static_cast<uint8_t>((r.flags & ~f_lost) | f_done);
 }
 
@@ -75,12 +77,19 @@ void tcp_rack::compact() noexcept {
 }
 
 void tcp_rack::on_ack(seq_num una, const tcp_sack_scoreboard &sb, uint64_t now) noexcept {
+    // Without SACKed data or retransmissions the records are in sequence
+    // order and only a cumulative ACK delivers: a prefix of them, so the
+    // walk stops at the first one still outstanding (no loss: O(acked)).
+    const bool prefix_only = sb.empty() && nrtx_ == 0;
     for (std::size_t i = 0; i < n_; ++i) {
         record &r = at(i);
         if ((r.flags & f_done) != 0) continue;
         const seq_num end = r.start + static_cast<int32_t>(r.len);
         const bool delivered = end <= una || (sb.is_sacked(r.start) && sb.skip_sacked(r.start) >= end);
-        if (!delivered) continue;
+        if (!delivered) {
+            if (prefix_only) break;
+            continue;
+        }
         // Step 2: the RTT of this delivery, unless it may answer an earlier
         // transmission of a retransmitted segment (shorter than the path's
         // minimum: the ACK was for the original).
@@ -123,6 +132,9 @@ uint32_t tcp_rack::detect_loss(uint64_t now, uint64_t srtt_ns, bool in_recovery,
     uint64_t wait = 0;
     for (std::size_t i = 0; i < n_; ++i) {
         record &r = at(i);
+        // The ring is in transmission order: past RACK.xmit_ts, nothing
+        // later can have been sent before the delivered segment.
+        if (r.xmit > rack_xmit_) break;
         if ((r.flags & (f_done | f_lost)) != 0) continue;
         const seq_num end = r.start + static_cast<int32_t>(r.len);
         if (!sent_after(rack_xmit_, rack_end_, r.xmit, end)) continue;
@@ -183,7 +195,7 @@ uint32_t tcp_rack::lost_in_pipe(seq_num una, const tcp_sack_scoreboard &sb, seq_
 void tcp_rack::clear() noexcept {
     if (ring_ != nullptr) pool_->give(ring_);
     ring_ = nullptr;
-    head_ = n_ = nlost_ = 0;
+    head_ = n_ = nlost_ = nrtx_ = 0;
     reo_at_ = never;
 }
 

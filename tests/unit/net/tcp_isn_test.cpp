@@ -124,5 +124,19 @@ TEST(TcpIsn, EveryInputChangesTheOffset) {
     EXPECT_EQ(seen.size(), 6u);
 }
 
+// RFC 7323 §5.4 offsets: the addresses and the key decide, the ports do not
+// (every connection between two hosts, on any lcore, shares one clock).
+TEST(TcpTsOffset, AddressesAndKeyDecidePortsDoNot) {
+    const uint32_t a = tcp_ts_offset(paper_key, tuple.local_addr, tuple.remote_addr);
+    EXPECT_EQ(a, tcp_ts_offset(paper_key, tuple.local_addr, tuple.remote_addr));
+    siphash_key k = paper_key;
+    k.k1 += 1;
+    std::set<uint32_t> seen{a, tcp_ts_offset(paper_key, tuple.remote_addr, tuple.local_addr),
+                            tcp_ts_offset(paper_key, tuple.local_addr,
+                                          ipv4_addr::from_octets(10, 0, 0, 3)),
+                            tcp_ts_offset(k, tuple.local_addr, tuple.remote_addr)};
+    EXPECT_EQ(seen.size(), 4u);
+}
+
 }  // namespace
 }  // namespace ferry::net

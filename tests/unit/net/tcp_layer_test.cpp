@@ -320,6 +320,42 @@ TEST_F(TcpLayerTest, syn_ack_retransmitted_by_stack_timers) {
     EXPECT_EQ(again[0].h.seq, out[0].h.seq);
 }
 
+// With a ts_key (as main.cpp sets one for the process), every connection
+// between two addresses sends the same timestamp clock, whichever layer
+// (lcore) holds it and whatever else the layer's config says: a cookie
+// SYN-ACK's TSval and the rebuilt connection's agree, so the peer's PAWS
+// never sees ferry's clock step back (before, each lcore had its own random
+// offset).
+TEST_F(TcpLayerTest, one_ts_key_gives_every_connection_to_a_peer_the_same_clock) {
+    tcp_layer_config c;
+    c.syn_backlog = 1;
+    c.conn.ts_offset = 0x12345678;  // ignored with a key
+    c.ts_key = siphash_key{0x0102030405060708ull, 0x1112131415161718ull};
+    timestamps_ = true;
+    start(c);
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    tcp_repr syn = seg(5000, 7, 100, tcp_flag::syn);
+    syn.options.timestamps = tcp_timestamps{1000, 0};
+    send(syn);
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_TRUE(out[0].h.options.timestamps.has_value());
+    // The cookie path: the backlog is full, the SYN-ACK carries the same clock.
+    tcp_repr syn2 = seg(5001, 7, 9000, tcp_flag::syn);
+    syn2.options.timestamps = tcp_timestamps{1000, 0};
+    send(syn2);
+    auto out2 = take();
+    ASSERT_EQ(out2.size(), 1u);
+    ASSERT_TRUE(out2[0].h.options.timestamps.has_value());
+    ASSERT_EQ(nc_.syn_cookies_sent.get(), 1u);
+    const uint32_t expected = tcp_ts_offset(c.ts_key, our_ip, peer_ip);  // the clock is 0 ms
+    // Same instant: the plain SYN-ACK's TSval is exactly clock + offset; the
+    // cookie's low bits carry its options (tcp_syncookie.h), the rest agrees.
+    EXPECT_EQ(out[0].h.options.timestamps->tsval, expected);
+    EXPECT_LT(expected - out2[0].h.options.timestamps->tsval, 128u);  // at most a step back
+    EXPECT_NE(expected, c.conn.ts_offset);
+}
+
 TEST_F(TcpLayerTest, full_backlog_answers_with_syn_cookies) {
     tcp_layer_config c;
     c.syn_backlog = 1;

@@ -399,6 +399,10 @@ public:
     [[nodiscard]] uint64_t time_wait_deadline() const noexcept { return tw_at_; }
     [[nodiscard]] uint64_t keepalive_deadline() const noexcept { return ka_at_; }
     [[nodiscard]] uint64_t probe_deadline() const noexcept { return pto_at_; }
+    // The offset added to the ms clock in TSval (RFC 7323 §5.4), replacing
+    // the configuration's; before open_active / open_passive.
+    void set_ts_offset(uint32_t off) noexcept { cfg_.ts_offset = off; }
+    [[nodiscard]] uint32_t ts_offset() const noexcept { return cfg_.ts_offset; }
     [[nodiscard]] const tcp_rack &rack() const noexcept { return rack_; }
     // SACK-based recovery (RFC 6675): the scoreboard, HighRxt + 1, the
     // DupAcks count and pipe (SetPipe() now, with HighRxt outside recovery

@@ -52,4 +52,14 @@ private:
     siphash_key key_;
 };
 
+// The timestamp clock's offset for connections between two addresses (RFC
+// 7323 §5.4: TSval = clock + a per-connection offset, so that TSval reveals
+// no uptime and no connection's clock can be inferred from another's). Keyed
+// by the addresses only, as Linux's secure_tcp_ts_off: every incarnation of a
+// connection between the same hosts, and every lcore of the process (with one
+// key), uses the same offset, so TSval never steps back for a peer (PAWS,
+// RFC 7323 §5; TIME-WAIT reuse, RFC 6191).
+[[nodiscard]] uint32_t tcp_ts_offset(const siphash_key &key, ipv4_addr local,
+                                     ipv4_addr remote) noexcept;
+
 }  // namespace ferry::net

@@ -107,6 +107,11 @@ struct tcp_layer_config {
     uint64_t active_keepalive_ns = 0;
     uint32_t active_keepalive_probes = 3;
     siphash_key isn_key{};  // RFC 6528 secret
+    // RFC 7323 §5.4: the timestamp offset of each connection is derived from
+    // its addresses with this key (tcp_ts_offset); one key for the process,
+    // so that every lcore sends a peer the same clock. All zero: conn.ts_offset
+    // for every connection instead.
+    siphash_key ts_key{};
     siphash_key cookie_key0{}, cookie_key1{};
     siphash_key flow_key{};  // flow table hash
 };
@@ -229,6 +234,8 @@ private:
     void input_listen(listener &l, const tcp_tuple &t, const tcp_repr &seg, rte_mbuf *m,
                       uint32_t payload_off) noexcept;
     void send_cookie_syn_ack(const tcp_tuple &t, const tcp_repr &syn) noexcept;
+    // The TSval offset of connections on `t` (tcp_layer_config::ts_key).
+    [[nodiscard]] uint32_t ts_offset_of(const tcp_tuple &t) const noexcept;
     // Rebuilds the connection a valid cookie ACK completes. True if it took `m`.
     bool accept_cookie(listener &l, const tcp_tuple &t, const tcp_repr &ack, rte_mbuf *m,
                        uint32_t payload_off) noexcept;

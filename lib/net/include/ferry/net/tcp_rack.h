@@ -121,6 +121,7 @@ private:
     std::size_t head_ = 0;
     std::size_t n_ = 0;
     std::size_t nlost_ = 0;  // records marked lost, not done
+    std::size_t nrtx_ = 0;   // records of retransmissions, not done
     uint64_t unrecorded_ = 0;
     // RFC 8985 §6.1.
     bool have_rack_ = false;

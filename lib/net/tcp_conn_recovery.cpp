@@ -95,13 +95,19 @@ bool tcp_conn::enter_sack_recovery(uint64_t now) noexcept {
     // retransmission of the same data or a premature rto, set HighRxt to the
     // highest sequence number in the retransmitted segment." Up to the first
     // SACKed octet only. (4.4) SetPipe and (4.5) step (C) are output()'s.
-    const uint32_t outstanding = distance(snd_.una, snd_.max);
-    const uint32_t first =
-        std::min(sack_sb_.unsacked_run(snd_.una, outstanding), uint32_t{snd_mss_});
-    if (first > 0) {
-        (void)sack_retransmit(snd_.una, snd_.una + static_cast<int32_t>(first), now);
+    seq_num start;
+    seq_num end;
+    first_hole(start, end);
+    if (start < end) {
+        (void)sack_retransmit(start, end, now);
     }
     return true;
+}
+
+void tcp_conn::first_hole(seq_num &start, seq_num &end) const noexcept {
+    start = sack_sb_.skip_sacked(snd_.una);  // SND.UNA itself: never SACKed
+    end = start + static_cast<int32_t>(std::min<uint32_t>(
+                      sack_sb_.unsacked_run(start, distance(start, snd_.max)), snd_mss_));
 }
 
 uint32_t tcp_conn::sack_retransmit(seq_num start, seq_num end, uint64_t now, bool hole) noexcept {
@@ -222,9 +228,7 @@ void tcp_conn::on_pto(uint64_t now) noexcept {
             const seq_num data_end = fin_queued_ && snd_.max > fin_seq() ? fin_seq() : snd_.max;
             start = seq_max(snd_.una, data_end - static_cast<int32_t>(snd_mss_));
         } else {
-            start = sack_sb_.skip_sacked(snd_.una);
-            end = start + static_cast<int32_t>(std::min<uint32_t>(
-                              sack_sb_.unsacked_run(start, distance(start, snd_.max)), snd_mss_));
+            first_hole(start, end);
         }
         if (start < end) {
             (void)sack_retransmit(start, end, now, false);

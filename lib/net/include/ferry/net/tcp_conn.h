@@ -455,6 +455,9 @@ private:
     // RFC 6675 §5 step (4): recovery begins, the first hole is resent.
     // False when it cannot begin (going back after an RTO, or §5.1).
     bool enter_sack_recovery(uint64_t now) noexcept;
+    // The first octets from SND.UNA up to the first SACKed one, at most one
+    // SMSS: what step (4.3) and a probe in recovery resend.
+    void first_hole(seq_num &start, seq_num &end) const noexcept;
     // RACK-TLP (RFC 8985, tcp_rack.h; tcp_conn_recovery.cpp): loss
     // detection after an ACK or the reordering timer, the probe timer.
     void rack_detect(uint64_t now) noexcept;

@@ -204,6 +204,7 @@ std::optional<error> proxy_reader::read_http(const toml::node &n, const std::str
         {"client_body_timeout_ms", false,
          r_.integer_into(h.client_body_timeout_ms, 1, max_timeout_ms)},
         {"max_pending_heads", false, r_.integer_into(h.max_pending_heads, 0, 1048576)},
+        {"client_head_buffers", false, r_.integer_into(h.client_head_buffers, 0, 4194304)},
         {"max_requests_per_connection", false,
          r_.integer_into(h.max_requests_per_connection, 0, 1000000000)},
         {"max_header_bytes", false, r_.integer_into(h.max_header_bytes, 256, 65536)},
@@ -595,6 +596,8 @@ std::string describe_proxy(const ferry_config &c) {
            ms(h.client_idle_timeout_ms) + ", body " + ms(h.client_body_timeout_ms) +
            "; max_pending_heads " +
            (h.max_pending_heads ? std::to_string(h.max_pending_heads) : std::string("auto")) +
+           ", client_head_buffers " +
+           (h.client_head_buffers ? std::to_string(h.client_head_buffers) : std::string("auto")) +
            ", max_requests_per_connection " +
            (h.max_requests_per_connection ? std::to_string(h.max_requests_per_connection)
                                           : std::string("unlimited")) +

@@ -55,7 +55,12 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
                        alignof(http::header);
     const size_t block = (head_fields_off_ + size_t(limits_.max_headers) * sizeof(http::header) +
                           63) / 64 * 64;
-    heads_ = std::make_unique<block_pool>(block, 64, max_clients_ + max_upconns_);
+    // Clients may hold client_head_cap_ blocks; every upstream connection
+    // slot has its own, so a response head never waits for a client's.
+    client_head_cap_ = cfg_.http.client_head_buffers != 0
+                           ? std::min(cfg_.http.client_head_buffers, max_clients_)
+                           : max_clients_;
+    heads_ = std::make_unique<block_pool>(block, 64, client_head_cap_ + max_upconns_);
     reserved_base_ += sizeof(block_pool) + heads_->reserved_bytes();
     free_clients_ = reserve<uint32_t>(reserved_base_, max_clients_);
     free_upconns_ = reserve<uint32_t>(reserved_base_, max_upconns_);
@@ -325,11 +330,12 @@ void worker_proxy::drop_input(endpoint &e) noexcept {
 
 bool worker_proxy::attach_head(endpoint &e) noexcept {
     if (e.buf != nullptr) return true;
-    void *b = heads_->take();
+    void *b = e.is_up || client_heads_ < client_head_cap_ ? heads_->take() : nullptr;
     if (b == nullptr) {
         ctr_.head_buffers_exhausted.inc();
         return false;
     }
+    if (!e.is_up) ++client_heads_;
     e.buf = static_cast<char *>(b);
     e.fields = reinterpret_cast<http::header *>(e.buf + head_fields_off_);
     return true;
@@ -339,6 +345,7 @@ void worker_proxy::settle_head(endpoint &e) noexcept {
     if (e.buf != nullptr && e.buf_len == 0 &&
         e.hp.current_phase() == http::head_parser::phase::start_line) {
         heads_->give(e.buf);
+        if (!e.is_up) --client_heads_;
         e.buf = nullptr;
         e.fields = nullptr;
     }

@@ -339,7 +339,7 @@ int memory_cmd(const process_view &v, rte_tel_data *d) {
     rte_tel_data_add_dict_u64(d, "tcp_ring_blocks_exhausted", exhausted);
     // The proxies' head buffers, likewise (a block each: the bytes and the
     // fields of one head being read).
-    uint64_t hcap = 0, hin = 0, hpeak = 0, htouched = 0, hbytes = 0;
+    uint64_t hcap = 0, hin = 0, hpeak = 0, htouched = 0, hbytes = 0, ccap = 0, cin = 0;
     for (const lcore_view &l : v.lcores) {
         if (l.proxy == nullptr) continue;
         const block_pool &h = l.proxy->head_buffers();
@@ -348,12 +348,17 @@ int memory_cmd(const process_view &v, rte_tel_data *d) {
         hpeak += h.peak();
         htouched += h.touched();
         hbytes = h.block_size();
+        ccap += l.proxy->client_head_buffers();
+        cin += l.proxy->client_head_buffers_in_use();
     }
     rte_tel_data_add_dict_u64(d, "head_buffers", hcap);
     rte_tel_data_add_dict_u64(d, "head_buffer_bytes", hbytes);
     rte_tel_data_add_dict_u64(d, "head_buffers_in_use", hin);
     rte_tel_data_add_dict_u64(d, "head_buffers_peak", hpeak);
     rte_tel_data_add_dict_u64(d, "head_buffers_touched", htouched);
+    // Of them, what clients may hold ([http] client_head_buffers) and hold.
+    rte_tel_data_add_dict_u64(d, "client_head_buffers", ccap);
+    rte_tel_data_add_dict_u64(d, "client_head_buffers_in_use", cin);
     return 0;
 }
 

@@ -468,6 +468,8 @@ const range_case range_cases[] = {
      [](const ferry_config &c) -> uint64_t { return c.http.client_body_timeout_ms; }},
     {"max_pending_heads", "[http]\n", "", "max_pending_heads", "http", 7, 0, 1048576,
      [](const ferry_config &c) -> uint64_t { return c.http.max_pending_heads; }},
+    {"client_head_buffers", "[http]\n", "", "client_head_buffers", "http", 7, 0, 4194304,
+     [](const ferry_config &c) -> uint64_t { return c.http.client_head_buffers; }},
     {"max_requests_per_connection", "[http]\n", "", "max_requests_per_connection", "http", 7, 0,
      1000000000,
      [](const ferry_config &c) -> uint64_t { return c.http.max_requests_per_connection; }},
@@ -709,7 +711,7 @@ gateway = "10.78.255.254"
     EXPECT_EQ(describe_proxy(c),
               "proxy: 2 listeners, 3 routes, 2 upstreams\n"
               "http: client timeouts header 5000 ms, idle 30000 ms, body 20000 ms; "
-              "max_pending_heads auto, max_requests_per_connection unlimited, max_header_bytes 16384, max_headers 100, "
+              "max_pending_heads auto, client_head_buffers auto, max_requests_per_connection unlimited, max_header_bytes 16384, max_headers 100, "
               "max_body_bytes 1048576, drain 0 ms, via edge-1.example, "
               "x-forwarded off\n"
               "listener web: port 80, max_connections 5000 per lcore, default upstream app\n"
@@ -802,7 +804,7 @@ TEST(proxy_config, defaults_of_a_minimal_proxy) {
     EXPECT_EQ(describe_proxy(*r),
               "proxy: 1 listener, 1 route, 1 upstream\n"
               "http: client timeouts header 10000 ms, idle 60000 ms, body 60000 ms; "
-              "max_pending_heads auto, max_requests_per_connection 1000, max_header_bytes 8192, max_headers 64, "
+              "max_pending_heads auto, client_head_buffers auto, max_requests_per_connection 1000, max_header_bytes 8192, max_headers 64, "
               "max_body_bytes unlimited, drain 10000 ms, via ferry, "
               "x-forwarded on\n"
               "listener web: port 8080, max_connections [tcp] limit, default upstream none "

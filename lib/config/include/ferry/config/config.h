@@ -87,6 +87,11 @@
 //                                   #   a complete request head (connected, or a request
 //                                   #   begun); past it the one waiting longest is reset
 //                                   #   (slowloris); 0 = half the lcore's client slots
+//   client_head_buffers = 0         # 0..4194304 per lcore: request heads being read at once
+//                                   #   (a buffer of max_header_bytes + max_headers fields
+//                                   #   each); past it a new head is answered 503; 0 = one
+//                                   #   per client slot (never reached). Lowers the memory
+//                                   #   bound; response heads always have a buffer
 //   client_idle_timeout_ms = 60000  # 1..3600000: keep-alive idle time between requests
 //   client_body_timeout_ms = 60000  # 1..3600000: the longest gap between request body bytes
 //   max_requests_per_connection = 1000  # 0..1000000000, 0 = unlimited
@@ -341,6 +346,7 @@ std::string_view to_string(all_down_mode m);  // "try" | "refuse"
 struct http_config {
     uint32_t client_header_timeout_ms = 10000;
     uint32_t max_pending_heads = 0;  // per lcore; 0 = half the client slots
+    uint32_t client_head_buffers = 0;  // per lcore; 0 = one per client slot
     uint32_t client_idle_timeout_ms = 60000;
     uint32_t client_body_timeout_ms = 60000;
     uint32_t max_requests_per_connection = 1000;  // 0 = unlimited

@@ -228,7 +228,7 @@ namespace ferry::proxy {
     X(timeouts_total,           "exchanges longer than total_timeout_ms")                              \
     X(body_too_large,           "requests answered 413: body over max_body_bytes")                     \
     X(no_buffer,                "mbuf allocation failures while building heads (connection closed)")   \
-    X(head_buffers_exhausted,   "heads that found no head buffer free (503 or 502; cannot happen: one per connection slot)") \
+    X(head_buffers_exhausted,   "request heads answered 503: [http] client_head_buffers were all in use") \
     X(chunked_reframed,         "chunked bodies forwarded re-framed in ferry's canonical form")        \
     X(chunked_dechunked,        "chunked responses sent to an HTTP/1.0 client as plain bytes")         \
     X(trailers_dropped,         "trailer fields of chunked bodies not forwarded")                      \
@@ -400,11 +400,16 @@ public:
     // Aborts everything still open (the drain timeout passed).
     void abort_all(uint64_t now) noexcept;
     // The head buffers: one block (max_header_bytes for the bytes, then
-    // max_headers fields) per connection slot of address space, held by a
-    // client or upstream connection only while a head is read or bytes wait
-    // in it, so an idle connection holds none and only as many blocks as are
-    // in use at once ever become resident.
+    // max_headers fields) of address space per upstream connection slot and
+    // per client head allowed at once ([http] client_head_buffers, one per
+    // client slot by default), held by a client or upstream connection only
+    // while a head is read or bytes wait in it, so an idle connection holds
+    // none and only as many blocks as are in use at once ever become
+    // resident. Clients hold at most client_head_buffers() of them, so a
+    // response head always finds one.
     [[nodiscard]] const block_pool &head_buffers() const noexcept { return *heads_; }
+    [[nodiscard]] uint32_t client_head_buffers() const noexcept { return client_head_cap_; }
+    [[nodiscard]] uint32_t client_head_buffers_in_use() const noexcept { return client_heads_; }
 
     [[nodiscard]] const http_counters &counters() const noexcept { return ctr_; }
     // server_counters of upstream u, server s.
@@ -618,7 +623,8 @@ private:
     void reject_generated(client &c, uint16_t status, uint64_t now) noexcept;
     void drop_input(endpoint &e) noexcept;
     // Head buffers (head_buffers()): attach_head gives e a block if it has
-    // none (false: the pool is empty, counted); settle_head gives e's block
+    // none (false: the pool is empty or e is a client and clients hold
+    // client_head_buffers() already; counted); settle_head gives e's block
     // back when nothing is in it (no bytes, no head begun); drop_head
     // discards e's buffered bytes and parse state and gives the block back.
     [[nodiscard]] bool attach_head(endpoint &e) noexcept;
@@ -650,6 +656,8 @@ private:
     std::unique_ptr<upconn[]> upconns_;
     std::unique_ptr<block_pool> heads_;
     std::size_t head_fields_off_ = 0;  // where a head block's fields begin
+    uint32_t client_head_cap_ = 0;     // [http] client_head_buffers, resolved
+    uint32_t client_heads_ = 0;        // head blocks clients hold
     std::unique_ptr<uint32_t[]> free_clients_, free_upconns_;
     uint32_t nfree_clients_ = 0, nfree_upconns_ = 0;
     uint32_t max_clients_ = 0, max_upconns_ = 0;

@@ -25,7 +25,10 @@ telemetry::process_view telemetry_view(app_state &app) {
             telemetry::lcore_port_view &p = l.ports.emplace_back();
             p.net = w->net_counters[i];
             if (i < w->tcp_counters.size()) p.tcp = w->tcp_counters[i].get();
-            if (i < w->tcp_layers.size()) p.blocks = &w->tcp_layers[i]->blocks();
+            if (i < w->tcp_layers.size()) {
+                p.blocks = &w->tcp_layers[i]->blocks();
+                p.tcp_layer = w->tcp_layers[i].get();
+            }
             if (app.ports[i].spec.fault.enabled() && i < w->queues.size())
                 p.fault = &w->queues[i]->io->faults();
         }

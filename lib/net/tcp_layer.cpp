@@ -61,6 +61,7 @@ tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, 
                      tcp_counters &tc)
     : cfg_(cfg),
       blocks_(std::max<uint32_t>(cfg.max_connections, 1) * tcp_block_pool::blocks_per_connection),
+      slots_(std::max<uint32_t>(cfg.max_connections, 1)),
       st_(st),
       pool_(pool),
       nc_(nc),
@@ -72,23 +73,19 @@ tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, 
     }
     const uint32_t n = cfg_.max_connections;
     cfg_.conn.blocks = &blocks_;
-    slots_ = std::make_unique<slot[]>(n);
-    free_ = std::make_unique<uint32_t[]>(n);
-    heap_ = std::make_unique<uint32_t[]>(n);
-    ready_ = std::make_unique<uint32_t[]>(n);
-    zombies_ = std::make_unique<uint32_t[]>(n);
+    // Written before they are read (as slots are used): not initialised, so
+    // not resident until then.
+    heap_ = std::make_unique_for_overwrite<uint32_t[]>(n);
+    ready_ = std::make_unique_for_overwrite<uint32_t[]>(n);
+    zombies_ = std::make_unique_for_overwrite<uint32_t[]>(n);
     // Load factor at most 1/2: linear probing stays short.
     const uint32_t buckets = next_pow2(2 * n);
     table_ = std::make_unique<uint32_t[]>(buckets);
     std::fill_n(table_.get(), buckets, 0u);
     table_mask_ = buckets - 1;
-    for (uint32_t i = 0; i < n; ++i) {
-        slots_[i].layer = this;
-        free_[i] = n - 1 - i;  // slot 0 first
-    }
-    nfree_ = n;
     listeners_ = std::make_unique<listener[]>(cfg_.max_listeners);
-    reserved_ = size_t(n) * (sizeof(slot) + 4 * sizeof(uint32_t)) + size_t(buckets) * sizeof(uint32_t) +
+    reserved_ = slots_.reserved_bytes() + size_t(n) * 3 * sizeof(uint32_t) +
+                size_t(buckets) * sizeof(uint32_t) +
                 size_t(cfg_.max_listeners) * sizeof(listener) + blocks_.reserved_bytes();
     if (cfg_.nqueues == 0) {
         cfg_.nqueues = 1;
@@ -171,7 +168,7 @@ tcp_layer::connect_result tcp_layer::connect(ipv4_addr remote, uint16_t port, ui
 }
 
 tcp_layer::~tcp_layer() {
-    for (uint32_t i = 0; i < cfg_.max_connections; ++i) {
+    for (uint32_t i = 0; i < slots_.made(); ++i) {
         slots_[i].conn.reset();  // frees the queued chains
     }
 }
@@ -617,7 +614,7 @@ void tcp_layer::send_segment(const tcp_tuple &t, const tcp_repr &h,
 // ---------------------------------------------------------------- application
 
 tcp_conn *tcp_layer::get(tcp_handle h) noexcept {
-    if (h.index >= cfg_.max_connections) {
+    if (h.index >= slots_.made()) {
         return nullptr;
     }
     slot &s = slots_[h.index];
@@ -837,7 +834,7 @@ void tcp_layer::heap_down(uint32_t pos) noexcept {
 // ---------------------------------------------------------------- slots, flow table
 
 bool tcp_layer::reclaim() noexcept {
-    if (nfree_ != 0) {
+    if (slots_.available() != 0) {
         return true;
     }
     if (tw_head_ == none) {
@@ -858,7 +855,7 @@ void tcp_layer::tw_unlink(uint32_t idx) noexcept {
 }
 
 uint32_t tcp_layer::alloc_slot() noexcept {
-    const uint32_t idx = free_[--nfree_];
+    const uint32_t idx = slots_.take([this](uint32_t, slot &s) { s.layer = this; });
     ++in_use_;
     return idx;
 }
@@ -881,7 +878,7 @@ void tcp_layer::free_slot(uint32_t idx) noexcept {
     s.conn.reset();
     s.active = false;
     ++s.gen;  // every handle to the old connection is stale now
-    free_[nfree_++] = idx;
+    slots_.give(idx);
     --in_use_;
     nc_.conn_closed.inc();
 }

@@ -24,11 +24,15 @@ bool clip(char *dst, uint32_t cap, std::string_view v, Len &len) noexcept {
 void worker_proxy::set_access_log(access_log_sink *sink) {
     alog_ = sink;
     reserved_al_ = 0;
-    al_pending_ = sink != nullptr ? reserve<access_record>(reserved_al_, max_clients_) : nullptr;
+    if (sink != nullptr) {
+        al_pending_.reserve(max_clients_);
+        al_pending_.grow(clients_.made());  // client slots made before (none at start)
+        reserved_al_ = al_pending_.reserved_bytes();
+    }
 }
 
 access_record &worker_proxy::al_rec(const client &c) noexcept {
-    return al_pending_[static_cast<size_t>(&c - clients_.get())];
+    return al_pending_[clients_.index_of(c)];
 }
 
 // Everything the line needs of the head, copied now: the head buffer is

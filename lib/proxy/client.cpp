@@ -280,7 +280,7 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
     c.q_head = head;
     c.q_ri = http::request_info::of(req);
     c.queued = true;
-    if (!shared_submit(slot, job{static_cast<uint32_t>(&c - clients_.get()), c.gen, false},
+    if (!shared_submit(slot, job{static_cast<uint32_t>(&c - clients_.data()), c.gen, false},
                        false)) {
         c.queued = false;
         rte_pktmbuf_free(c.q_head);
@@ -442,7 +442,7 @@ void worker_proxy::pending_head_begin(client &c, uint64_t now) noexcept {
         if (alog_ != nullptr && !old.al_open) al_unparsed(old, now);
         abort_client(old, now);  // leaves the list
     }
-    const uint32_t idx = static_cast<uint32_t>(&c - clients_.get());
+    const uint32_t idx = static_cast<uint32_t>(&c - clients_.data());
     c.pending_head = true;
     c.ph_prev = ph_tail_;
     c.ph_next = none;
@@ -547,7 +547,7 @@ void worker_proxy::answer_and_go_on(client &c, uint16_t status, uint64_t now) no
 void worker_proxy::redrive_later(client &c) noexcept {
     if (c.redrive) return;
     c.redrive = true;
-    redrive_.emplace_back(static_cast<uint32_t>(&c - clients_.get()), c.gen);
+    redrive_.emplace_back(static_cast<uint32_t>(&c - clients_.data()), c.gen);
 }
 
 void worker_proxy::run_redrives(uint64_t now) noexcept {
@@ -630,7 +630,7 @@ void worker_proxy::free_client(client &c, uint64_t now) noexcept {
     --nclients_;
     --listener_active_[c.listener];
     ctr_.client_closed.inc();
-    free_clients_[nfree_clients_++] = static_cast<uint32_t>(&c - clients_.get());
+    clients_.give(clients_.index_of(c));
 }
 
 void worker_proxy::finish_response(client &c, upconn *u, bool reusable, uint64_t now) noexcept {

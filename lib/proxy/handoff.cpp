@@ -14,7 +14,7 @@ namespace ferry::proxy {
 
 uint64_t worker_proxy::xhandle(const client &c) const noexcept {
     return xcore::conn_handle{static_cast<uint16_t>(lcore_index_), c.xgen,
-                              static_cast<uint32_t>(&c - clients_.get())}
+                              static_cast<uint32_t>(&c - clients_.data())}
         .pack();
 }
 
@@ -65,7 +65,7 @@ void worker_proxy::xsend(unsigned peer, uint16_t op, uint64_t handle, uint16_t f
 void worker_proxy::mark_broken(unsigned peer, uint64_t handle) noexcept {
     const xcore::conn_handle h = xcore::conn_handle::unpack(handle);
     if (h.lcore == lcore_index_) {  // our client's request
-        if (h.index >= max_clients_) return;
+        if (h.index >= clients_.made()) return;
         client &c = clients_[h.index];
         if (!c.used || !c.remote || c.xgen != h.generation || c.xbroken) return;
         c.xbroken = true;
@@ -192,7 +192,7 @@ void worker_proxy::on_message(unsigned from, xcore::message &m, uint64_t now) no
 void worker_proxy::on_client_message(unsigned from, xcore::message &m, uint64_t now) noexcept {
     const xcore::conn_handle h = xcore::conn_handle::unpack(m.handle);
     client *cp = nullptr;
-    if (h.lcore == lcore_index_ && h.index < max_clients_) {
+    if (h.lcore == lcore_index_ && h.index < clients_.made()) {
         client &c = clients_[h.index];
         if (c.used && c.remote && c.xgen == h.generation && c.xpeer == from) cp = &c;
     }

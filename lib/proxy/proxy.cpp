@@ -47,9 +47,10 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     max_upconns_ = std::max<uint32_t>(1, slots);
     ph_cap_ = cfg_.http.max_pending_heads != 0 ? cfg_.http.max_pending_heads
                                                : std::max<uint32_t>(1, max_clients_ / 2);
-    clients_ = reserve<client>(reserved_base_, max_clients_);
-    upconns_ = reserve<upconn>(reserved_base_, max_upconns_);
-    const uint32_t cap = limits_.max_head_bytes;
+    clients_.reserve(max_clients_);
+    upconns_.reserve(max_upconns_);
+    reserved_base_ += clients_.reserved_bytes() + upconns_.reserved_bytes();
+    const uint32_t cap = limits_.max_head_bytes;  // a head buffer's bytes
     // A head block: the bytes, then the fields (aligned for them).
     head_fields_off_ = (size_t(cap) + alignof(http::header) - 1) / alignof(http::header) *
                        alignof(http::header);
@@ -62,23 +63,6 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
                            : max_clients_;
     heads_ = std::make_unique<block_pool>(block, 64, client_head_cap_ + max_upconns_);
     reserved_base_ += sizeof(block_pool) + heads_->reserved_bytes();
-    free_clients_ = reserve<uint32_t>(reserved_base_, max_clients_);
-    free_upconns_ = reserve<uint32_t>(reserved_base_, max_upconns_);
-    for (uint32_t i = 0; i < max_clients_; ++i) {
-        client &c = clients_[i];
-        c.px = this;
-        c.cap = cap;
-        c.timer.set_callback(client_timer_cb, &c);
-        free_clients_[nfree_clients_++] = max_clients_ - 1 - i;
-    }
-    for (uint32_t i = 0; i < max_upconns_; ++i) {
-        upconn &u = upconns_[i];
-        u.px = this;
-        u.is_up = true;
-        u.cap = cap;
-        u.timer.set_callback(upconn_timer_cb, &u);
-        free_upconns_[nfree_upconns_++] = max_upconns_ - 1 - i;
-    }
     scratch_ = reserve<char>(reserved_base_, scratch_size);
     redrive_.reserve(max_clients_);
     listener_active_.assign(cfg.listeners.size(), 0);
@@ -103,12 +87,12 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
 worker_proxy::~worker_proxy() {
     send_fn_ = nullptr;  // nothing goes out any more: xsend() frees instead
     timers_.cancel(health_timer_);
-    for (uint32_t i = 0; i < max_clients_; ++i) {
+    for (uint32_t i = 0; i < clients_.made(); ++i) {
         client &c = clients_[i];
         timers_.cancel(c.timer);
         if (c.used) free_client(c, last_now_);
     }
-    for (uint32_t i = 0; i < max_upconns_; ++i) {
+    for (uint32_t i = 0; i < upconns_.made(); ++i) {
         upconn &u = upconns_[i];
         timers_.cancel(u.timer);
         if (u.used) free_upconn(u, last_now_);
@@ -256,7 +240,7 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     for (size_t i = 0; i < cfg_.listeners.size(); ++i)
         if (cfg_.listeners[i].port == n.local_port) li = static_cast<int>(i);
     const auto *conn = layer.get(n.h);
-    if (li < 0 || conn == nullptr || nfree_clients_ == 0 || draining_) {
+    if (li < 0 || conn == nullptr || clients_.available() == 0 || draining_) {
         layer.abort(n.h, now);
         return;
     }
@@ -266,7 +250,12 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
         layer.abort(n.h, now);
         return;
     }
-    const uint32_t idx = free_clients_[--nfree_clients_];
+    const uint32_t idx = clients_.take([this](uint32_t i, client &nc) {
+        nc.px = this;
+        nc.cap = limits_.max_head_bytes;
+        nc.timer.set_callback(client_timer_cb, &nc);
+        if (al_pending_.reserved()) al_pending_.grow(i + 1);
+    });
     client &c = clients_[idx];
     c.used = true;
     ++c.gen;
@@ -547,7 +536,7 @@ void worker_proxy::begin_drain(uint64_t now) noexcept {
     timers_.cancel(health_timer_);
     for (const auto &l : cfg_.listeners)
         for (const port_ref &p : ports_) (void)p.layer->unlisten(l.port);
-    for (uint32_t i = 0; i < max_clients_; ++i) {
+    for (uint32_t i = 0; i < clients_.made(); ++i) {
         client &c = clients_[i];
         if (!c.used) continue;
         c.keep_alive = false;
@@ -556,7 +545,7 @@ void worker_proxy::begin_drain(uint64_t now) noexcept {
             close_client(c, now);
         }
     }
-    for (uint32_t i = 0; i < max_upconns_; ++i) {
+    for (uint32_t i = 0; i < upconns_.made(); ++i) {
         upconn &u = upconns_[i];
         if (u.used && (u.state == upconn::st::idle || u.health)) close_upconn(u, u.health, now);
     }
@@ -583,13 +572,13 @@ uint32_t worker_proxy::open_connections() const noexcept {
 }
 
 void worker_proxy::abort_all(uint64_t now) noexcept {
-    for (uint32_t i = 0; i < max_clients_; ++i)
+    for (uint32_t i = 0; i < clients_.made(); ++i)
         if (clients_[i].used && clients_[i].h.valid()) {
             al_end(clients_[i], 444, true, now);  // the drain timeout cut it
             ctr_.drained.inc();
             ports_[clients_[i].port].layer->abort(clients_[i].h, now);
         }
-    for (uint32_t i = 0; i < max_upconns_; ++i)
+    for (uint32_t i = 0; i < upconns_.made(); ++i)
         if (upconns_[i].used && upconns_[i].h.valid())
             ports_[upconns_[i].port].layer->abort(upconns_[i].h, now);
 }

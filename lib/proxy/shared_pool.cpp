@@ -210,7 +210,7 @@ worker_proxy::upconn *worker_proxy::open_shared(uint32_t si, uint64_t now) noexc
     upconn &u = *up;
     u.shared = true;
     u.slot = si;
-    sl.conn = static_cast<uint32_t>(up - upconns_.get());
+    sl.conn = static_cast<uint32_t>(up - upconns_.data());
     if (sl.opened) ctr_.shared_reconnects.inc();
     sl.opened = true;
     ctr_.upstream_connects.inc();
@@ -222,7 +222,7 @@ worker_proxy::upconn *worker_proxy::open_shared(uint32_t si, uint64_t now) noexc
 // The job takes the slot's connection (idle, or still connecting).
 void worker_proxy::attach(uint32_t si, upconn &u, const job &j, uint64_t now) noexcept {
     const shared_slot &sl = slots_[si];
-    const uint32_t uidx = static_cast<uint32_t>(&u - upconns_.get());
+    const uint32_t uidx = static_cast<uint32_t>(&u - upconns_.data());
     if (u.state == upconn::st::idle) {
         u.reused = true;
         u.state = upconn::st::head;

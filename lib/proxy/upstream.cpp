@@ -63,11 +63,16 @@ worker_proxy::upconn *worker_proxy::open_upconn(int upstream, int server, uint64
     const auto &srv = cfg_.upstreams[upstream].servers[server];
     const uint16_t port = port_for(srv.addr);
     net::tcp_handle h;
-    if (nfree_upconns_ == 0 ||
+    if (upconns_.available() == 0 ||
         ports_[port].layer->connect(net::ipv4_addr(srv.addr), srv.port, now, h) !=
             net::tcp_layer::connect_result::ok)
         return nullptr;
-    const uint32_t idx = free_upconns_[--nfree_upconns_];
+    const uint32_t idx = upconns_.take([this](uint32_t, upconn &nu) {
+        nu.px = this;
+        nu.is_up = true;
+        nu.cap = limits_.max_head_bytes;
+        nu.timer.set_callback(upconn_timer_cb, &nu);
+    });
     upconn &u = upconns_[idx];
     u.used = true;
     ++u.gen;
@@ -128,10 +133,10 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
         srv_ctr_[upstream][server].connections.inc();
         arm_upconn(*u, timeout_kind::connect, now);
     }
-    u->client = static_cast<uint32_t>(&c - clients_.get());
+    u->client = static_cast<uint32_t>(&c - clients_.data());
     u->client_gen = c.gen;
     drop_head(*u);
-    c.up = static_cast<uint32_t>(u - upconns_.get());
+    c.up = static_cast<uint32_t>(u - upconns_.data());
     c.up_gen = u->gen;
     ++us.busy[server];
     srv_ctr_[upstream][server].active.inc();
@@ -618,7 +623,7 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health, 
             c.q_ri = ri;
             c.q_body = false;
             c.queued = true;
-            if (shared_submit(slot, job{static_cast<uint32_t>(cp - clients_.get()), c.gen, false},
+            if (shared_submit(slot, job{static_cast<uint32_t>(cp - clients_.data()), c.gen, false},
                               true))
                 return;
             c.queued = false;
@@ -665,8 +670,8 @@ void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexce
     u.reused = false;
     u.idle_prev = none;
     u.idle_next = us.idle_head[u.server];
-    if (u.idle_next != none) upconns_[u.idle_next].idle_prev = static_cast<uint32_t>(&u - upconns_.get());
-    us.idle_head[u.server] = static_cast<uint32_t>(&u - upconns_.get());
+    if (u.idle_next != none) upconns_[u.idle_next].idle_prev = static_cast<uint32_t>(&u - upconns_.data());
+    us.idle_head[u.server] = static_cast<uint32_t>(&u - upconns_.data());
     ++us.nidle[u.server];
     srv_ctr_[u.upstream][u.server].idle.inc();
     timers_.arm(u.timer, now + cfg_.http.client_idle_timeout_ms * ms);
@@ -679,7 +684,7 @@ void worker_proxy::unaccount(upconn &u) noexcept {
     upstream_state &us = *ups_[u.upstream];
     if (u.state == upconn::st::idle) {
         if (!u.shared) {  // shared connections are in no idle list
-            const uint32_t idx = static_cast<uint32_t>(&u - upconns_.get());
+            const uint32_t idx = static_cast<uint32_t>(&u - upconns_.data());
             if (u.idle_prev != none)
                 upconns_[u.idle_prev].idle_next = u.idle_next;
             else if (us.idle_head[u.server] == idx)
@@ -716,7 +721,7 @@ void worker_proxy::detach_upconn(upconn &u) noexcept {
     u.cred_mask = 0;
     if (u.slot != none) {
         shared_slot &sl = slots_[u.slot];
-        if (sl.conn == static_cast<uint32_t>(&u - upconns_.get())) sl.conn = none;
+        if (sl.conn == static_cast<uint32_t>(&u - upconns_.data())) sl.conn = none;
         kick(u.slot);
         u.slot = none;
     }
@@ -745,7 +750,7 @@ void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
 void worker_proxy::free_upconn(upconn &u, uint64_t now) noexcept {
     if (!u.used) return;
     detach_upconn(u);
-    if (u.health && ups_[u.upstream]->hc_conn[u.server] == static_cast<uint32_t>(&u - upconns_.get()))
+    if (u.health && ups_[u.upstream]->hc_conn[u.server] == static_cast<uint32_t>(&u - upconns_.data()))
         ups_[u.upstream]->hc_conn[u.server] = none;
     timers_.cancel(u.timer);
     drop_input(u);
@@ -764,7 +769,7 @@ void worker_proxy::free_upconn(upconn &u, uint64_t now) noexcept {
     u.shared = false;
     u.idle_next = u.idle_prev = none;
     --nupconns_;
-    free_upconns_[nfree_upconns_++] = static_cast<uint32_t>(&u - upconns_.get());
+    upconns_.give(upconns_.index_of(u));
 }
 
 void worker_proxy::health_result(int upstream, int server, bool ok, uint64_t now) noexcept {
@@ -793,14 +798,14 @@ void worker_proxy::run_health_checks(uint64_t now) noexcept {
         upstream_state &us = *ups_[ui];
         for (size_t s = 0; s < uc.servers.size(); ++s) {
             if (us.hc_conn[s] != none) continue;  // still running (its timer ends it)
-            if (nfree_upconns_ == 0) return;
+            if (upconns_.available() == 0) return;
             const auto &srv = uc.servers[s];
             upconn *hc = open_upconn(static_cast<int>(ui), static_cast<int>(s), now);
             if (hc == nullptr) continue;
             upconn &u = *hc;
             const uint16_t port = u.port;
             u.health = true;
-            us.hc_conn[s] = static_cast<uint32_t>(hc - upconns_.get());
+            us.hc_conn[s] = static_cast<uint32_t>(hc - upconns_.data());
             ctr_.health_checks.inc();
             char host[32];
             std::snprintf(host, sizeof host, "%u.%u.%u.%u:%u", srv.addr >> 24,

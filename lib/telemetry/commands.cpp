@@ -332,6 +332,20 @@ int memory_cmd(const process_view &v, rte_tel_data *d) {
             touched += p.blocks->touched();
             exhausted += p.blocks->exhausted();
         }
+    // Connection slots made so far (resident): TCP, proxy clients, upstream
+    // connections; each is made the first time it is needed.
+    uint64_t tslots = 0, cslots = 0, uslots = 0;
+    for (const lcore_view &l : v.lcores) {
+        for (const lcore_port_view &p : l.ports)
+            if (p.tcp_layer != nullptr) tslots += p.tcp_layer->slots_made();
+        if (l.proxy != nullptr) {
+            cslots += l.proxy->client_slots_made();
+            uslots += l.proxy->upconn_slots_made();
+        }
+    }
+    rte_tel_data_add_dict_u64(d, "tcp_slots_made", tslots);
+    rte_tel_data_add_dict_u64(d, "client_slots_made", cslots);
+    rte_tel_data_add_dict_u64(d, "upconn_slots_made", uslots);
     rte_tel_data_add_dict_u64(d, "tcp_ring_blocks", cap);
     rte_tel_data_add_dict_u64(d, "tcp_ring_blocks_in_use", in_use);
     rte_tel_data_add_dict_u64(d, "tcp_ring_blocks_peak", peak);

@@ -889,6 +889,32 @@ namespace {
 // become resident only while a connection holds data; everything else it
 // allocates grows with the slots too. (Before the ring blocks, the rings were inside the state: 10 KiB per
 // slot, resident whether the connection was idle or never opened.)
+// A slot is made (and its memory touched) only when a connection first
+// needs it; a freed slot is reused before a new one is made, so the slots
+// made are the most ever in use at once.
+TEST_F(TcpLayerTest, slots_are_made_when_first_needed_and_reused) {
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    EXPECT_EQ(layer_->slots_made(), 0u);
+    (void)handshake(5000, 7, 100);
+    auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(layer_->slots_made(), 1u);
+    (void)handshake(5001, 7, 200);
+    auto ev2 = events();
+    ASSERT_EQ(ev2.size(), 1u);
+    EXPECT_EQ(layer_->slots_made(), 2u);
+    layer_->abort(ev[0].h, 0);
+    (void)take();
+    EXPECT_EQ(events().size(), 1u);  // `closed`
+    (void)events();                  // the next batch: the slot is free now
+    EXPECT_EQ(layer_->active(), 1u);
+    (void)handshake(5002, 7, 300);
+    EXPECT_EQ(events().size(), 1u);
+    EXPECT_EQ(layer_->active(), 2u);
+    EXPECT_EQ(layer_->slots_made(), 2u);  // the aborted one's slot, reused
+    EXPECT_EQ(layer_->get(ev[0].h), nullptr);  // its old handle is stale
+}
+
 TEST_F(TcpLayerTest, a_connection_slot_costs_what_the_docs_say) {
     auto reserved = [&](uint32_t slots) {
         tcp_layer_config c;

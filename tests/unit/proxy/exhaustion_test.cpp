@@ -190,6 +190,10 @@ TEST(Memory, IdleConnectionsHoldNoHeadBuffer) {
     }
     EXPECT_EQ(bed.origin_count(), 1u);
     EXPECT_EQ(bed.ctr().requests.get(), 80u);
+    // Slots are made as connections first need them: 40 clients open at once
+    // and one upstream connection, of 64 each.
+    EXPECT_EQ(bed.proxy().client_slots_made(), 40u);
+    EXPECT_EQ(bed.proxy().upconn_slots_made(), 1u);
     // 40 idle clients and an idle upstream connection: a client's and the
     // upstream connection's buffers were all that was ever in use at once.
     EXPECT_LE(heads.peak(), 2u);
@@ -198,6 +202,28 @@ TEST(Memory, IdleConnectionsHoldNoHeadBuffer) {
     for (size_t cl : clients) bed.close(cl);
     bed.advance(2000 * ms, 100 * ms);
     EXPECT_EQ(heads.in_use(), 0u);
+}
+
+// Clients one after the other reuse one client slot: slots made (resident)
+// follow the most connections open at once, not how many there were.
+TEST(Memory, ClientsOneAfterAnotherReuseOneSlot) {
+    proxy_bed bed;
+    EXPECT_EQ(bed.proxy().client_slots_made(), 0u);
+    EXPECT_EQ(bed.proxy().upconn_slots_made(), 0u);
+    for (int i = 0; i < 20; ++i) {
+        const size_t cl = bed.connect();
+        bed.send(cl, simple_get);
+        peer_conn &o = *bed.origin();
+        o.rx.clear();
+        bed.send(o, ok5);
+        EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello")) << i;
+        bed.close(cl);
+        bed.advance(10 * ms);
+    }
+    EXPECT_EQ(bed.ctr().requests.get(), 20u);
+    EXPECT_EQ(bed.proxy().client_slots_made(), 1u);
+    EXPECT_EQ(bed.proxy().upconn_slots_made(), 1u);
+    bed.advance(2000 * ms, 100 * ms);
 }
 
 // A head that arrives in several reads keeps its buffer (and the parser's

@@ -64,6 +64,7 @@
 #include <optional>
 #include <span>
 
+#include "ferry/base/slot_array.h"
 #include "ferry/net/counters.h"
 #include "ferry/net/ipv4.h"
 #include "ferry/net/tcp.h"
@@ -208,6 +209,9 @@ public:
     void set_mem_pressure(bool on) noexcept { mem_pressure_ = on; }
     [[nodiscard]] bool mem_pressure() const noexcept { return mem_pressure_; }
     [[nodiscard]] uint32_t capacity() const noexcept { return cfg_.max_connections; }
+    // Connection slots ever used, so made and resident: the most in use at
+    // once (slots are reused last-freed-first). Any thread (telemetry).
+    [[nodiscard]] uint32_t slots_made() const noexcept { return slots_.made(); }
     // Bytes the layer allocated or mapped at construction (its connection
     // slots, flow table, timer heap and lists, and the queues' ring blocks):
     // all it ever takes (docs/OPERATIONS.md "Memory"). The ring blocks are
@@ -244,7 +248,7 @@ private:
                                    uint32_t len) const noexcept;
 
     // Slots and the flow table.
-    [[nodiscard]] uint32_t alloc_slot() noexcept;  // nfree_ != 0 or a TIME-WAIT slot: reclaim()
+    [[nodiscard]] uint32_t alloc_slot() noexcept;  // a slot available or a TIME-WAIT one: reclaim()
     // A slot for a new connection: true if one is free, or was made free by
     // ending the oldest TIME-WAIT early.
     [[nodiscard]] bool reclaim() noexcept;
@@ -276,9 +280,9 @@ private:
     uint64_t now_ = 0;   // the time of the call in progress (emit has none)
     bool mute_ = false;  // swallow emits (rebuilding a cookie connection)
 
-    std::unique_ptr<slot[]> slots_;
-    std::unique_ptr<uint32_t[]> free_;  // stack of free slot indices
-    uint32_t nfree_ = 0;
+    // Made on first use: only as many slots as were ever in use at once are
+    // resident (slot_array.h).
+    slot_array<slot> slots_;
     uint32_t in_use_ = 0;
     std::unique_ptr<uint32_t[]> table_;  // slot index + 1, 0 = empty
     uint32_t table_mask_ = 0;

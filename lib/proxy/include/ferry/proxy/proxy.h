@@ -176,6 +176,7 @@
 #include <string>
 #include <vector>
 
+#include "ferry/base/slot_array.h"
 #include "ferry/base/block_pool.h"
 #include "ferry/base/counter.h"
 #include "ferry/config/config.h"
@@ -409,6 +410,10 @@ public:
     // response head always finds one.
     [[nodiscard]] const block_pool &head_buffers() const noexcept { return *heads_; }
     [[nodiscard]] uint32_t client_head_buffers() const noexcept { return client_head_cap_; }
+    // Client and upstream connection slots ever used, so made and resident
+    // (the most open at once). Any thread (telemetry).
+    [[nodiscard]] uint32_t client_slots_made() const noexcept { return clients_.made(); }
+    [[nodiscard]] uint32_t upconn_slots_made() const noexcept { return upconns_.made(); }
     [[nodiscard]] uint32_t client_head_buffers_in_use() const noexcept { return client_heads_; }
 
     [[nodiscard]] const http_counters &counters() const noexcept { return ctr_; }
@@ -651,15 +656,14 @@ private:
     std::vector<std::unique_ptr<server_counters[]>> srv_ctr_;
     std::vector<std::unique_ptr<upstream_state>> ups_;
 
-    // Pools: clients and upstream connections, with their head buffers.
-    std::unique_ptr<client[]> clients_;
-    std::unique_ptr<upconn[]> upconns_;
+    // Pools: clients and upstream connections (made on first use: only as
+    // many as were ever open at once are resident), with their head buffers.
+    slot_array<client> clients_;
+    slot_array<upconn> upconns_;
     std::unique_ptr<block_pool> heads_;
     std::size_t head_fields_off_ = 0;  // where a head block's fields begin
     uint32_t client_head_cap_ = 0;     // [http] client_head_buffers, resolved
     uint32_t client_heads_ = 0;        // head blocks clients hold
-    std::unique_ptr<uint32_t[]> free_clients_, free_upconns_;
-    uint32_t nfree_clients_ = 0, nfree_upconns_ = 0;
     uint32_t max_clients_ = 0, max_upconns_ = 0;
     // The pending-head list (pending_head_begin): head, tail, length, cap.
     uint32_t ph_head_ = UINT32_MAX, ph_tail_ = UINT32_MAX, ph_n_ = 0, ph_cap_ = 0;
@@ -714,7 +718,7 @@ private:
 
     // Access log: the sink, and a record in the making per client slot.
     access_log_sink *alog_ = nullptr;
-    std::unique_ptr<access_record[]> al_pending_;
+    side_array<access_record> al_pending_;  // per client slot, made with it
 };
 
 }  // namespace ferry::proxy

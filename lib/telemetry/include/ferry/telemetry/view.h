@@ -26,6 +26,7 @@
 #include "ferry/net/port.h"
 #include "ferry/net/queue_io.h"
 #include "ferry/net/tcp_block_pool.h"
+#include "ferry/net/tcp_layer.h"
 #include "ferry/proxy/proxy.h"
 #include "ferry/reactor/reactor.h"
 #include "ferry/xcore/mesh.h"
@@ -42,6 +43,8 @@ struct lcore_port_view {
     const net::fault_counters *fault = nullptr;  // null: no [port.fault] on this port
     // The TCP layer's ring blocks (tcp_block_pool.h); null: no TCP layer.
     const net::tcp_block_pool *blocks = nullptr;
+    // The TCP layer's connection slots ever made (resident); 0: no layer.
+    const net::tcp_layer *tcp_layer = nullptr;
 };
 
 // One worker lcore.

@@ -107,7 +107,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
         }
         if (c.buf_len == 0 && c.requests > 0) {
             // A new request began: its head must arrive in time.
-            timers_.arm(c.timer, now + cfg_.http.client_header_timeout_ms * ms);
+            timers_.arm(c.timer, header_deadline(now));
             pending_head_begin(c, now);  // may reset another client, never c
         }
         if (c.t_req == 0) c.t_req = now;  // the request's first byte

@@ -45,8 +45,13 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     // A client slot must fit a cross-core handle's index.
     max_clients_ = std::clamp<uint32_t>(slots, 1, xcore::conn_handle::index_limit);
     max_upconns_ = std::max<uint32_t>(1, slots);
-    ph_cap_ = cfg_.http.max_pending_heads != 0 ? cfg_.http.max_pending_heads
-                                               : std::max<uint32_t>(1, max_clients_ / 2);
+    // Default: 7/8 of the client slots. The eighth left is for clients past
+    // their heads; a cap far below the slots turns a slowloris larger than
+    // it into a churn of evictions and instant reconnects (perf/slowloris:
+    // half the slots against 10k attackers cost 36k resets a second).
+    ph_cap_ = cfg_.http.max_pending_heads != 0
+                  ? cfg_.http.max_pending_heads
+                  : std::max<uint32_t>(1, max_clients_ - max_clients_ / 8);
     clients_.reserve(max_clients_);
     upconns_.reserve(max_upconns_);
     reserved_base_ += clients_.reserved_bytes() + upconns_.reserved_bytes();
@@ -286,7 +291,7 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     ++nclients_;
     ++listener_active_[li];
     ctr_.client_accepted.inc();
-    timers_.arm(c.timer, now + cfg_.http.client_header_timeout_ms * ms);
+    timers_.arm(c.timer, header_deadline(now));
     pending_head_begin(c, now);
     if (n.events & net::tcp_event::peer_fin) c.eof = true;
     drive_client(c, now);
@@ -315,6 +320,18 @@ void worker_proxy::drop_input(endpoint &e) noexcept {
         rte_pktmbuf_free(e.front().m);
         e.pop();
     }
+}
+
+uint64_t worker_proxy::header_deadline(uint64_t now) noexcept {
+    // xorshift64: the spread needs no quality, only to differ per head.
+    uint64_t x = spread_state_;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    spread_state_ = x;
+    const uint64_t t = uint64_t(cfg_.http.client_header_timeout_ms) * ms;
+    // (t / 4) * a 24-bit fraction: at most 9e11 ns * 2^24, within 64 bits.
+    return now + t - (((t / 4) * (x >> 40)) >> 24);
 }
 
 bool worker_proxy::attach_head(endpoint &e) noexcept {

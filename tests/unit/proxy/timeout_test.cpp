@@ -25,12 +25,56 @@ TEST(Timeout, HeadNotCompleteInTimeIsA408) {
     proxy_bed bed(opt);
     const size_t cl = bed.connect();
     bed.send(cl, "GET /slow HTTP/1.1\r\nHo");
-    bed.advance(2900 * ms);
+    bed.advance(2200 * ms);  // the deadline is in the last quarter (header_deadline)
     EXPECT_EQ(bed.conn(cl).rx, "");
-    bed.advance(200 * ms);
+    bed.advance(900 * ms);
     EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 408 ")) << bed.conn(cl).rx;
     EXPECT_EQ(bed.ctr().timeouts_header.get(), 1u);
     finish(bed, {cl});
+}
+
+// By default 7/8 of the client slots may wait for a head (64 slots here:
+// 56); the next trickler evicts the oldest.
+TEST(Timeout, ByDefaultSevenEighthsOfTheSlotsMayWaitForAHead) {
+    proxy_bed bed;
+    std::vector<size_t> slow;
+    for (int i = 0; i < 56; ++i) {
+        slow.push_back(bed.connect());
+        bed.send(slow.back(), "GET /slow HTTP/1.1\r\nHo");
+    }
+    EXPECT_EQ(bed.ctr().clients_evicted.get(), 0u);
+    slow.push_back(bed.connect());
+    bed.send(slow.back(), "GET /slow HTTP/1.1\r\nHo");
+    EXPECT_EQ(bed.ctr().clients_evicted.get(), 1u);
+    EXPECT_TRUE(bed.conn(slow[0]).closed);
+    EXPECT_FALSE(bed.conn(slow[1]).closed);
+    for (size_t c : slow) bed.close(c);
+    bed.advance(12000 * ms, 100 * ms);
+}
+
+// Heads begun together get deadlines spread over the timeout's last
+// quarter, so that a burst of trickling connections is not cut (and does
+// not reconnect) in one instant: none before 3/4 of the timeout, all by the
+// timeout, and neither all nor none halfway through that quarter.
+TEST(Timeout, HeadDeadlinesBegunTogetherAreSpread) {
+    bed_options opt;
+    opt.toml = bed_config("client_header_timeout_ms = 4000\nmax_pending_heads = 64\n");
+    proxy_bed bed(opt);
+    std::vector<size_t> cls;
+    for (int i = 0; i < 40; ++i) {
+        cls.push_back(bed.connect());
+        bed.send(cls.back(), "GET /slow HTTP/1.1\r\nHo");
+    }
+    bed.advance(2990 * ms, 10 * ms);
+    EXPECT_EQ(bed.ctr().timeouts_header.get(), 0u);
+    bed.advance(500 * ms, 10 * ms);  // 3/4 + 1/8 of the timeout
+    const uint64_t half = bed.ctr().timeouts_header.get();
+    EXPECT_GE(half, 8u);
+    EXPECT_LE(half, 32u);
+    bed.advance(520 * ms, 10 * ms);
+    EXPECT_EQ(bed.ctr().timeouts_header.get(), 40u);
+    for (size_t c : cls) EXPECT_TRUE(bed.conn(c).rx.starts_with("HTTP/1.1 408 ")) << c;
+    bed.advance(2000 * ms, 100 * ms);
 }
 
 TEST(Timeout, IdleKeepAliveClientIsClosed) {

@@ -57,6 +57,9 @@
 //   mbufs = 16384                   # 1024..16777216, the port's mbuf pool
 //   rx_desc = 0                     # 0 = the profile's, else a power of two in 32..32768
 //   tx_desc = 0                     # same
+//   ring_frames = 0                 # 0 = the profile's, else a power of two in 16..65536:
+//                                   #   frames per kernel packet ring, for profiles whose
+//                                   #   devargs use {ring_frames} (net_af_packet)
 //
 //   [port.fault]                    # optional, for tests and benchmarks only: faults that
 //                                   #   every lcore injects on this port's frames (lib/net
@@ -82,11 +85,12 @@
 //
 //   [http]                          # optional: limits and timeouts of every listener
 //   client_header_timeout_ms = 10000  # 1..3600000: the whole request head must arrive
-//                                   #   within this
+//                                   #   within this (each head's deadline falls at random
+//                                   #   in its last quarter: bursts are not cut together)
 //   max_pending_heads = 0           # 0..1048576 per lcore: client connections waiting for
 //                                   #   a complete request head (connected, or a request
 //                                   #   begun); past it the one waiting longest is reset
-//                                   #   (slowloris); 0 = half the lcore's client slots
+//                                   #   (slowloris); 0 = 7/8 of the lcore's client slots
 //   client_head_buffers = 0         # 0..4194304 per lcore: request heads being read at once
 //                                   #   (a buffer of max_header_bytes + max_headers fields
 //                                   #   each); past it a new head is answered 503; 0 = one
@@ -208,10 +212,13 @@
 //   kernel_driver = "ixgbe"         # pci only, [a-z0-9_-]{1,32}: the kernel driver the
 //                                   #   device leaves (vfio-pci) or stays on (none, required)
 //   driver = "net_tap"              # DPDK driver name, net_[a-z0-9_]+
-//   devargs = "iface={iface}"       # placeholders {iface} {queues} {index}, no whitespace
+//   devargs = "iface={iface}"       # placeholders {iface} {queues} {index} {ring_frames},
+//                                   #   no whitespace
 //   max_queues = 4                  # 1..1024
 //   rx_desc = 64                    # power of two in 32..32768
 //   tx_desc = 64
+//   ring_frames = 4096              # power of two in 16..65536; required exactly when
+//                                   #   devargs use {ring_frames} (the port may override)
 //   rx_interrupts = true            # can a queue wake a sleeping lcore
 //   rss = false                     # configure RTE_ETH_MQ_RX_RSS (false: the device
 //                                   #   spreads flows itself, or there is one queue)
@@ -262,14 +269,25 @@ std::string_view to_string(bus b);
 enum class binding : uint8_t { none, vfio_pci };
 std::string_view to_string(binding b);  // "none" | "vfio-pci"
 
+// Frames per kernel packet ring ({ring_frames}, af_packet's framecnt): a power of two in
+// min_ring_frames..max_ring_frames (profile.cpp says why).
+inline constexpr uint32_t min_ring_frames = 16, max_ring_frames = 65536;
+constexpr bool is_ring_frames(int64_t n) {
+    return n >= min_ring_frames && n <= max_ring_frames && (n & (n - 1)) == 0;
+}
+
 struct driver_profile {
     std::string name, file;  // profile name, file it came from
     bus bus_kind = bus::vdev;
     binding bind = binding::none;  // pci profiles default to vfio_pci
     std::string kernel_driver;     // pci only; required with binding::none
     std::string driver;   // DPDK driver name, e.g. "net_tap"
-    std::string devargs;  // template; {iface} {queues} {index} are replaced by expand_devargs
+    // template; {iface} {queues} {index} {ring_frames} are replaced by expand_devargs
+    std::string devargs;
     uint16_t max_queues = 1, rx_desc = 0, tx_desc = 0;
+    // Frames per kernel packet ring (af_packet's framecnt) when devargs use
+    // {ring_frames}, else 0.
+    uint32_t ring_frames = 0;
     bool rx_interrupts = false, rss = false;
     std::vector<std::string> rx_offloads, tx_offloads;  // names from known_*_offloads()
     std::string caveats;
@@ -304,6 +322,7 @@ struct port_config {
     uint16_t mtu = 1500;
     uint32_t mbufs = 16384;
     uint16_t rx_desc = 0, tx_desc = 0;  // 0 = the profile's
+    uint32_t ring_frames = 0;           // 0 = the profile's
     fault_config fault;                 // [port.fault]; off unless fault.enabled()
     uint32_t index = 0;                 // position in the [[port]] list: key paths, {index}
     source_pos where;                   // the port's table
@@ -345,7 +364,7 @@ std::string_view to_string(all_down_mode m);  // "try" | "refuse"
 // [http]: applies to every listener.
 struct http_config {
     uint32_t client_header_timeout_ms = 10000;
-    uint32_t max_pending_heads = 0;  // per lcore; 0 = half the client slots
+    uint32_t max_pending_heads = 0;  // per lcore; 0 = 7/8 of the client slots
     uint32_t client_head_buffers = 0;  // per lcore; 0 = one per client slot
     uint32_t client_idle_timeout_ms = 60000;
     uint32_t client_body_timeout_ms = 60000;
@@ -464,11 +483,14 @@ result<driver_profile, error> load_profile(const std::string &dir, std::string_v
 // vdev profiles and pci profiles must not set it; pci profiles need pci (dddd:bb:dd.f),
 // vdev profiles must not set it; 1 <= queues <= max_queues; mtu in 68..9000; rx/tx_desc
 // (the port's or else the profile's) powers of two in 32..32768; mbufs cover the descriptor
-// rings, queues * (rx_desc + tx_desc). nullopt if fine, else an error at the port's table.
+// rings, queues * (rx_desc + tx_desc); ring_frames set on the port only when the profile's
+// devargs use {ring_frames}, and the frames used a power of two in 16..65536. nullopt if
+// fine, else an error at the port's table.
 std::optional<error> check_port(const port_config &port, const driver_profile &profile,
                                 uint32_t queues);
 
-// The profile's devargs with {iface}, {queues} and {index} (port.index) filled in.
+// The profile's devargs with {iface}, {queues}, {index} (port.index) and {ring_frames}
+// (the port's, else the profile's) filled in.
 std::string expand_devargs(const driver_profile &profile, const port_config &port, uint32_t queues);
 // The EAL device argument for the port: vdev -> "<driver>_<port name>[,<devargs>]" (for
 // --vdev; EAL matches the driver by name prefix), pci -> "<pci>[,<devargs>]" (for -a).

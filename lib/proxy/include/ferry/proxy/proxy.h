@@ -515,6 +515,11 @@ private:
     // (past max_pending_heads the oldest is reset), pending_head_end when the
     // head is complete or the client ends.
     void pending_head_begin(client &c, uint64_t now) noexcept;
+    // When a head begun now must be complete: client_header_timeout_ms, less
+    // up to a quarter of it at random, so that connections that arrived
+    // together (a slowloris burst) are not cut, and do not reconnect,
+    // together.
+    [[nodiscard]] uint64_t header_deadline(uint64_t now) noexcept;
     void pending_head_end(client &c) noexcept;  // timeouts_<kind> and timeouts_upstream
     void arm_sending(upconn &u, uint64_t now) noexcept;
     void begin_total(upconn &u, uint64_t now) noexcept;
@@ -651,6 +656,7 @@ private:
     // The time of the latest call in (poll, message, timer): for the
     // destructor, which gets none.
     uint64_t last_now_ = 0;
+    uint64_t spread_state_ = 0x9e3779b97f4a7c15ULL;  // header_deadline's generator
 
     http_counters ctr_;
     std::vector<std::unique_ptr<server_counters[]>> srv_ctr_;

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -38,12 +39,14 @@ const char *name(wakeup_mode m) noexcept {
         case wakeup_mode::conditional: return "conditional";
         case wakeup_mode::always: return "always";
         case wakeup_mode::poll: return "poll";
+        case wakeup_mode::adaptive: return "adaptive";
     }
     return "?";
 }
 
 bool parse_wakeup_mode(const char *s, wakeup_mode &out) noexcept {
-    for (wakeup_mode m : {wakeup_mode::conditional, wakeup_mode::always, wakeup_mode::poll})
+    for (wakeup_mode m : {wakeup_mode::conditional, wakeup_mode::always, wakeup_mode::poll,
+                          wakeup_mode::adaptive})
         if (s != nullptr && std::strcmp(s, name(m)) == 0) {
             out = m;
             return true;
@@ -128,13 +131,59 @@ uint32_t reactor::run_once(uint64_t now) noexcept {
     return work;
 }
 
+uint64_t reactor::measure_wake_cost() noexcept {
+    uint64_t late[5];
+    for (uint64_t &l : late) {
+        const uint64_t t0 = now_ns();
+        timespec ts{0, 20'000};
+        nanosleep(&ts, nullptr);
+        const uint64_t t1 = now_ns();
+        l = t1 - t0 > 20'000 ? t1 - t0 - 20'000 : 0;
+    }
+    std::sort(late, late + 5);
+    return late[2];
+}
+
+void reactor::publish_window() noexcept {
+    spin_window_ns_.store(sw_.window(), std::memory_order_relaxed);
+    spin_limit_ns_.store(sw_.limit(), std::memory_order_relaxed);
+    wake_cost_ns_.store(sw_.wake_cost(), std::memory_order_relaxed);
+}
+
+void reactor::end_gap(uint64_t gap_ns, bool slept) noexcept {
+    c_.adaptive_gaps.inc();
+    switch (sw_.on_gap(gap_ns, slept)) {
+        case spin_window::verdict::spun: c_.adaptive_spins_paid.inc(); break;
+        case spin_window::verdict::short_sleep: c_.adaptive_sleeps_short.inc(); break;
+        case spin_window::verdict::long_sleep: c_.adaptive_sleeps_long.inc(); break;
+    }
+    publish_window();
+}
+
 void reactor::run(const std::atomic<bool> &stop) noexcept {
+    if (can_sleep_) sw_ = spin_window(measure_wake_cost());
+    publish_window();
     last_busy_ = now_ns();
+    gap_open_ = slept_in_gap_ = false;
     while (!stop.load(std::memory_order_relaxed)) {
         const uint64_t now = now_ns();
-        if (run_once(now) != 0) continue;
-        if (now - last_busy_ < settings_.idle_threshold_ns.load(std::memory_order_relaxed)) continue;
-        try_sleep(now, stop);
+        const wakeup_mode mode = settings_.mode.load(std::memory_order_relaxed);
+        if (run_once(now) != 0) {
+            // The gap since the last work ended: the adaptive policy learns
+            // from it.
+            if (gap_open_ && mode == wakeup_mode::adaptive) end_gap(now - gap_start_, slept_in_gap_);
+            gap_open_ = slept_in_gap_ = false;
+            continue;
+        }
+        if (!gap_open_) {
+            gap_open_ = true;
+            gap_start_ = last_busy_;
+        }
+        const uint64_t threshold = mode == wakeup_mode::adaptive
+                                       ? sw_.window()
+                                       : settings_.idle_threshold_ns.load(std::memory_order_relaxed);
+        if (now - last_busy_ < threshold) continue;
+        if (try_sleep(now, stop)) slept_in_gap_ = true;
     }
 }
 
@@ -207,7 +256,14 @@ bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
         }
         if (by_bell) c_.wakeups_doorbell.inc();
         if (by_rx) c_.wakeups_rx.inc();
-        if (n == 0) c_.wakeups_timer.inc();
+        if (n == 0) {
+            c_.wakeups_timer.inc();
+            // How late the timer woke us: what a sleep costs in latency.
+            if (deadline != timer_wheel::no_deadline && woke > deadline) {
+                sw_.on_wake_late(woke - deadline);
+                publish_window();
+            }
+        }
         if (n < 0) c_.wakeups_other.inc();
         if (bell_.sleeping.exchange(0, std::memory_order_acq_rel) == 0 && !by_bell)
             doorbell_owed_ = true;  // taken, but the write has not landed yet

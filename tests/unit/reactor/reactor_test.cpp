@@ -260,8 +260,50 @@ TEST(StopRequest, RingsEveryWatchedBellAndKeepsErrno) {
     }
 }
 
+// adaptive, in the real loop: work that comes every few microseconds teaches
+// the lcore to spin through the gaps (a spin that catches the work: no sleep
+// needed); work 5 ms apart, past any spin limit, teaches it to sleep at once.
+TEST_F(ReactorTest, AdaptiveLearnsToSpinThroughShortGapsAndToSleepThroughLongOnes) {
+    s.mode = wakeup_mode::adaptive;
+    fake_source src;
+    ASSERT_TRUE(r.add_poller(src.as_poller(src.fd)));
+    std::thread t([&] { r.run(stop); });
+    std::atomic<bool> quit{false}, producer_done{false};
+    std::thread producer([&] {
+        // Short gaps: an item every ~10 us until the loop has learned (or 20 s).
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!quit && std::chrono::steady_clock::now() < end) {
+            src.add(1);
+            const auto next = std::chrono::steady_clock::now() + std::chrono::microseconds(10);
+            while (std::chrono::steady_clock::now() < next) {
+            }
+        }
+        producer_done = true;
+    });
+    while (c.adaptive_spins_paid.get() < 100 && !producer_done) std::this_thread::yield();
+    quit = true;
+    producer.join();
+    EXPECT_GE(c.adaptive_spins_paid.get(), 100u);
+    EXPECT_GE(c.adaptive_sleeps_short.get(), 1u);  // how the window grew from 0
+    EXPECT_GT(r.wake_cost_ns(), 0u);
+    // Long gaps: each sleep runs past the limit (at most 1 ms), so the window
+    // halves to nothing.
+    for (int i = 0; i < 12; ++i) {
+        const uint64_t before = c.adaptive_gaps.get();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the gap itself, not a wait
+        src.add(1);
+        while (c.adaptive_gaps.get() == before) std::this_thread::yield();
+    }
+    EXPECT_EQ(r.spin_window_ns(), 0u);
+    EXPECT_GE(c.adaptive_sleeps_long.get(), 1u);
+    stop = true;
+    ASSERT_TRUE(ring(r.bell()));
+    t.join();
+}
+
 TEST(WakeupMode, NamesRoundTrip) {
-    for (wakeup_mode m : {wakeup_mode::conditional, wakeup_mode::always, wakeup_mode::poll}) {
+    for (wakeup_mode m : {wakeup_mode::conditional, wakeup_mode::always, wakeup_mode::poll,
+                          wakeup_mode::adaptive}) {
         wakeup_mode out{};
         ASSERT_TRUE(parse_wakeup_mode(name(m), out));
         EXPECT_EQ(out, m);

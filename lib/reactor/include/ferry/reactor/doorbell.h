@@ -36,6 +36,7 @@ enum class wakeup_mode : uint8_t {
     conditional,  // ring only a sleeping peer (default)
     always,       // ring on every flush that enqueued something: the pre-fix baseline
     poll,         // never sleep, never ring: classic DPDK
+    adaptive,     // conditional's doorbell; the spin before a sleep learned per lcore
 };
 
 [[nodiscard]] const char *name(wakeup_mode m) noexcept;
@@ -61,6 +62,8 @@ bool ring(const doorbell &d) noexcept;
 inline ring_result notify(doorbell &peer, wakeup_mode mode) noexcept {
     if (mode == wakeup_mode::always) return ring(peer) ? ring_result::rung : ring_result::failed;
     if (mode == wakeup_mode::poll) return ring_result::suppressed;
+    // conditional and adaptive: the same protocol (adaptive only changes
+    // when the consumer tries to sleep, not how).
     // F2: orders our ring enqueue (S2) before the load of `sleeping` (L2).
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // The relaxed load first keeps the common case (peer polling) free of a

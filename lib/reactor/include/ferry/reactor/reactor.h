@@ -16,6 +16,11 @@
 //
 // A reactor with a poller that has no interrupt fd (e.g. net_af_packet queues)
 // never sleeps: can_sleep() is false and telemetry says so.
+//
+// How long "idle" must last before a sleep is tried: idle_threshold_ns in the
+// fixed modes; in wakeup_mode::adaptive the lcore's own spin window
+// (spin_window.h), learned from the gaps it sees and the lateness of its
+// timer wakeups (the wake cost, first measured when run() starts).
 #pragma once
 
 #include <atomic>
@@ -23,6 +28,7 @@
 
 #include "ferry/base/counter.h"
 #include "ferry/reactor/doorbell.h"
+#include "ferry/reactor/spin_window.h"
 #include "ferry/reactor/timer_wheel.h"
 
 namespace ferry::reactor {
@@ -45,7 +51,11 @@ namespace ferry::reactor {
     X(doorbells_rung, "doorbell writes to a sleeping peer (one syscall each)")         \
     X(doorbells_suppressed, "flushes to a polling peer: no syscall needed")            \
     X(doorbell_errors, "doorbell writes that failed")                                  \
-    X(ring_full, "enqueue bursts that left messages behind (backpressure)")
+    X(ring_full, "enqueue bursts that left messages behind (backpressure)")             \
+    X(adaptive_gaps, "adaptive: idle gaps that ended with work")                       \
+    X(adaptive_spins_paid, "adaptive: gaps that ended while spinning (no sleep needed)") \
+    X(adaptive_sleeps_short, "adaptive: sleeps whose work came within the spin limit (window grows)") \
+    X(adaptive_sleeps_long, "adaptive: sleeps past the spin limit (window shrinks)")
 
 struct alignas(64) reactor_counters {
     FERRY_REACTOR_COUNTERS(FERRY_COUNTER_MEMBER)
@@ -148,6 +158,24 @@ public:
     // Monotonic ns from the TSC.
     [[nodiscard]] static uint64_t now_ns() noexcept;
 
+    // The adaptive policy's state: window, limit and wake cost in ns. Any
+    // thread (telemetry).
+    [[nodiscard]] uint64_t spin_window_ns() const noexcept {
+        return spin_window_ns_.load(std::memory_order_relaxed);
+    }
+    [[nodiscard]] uint64_t spin_limit_ns() const noexcept {
+        return spin_limit_ns_.load(std::memory_order_relaxed);
+    }
+    [[nodiscard]] uint64_t wake_cost_ns() const noexcept {
+        return wake_cost_ns_.load(std::memory_order_relaxed);
+    }
+    // The median lateness of a few short sleeps on this machine now: the
+    // first estimate of a sleep/wake round trip (about 0.2 ms to measure).
+    [[nodiscard]] static uint64_t measure_wake_cost() noexcept;
+    // Feeds the end of an idle gap to the adaptive policy (run() does;
+    // public for tests that drive the loop by hand).
+    void end_gap(uint64_t gap_ns, bool slept) noexcept;
+
 private:
     [[nodiscard]] uint64_t nearest_deadline() const noexcept;
     [[nodiscard]] bool anything_pending(uint64_t now, const std::atomic<bool> &stop) const noexcept;
@@ -163,6 +191,12 @@ private:
     // it does not cause a spurious wakeup.
     bool doorbell_owed_ = false;
     uint64_t last_busy_ = 0;
+    // The adaptive policy, and the gap in progress (run()).
+    spin_window sw_{spin_window::min_limit_ns / 2};
+    bool gap_open_ = false, slept_in_gap_ = false;
+    uint64_t gap_start_ = 0;
+    std::atomic<uint64_t> spin_window_ns_{0}, spin_limit_ns_{0}, wake_cost_ns_{0};
+    void publish_window() noexcept;
     // Start of the sleep in progress (0: awake), for telemetry.
     std::atomic<uint64_t> asleep_since_{0};
     unsigned npollers_ = 0, nflushers_ = 0;

@@ -288,7 +288,10 @@ void print_effective(const loaded &l, const std::string &drivers_dir) {
         if (!p.iface.empty()) std::printf(", iface %s", p.iface.c_str());
         if (!p.pci.empty()) std::printf(", pci %s", p.pci.c_str());
         if (p.gateway) std::printf(", gateway %s", config::format_ipv4(*p.gateway).c_str());
-        std::printf(", mtu %u, mbufs %u\n", p.mtu, p.mbufs);
+        std::printf(", mtu %u, mbufs %u", p.mtu, p.mbufs);
+        if (pr.ring_frames != 0)  // a profile with kernel rings ({ring_frames})
+            std::printf(", ring_frames %u", p.ring_frames != 0 ? p.ring_frames : pr.ring_frames);
+        std::printf("\n");
     }
     std::fputs(config::describe_proxy(c).c_str(), stdout);
 }
@@ -489,10 +492,12 @@ int run(int argc, char **argv) {
     view.memory = plan_memory(app, base_rss, base_heap);
     APP_LOG(INFO,
             "memory: bound %.1f MiB = base %.1f + DPDK heap %.1f (mbuf pools, rings) + TCP %.1f "
-            "+ proxy %.1f (connection slots) + slack %.1f; resident now %.1f MiB",
+            "+ proxy %.1f (connection slots) + kernel rings %.1f (af_packet) + slack %.1f; "
+            "resident now %.1f MiB",
             view.memory.bound / 1048576.0, view.memory.base_rss / 1048576.0,
             view.memory.dpdk_heap / 1048576.0, view.memory.tcp_reserved / 1048576.0,
-            view.memory.proxy_reserved / 1048576.0, view.memory.slack / 1048576.0,
+            view.memory.proxy_reserved / 1048576.0, view.memory.kernel_rings / 1048576.0,
+            view.memory.slack / 1048576.0,
             telemetry::read_resident().now / 1048576.0);
     if (l.cfg.admin.addr) {
         view.exporter = &exporter_counters;

@@ -24,6 +24,8 @@ telemetry::memory_plan plan_memory(const app_state &app, uint64_t base_rss,
     m.base_rss = base_rss;
     const uint64_t heap = dpdk_heap_bytes();
     m.dpdk_heap = heap > dpdk_heap_at_base ? heap - dpdk_heap_at_base : 0;
+    for (const auto &p : app.ports)
+        if (p.kernel) m.kernel_rings += p.kernel->bytes();
     for (const auto &w : app.workers) {
         for (const auto &l : w->tcp_layers) m.tcp_reserved += l->reserved_bytes();
         if (w->proxy) m.proxy_reserved += w->proxy->reserved_bytes();
@@ -33,7 +35,8 @@ telemetry::memory_plan plan_memory(const app_state &app, uint64_t base_rss,
     // the telemetry and log threads, the access log's write buffer.
     m.slack = telemetry::memory_plan::slack_fixed +
               uint64_t(app.workers.size()) * telemetry::memory_plan::slack_per_worker;
-    m.bound = m.base_rss + m.dpdk_heap + m.tcp_reserved + m.proxy_reserved + m.slack;
+    m.bound = m.base_rss + m.dpdk_heap + m.tcp_reserved + m.proxy_reserved + m.kernel_rings +
+              m.slack;
     return m;
 }
 

@@ -393,6 +393,22 @@ private:
             {"mbufs", false, r_.integer_into(p.mbufs, 1024, 1 << 24)},
             {"rx_desc", false, desc_into(p.rx_desc)},
             {"tx_desc", false, desc_into(p.tx_desc)},
+            {"ring_frames", false,
+             [&](const toml::node &v, const std::string &k) -> std::optional<error> {
+                 // 0 = the profile's; whether the profile has a kernel ring to size is
+                 // check_port's question (the profile is not loaded yet).
+                 auto n = r_.integer(v, k, 0, max_ring_frames);
+                 if (!n)
+                     return n.error();
+                 if (*n != 0 && !is_ring_frames(*n))
+                     return r_.at(v, k,
+                                  "must be 0 (the profile's) or a power of two in " +
+                                      std::to_string(min_ring_frames) + ".." +
+                                      std::to_string(max_ring_frames) + ", got " +
+                                      std::to_string(*n));
+                 p.ring_frames = static_cast<uint32_t>(*n);
+                 return std::nullopt;
+             }},
             {"fault", false,
              [&](const toml::node &v, const std::string &k) { return read_fault(v, k, p.fault); }},
         };

@@ -34,7 +34,26 @@ bool is_kernel_driver_name(std::string_view s) {
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
     });
 }
-constexpr std::string_view placeholders[] = {"{iface}", "{queues}", "{index}"};
+constexpr std::string_view placeholders[] = {"{iface}", "{queues}", "{index}", "{ring_frames}"};
+constexpr std::string_view ring_frames_placeholder = "{ring_frames}";
+
+// Why ring_frames is a power of two in 16..65536 (config.h min/max_ring_frames): the
+// af_packet PMD cuts each ring into blocks of blocksz bytes (a page by default) holding
+// blocksz / framesz frames (2 with the default 2048-byte frames), computes the block count
+// as framecnt / that, and the kernel refuses a ring that is not a whole number of blocks
+// (packet_set_ring: tp_frame_nr == frames per block * tp_block_nr), failing the port's
+// start with a bare EINVAL. A power of two from 16 up is a whole number of blocks for every
+// power-of-two framesz from blocksz / 16 up. 65536 frames of 2048 bytes are 128 MiB per
+// ring, 256 MiB per queue pair (rx + tx), locked in memory (the PMD maps it MAP_LOCKED):
+// more is a configuration mistake, not a tuning.
+std::string ring_frames_range(int64_t n) {
+    return "must be a power of two in " + std::to_string(min_ring_frames) + ".." +
+           std::to_string(max_ring_frames) + ", got " + std::to_string(n);
+}
+
+bool uses_ring_frames(const driver_profile &p) {
+    return p.devargs.find(ring_frames_placeholder) != std::string::npos;
+}
 
 constexpr int64_t max_queues_limit = 1024;  // RTE_MAX_QUEUES_PER_PORT
 
@@ -105,7 +124,7 @@ private:
         auto t = r_.table(n, key);
         if (!t)
             return t.error();
-        const toml::node *devargs_node = nullptr;
+        const toml::node *devargs_node = nullptr, *ring_frames_node = nullptr;
         const toml::node *binding_node = nullptr, *kernel_driver_node = nullptr;
         const reader::field fields[] = {
             {"name", true,
@@ -198,6 +217,18 @@ private:
             {"max_queues", true, r_.integer_into(p_.max_queues, 1, max_queues_limit)},
             {"rx_desc", true, desc_into(p_.rx_desc)},
             {"tx_desc", true, desc_into(p_.tx_desc)},
+            {"ring_frames", false,
+             [this, &ring_frames_node](const toml::node &v,
+                                       const std::string &k) -> std::optional<error> {
+                 auto n = r_.integer(v, k, min_ring_frames, max_ring_frames);
+                 if (!n)
+                     return n.error();
+                 if (!is_ring_frames(*n))
+                     return r_.at(v, k, ring_frames_range(*n));
+                 p_.ring_frames = static_cast<uint32_t>(*n);
+                 ring_frames_node = &v;
+                 return std::nullopt;
+             }},
             {"rx_interrupts", true, r_.boolean_into(p_.rx_interrupts)},
             {"rss", true, r_.boolean_into(p_.rss)},
             {"rx_offloads", true,
@@ -228,6 +259,15 @@ private:
                              "binding = \"none\" needs 'kernel_driver', the kernel driver "
                              "the device stays on");
         }
+        // ring_frames is the default of {ring_frames}: one without the other is a mistake
+        // (a port could not size its rings, or a key would be silently unused).
+        if (uses_ring_frames(p_) && ring_frames_node == nullptr)
+            return r_.at(**t, detail::join_key(key, "ring_frames"),
+                         "devargs use {ring_frames}: set 'ring_frames', the frames per "
+                         "kernel ring when the port does not say");
+        if (!uses_ring_frames(p_) && ring_frames_node != nullptr)
+            return r_.at(*ring_frames_node, detail::join_key(key, "ring_frames"),
+                         "unused: devargs do not use {ring_frames}");
         // A PCI device has no kernel interface while DPDK drives it.
         if (p_.bus_kind == bus::pci && p_.devargs.find("{iface}") != std::string::npos)
             return r_.at(*devargs_node, detail::join_key(key, "devargs"),
@@ -381,6 +421,14 @@ std::optional<error> check_port(const port_config &port, const driver_profile &p
         return fail("rx_desc", "must be a power of two in 32..32768, got " + std::to_string(rx));
     if (!is_desc_count(tx))
         return fail("tx_desc", "must be a power of two in 32..32768, got " + std::to_string(tx));
+    if (port.ring_frames != 0 && !uses_ring_frames(profile))
+        return fail("ring_frames", who + " has no kernel ring to size (its devargs do not use " +
+                                       std::string(ring_frames_placeholder) + ")");
+    if (uses_ring_frames(profile)) {
+        uint32_t frames = port.ring_frames != 0 ? port.ring_frames : profile.ring_frames;
+        if (!is_ring_frames(frames))
+            return fail("ring_frames", ring_frames_range(frames));
+    }
     // A lower bound: the rings alone hold this many; per-lcore mempool caches and packets
     // in flight need more on top.
     uint64_t need = uint64_t{queues} * (rx + tx);
@@ -412,6 +460,12 @@ std::string expand_devargs(const driver_profile &profile, const port_config &por
             if (rest.starts_with("{index}")) {
                 out += std::to_string(port.index);
                 i += 6;
+                continue;
+            }
+            if (rest.starts_with(ring_frames_placeholder)) {
+                out +=
+                    std::to_string(port.ring_frames != 0 ? port.ring_frames : profile.ring_frames);
+                i += ring_frames_placeholder.size() - 1;
                 continue;
             }
         }

@@ -4,6 +4,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -50,6 +51,42 @@ uint64_t offload_bits(const std::vector<std::string> &names, bool rx) {
     return bits;
 }
 
+// Sets p.kernel to the AF_PACKET sockets bound to `ifindex` that are not in
+// `before` (sorted), and starts reading their drop counts periodically. A
+// net_af_packet port without exactly one socket per queue pair is logged: its
+// drops would be incomplete, or the kernel would fan frames out to sockets of
+// queues no worker polls (devargs qpairs above the workers).
+void find_kernel_rings(port &p, const std::vector<int> &before, int ifindex) {
+    std::vector<int> fds;
+    for (int fd : packet_sockets(ifindex))
+        if (!std::binary_search(before.begin(), before.end(), fd))
+            fds.push_back(fd);
+    const bool af_packet = p.driver_name == "net_af_packet";
+    if (fds.empty()) {
+        if (af_packet)
+            PORT_LOG(WARNING,
+                     "%s: no AF_PACKET socket of %s found on ifindex %d: the kernel's ring drops "
+                     "cannot be read (no kernel_ring_drops in /ferry/ports)",
+                     p.spec.name.c_str(), p.dev_name.c_str(), ifindex);
+        return;
+    }
+    if (af_packet && fds.size() != p.queues)
+        PORT_LOG(WARNING,
+                 "%s: %zu AF_PACKET sockets for %u queue pairs: devargs qpairs should equal "
+                 "the workers, or the kernel hands frames to sockets no worker reads",
+                 p.spec.name.c_str(), fds.size(), p.queues);
+    p.kernel = std::make_unique<kernel_rings>(std::move(fds));
+    PORT_LOG(INFO,
+             "%s: %zu AF_PACKET sockets with %.1f MiB of kernel rings (rx + tx) mapped; frames "
+             "the kernel drops on a full ring are counted in kernel_ring_drops",
+             p.spec.name.c_str(), p.kernel->fds().size(), p.kernel->bytes() / 1048576.0);
+    if (!p.kernel->start_polling())
+        PORT_LOG(WARNING,
+                 "%s: cannot set the EAL alarm that reads the kernel's ring counts; "
+                 "they are read on telemetry requests only",
+                 p.spec.name.c_str());
+}
+
 std::string fail(const port &p, const char *call, int rc) {
     return "port '" + p.spec.name + "' (" + p.dev_name + "): " + call +
            " failed: " + std::strerror(rc < 0 ? -rc : rc);
@@ -85,8 +122,11 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
     p.spec = spec;
     p.queues = queues;
 
-    // 1. Find or create the ethdev.
+    // 1. Find or create the ethdev. The AF_PACKET sockets open before the
+    // probe are not the new device's (step 2b).
+    std::vector<int> packet_fds_before;
     if (!spec.pci) {
+        packet_fds_before = packet_sockets(0);
         // A vdev name is the driver name plus a unique suffix (net_tap0).
         p.dev_name = spec.driver + std::to_string(rte_eth_dev_count_total());
         const std::string &args = spec.devargs;
@@ -133,6 +173,11 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
                           std::to_string(info.max_rx_queues) + " rx / " +
                           std::to_string(info.max_tx_queues) + " tx"};
     }
+
+    // 2b. The kernel's packet rings (net_af_packet): its sockets are the
+    // AF_PACKET sockets on the device's interface that the probe opened.
+    if (!spec.pci && info.if_index != 0)
+        find_kernel_rings(p, packet_fds_before, static_cast<int>(info.if_index));
 
     // 3. Configure: offloads we asked for and the device has; the rest is done
     // in software, so a missing offload is a notice, not an error.
@@ -274,6 +319,18 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
 }
 
 void port_close(port &p) noexcept {
+    // Before the PMD closes the sockets (rte_eth_dev_close): a read after that
+    // could hit an fd number reused by something else.
+    if (p.kernel) {
+        const kernel_ring_totals t = p.kernel->read();
+        if (t.drops != 0)
+            PORT_LOG(NOTICE,
+                     "%s: the kernel dropped %llu of %llu frames on the port's full rx rings "
+                     "(kernel_ring_drops)",
+                     p.spec.name.c_str(), static_cast<unsigned long long>(t.drops),
+                     static_cast<unsigned long long>(t.packets));
+        p.kernel.reset();
+    }
     if (p.id != UINT16_MAX) {
         rte_eth_dev_info info{};
         const bool have_info = rte_eth_dev_info_get(p.id, &info) == 0;

@@ -76,6 +76,16 @@ int ports(const process_view &v, rte_tel_data *d) {
         rte_tel_data_add_dict_u64(c, "mbufs_available", rte_mempool_avail_count(p.pool));
         rte_tel_data_add_dict_u64(c, "mbufs_in_use", rte_mempool_in_use_count(p.pool));
         rte_tel_data_add_dict_string(c, "steering", p.steering.substr(0, 120).c_str());
+        // As given to the driver (vdev): what the profile's placeholders became.
+        rte_tel_data_add_dict_string(c, "devargs", p.spec.devargs.substr(0, 120).c_str());
+        if (p.kernel) {
+            // The kernel's rings (net_af_packet): read now, so the drops are current.
+            const net::kernel_ring_totals k = p.kernel->read();
+            rte_tel_data_add_dict_u64(c, "kernel_ring_sockets", p.kernel->fds().size());
+            rte_tel_data_add_dict_u64(c, "kernel_ring_bytes", p.kernel->bytes());
+            for (const auto &f : detail::kernel_ring_fields)
+                rte_tel_data_add_dict_u64(c, f.name, k.*(f.member));
+        }
         rte_tel_data_add_dict_int(c, "fault_injection", p.spec.fault.enabled());
         if (p.spec.fault.enabled()) {
             // Summed over the lcores serving the port.
@@ -318,6 +328,7 @@ int memory_cmd(const process_view &v, rte_tel_data *d) {
     rte_tel_data_add_dict_u64(d, "dpdk_heap_bytes", m.dpdk_heap);
     rte_tel_data_add_dict_u64(d, "tcp_reserved_bytes", m.tcp_reserved);
     rte_tel_data_add_dict_u64(d, "proxy_reserved_bytes", m.proxy_reserved);
+    rte_tel_data_add_dict_u64(d, "kernel_ring_bytes", m.kernel_rings);
     rte_tel_data_add_dict_u64(d, "slack_bytes", m.slack);
     // The TCP queues' ring blocks, over every worker and port: how many exist
     // (address space), are held now, were ever held at once, were ever made

@@ -165,6 +165,17 @@ void render_ports(exposition &e, const process_view &v) {
             if (have[i])
                 e.sample(port_label(v.ports[i]), st[i].*(f.member));
     }
+    // The kernel's ring counts, only for ports that have such rings (af_packet).
+    std::vector<std::pair<const net::port *, net::kernel_ring_totals>> rings;
+    for (const auto &p : v.ports)
+        if (p.kernel)
+            rings.emplace_back(&p, p.kernel->read());
+    if (!rings.empty())
+        for (const auto &f : detail::kernel_ring_fields) {
+            e.family(counter_name("port", f.name), "counter", f.help);
+            for (const auto &[p, k] : rings)
+                e.sample(port_label(*p), k.*(f.member));
+        }
     e.family("ferry_port_mbufs", "gauge", "mbufs in the port's pool ([[port]] mbufs)");
     for (const auto &p : v.ports)
         e.sample(port_label(p), p.spec.mbufs);

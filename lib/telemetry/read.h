@@ -31,6 +31,24 @@ inline constexpr eth_stat_field eth_stat_fields[] = {
      &rte_eth_stats::rx_nombuf},
 };
 
+// The kernel's counts on a port's AF_PACKET rings (net::kernel_rings; only
+// ports whose PMD receives through them: net_af_packet).
+struct kernel_ring_field {
+    const char *name;
+    const char *help;
+    uint64_t net::kernel_ring_totals::*member;
+};
+inline constexpr kernel_ring_field kernel_ring_fields[] = {
+    {"kernel_ring_packets",
+     "frames the kernel handed to the port's af_packet rx rings, dropped ones included "
+     "(PACKET_STATISTICS)",
+     &net::kernel_ring_totals::packets},
+    {"kernel_ring_drops",
+     "frames the kernel dropped because the port's af_packet rx ring was full: ferry did not "
+     "drain it in time (PACKET_STATISTICS; not in imissed)",
+     &net::kernel_ring_totals::drops},
+};
+
 // An upstream server's per-lcore counters summed over the lcores.
 struct server_totals {
     uint64_t requests = 0, failures = 0, active = 0, idle = 0, connections = 0, latency_ns = 0,

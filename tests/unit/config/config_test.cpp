@@ -289,6 +289,18 @@ const bad_case bad_cases[] = {
      "32..32768, got 16"},
     {"tx_desc_too_big", port_with("tx_desc = 65536\n"),
      "t.toml:6:11: key 'port[0].tx_desc': must be in 0..32768, got 65536"},
+    {"ring_frames_not_power_of_two", port_with("ring_frames = 3000\n"),
+     "t.toml:6:15: key 'port[0].ring_frames': must be 0 (the profile's) or a power of two in "
+     "16..65536, got 3000"},
+    {"ring_frames_too_small", port_with("ring_frames = 8\n"),
+     "t.toml:6:15: key 'port[0].ring_frames': must be 0 (the profile's) or a power of two in "
+     "16..65536, got 8"},
+    {"ring_frames_too_big", port_with("ring_frames = 131072\n"),
+     "t.toml:6:15: key 'port[0].ring_frames': must be in 0..65536, got 131072"},
+    {"ring_frames_negative", port_with("ring_frames = -4096\n"),
+     "t.toml:6:15: key 'port[0].ring_frames': must be in 0..65536, got -4096"},
+    {"ring_frames_string", port_with("ring_frames = \"4096\"\n"),
+     "t.toml:6:15: key 'port[0].ring_frames': expected an integer, got a string"},
 
     // Ports: [port.fault]. The sub-table starts at line 6, its keys at line 7.
     {"fault_probability_above_one", port_with("[port.fault]\nrx_drop = 1.5\n"),
@@ -388,6 +400,7 @@ mtu = 9000
 mbufs = 32768
 rx_desc = 256
 tx_desc = 512
+ring_frames = 1024
 
 [[port]]
 name = "nic_1"
@@ -420,6 +433,7 @@ address = "192.168.1.2/31"
     EXPECT_EQ(p.mbufs, 32768u);
     EXPECT_EQ(p.rx_desc, 256);
     EXPECT_EQ(p.tx_desc, 512);
+    EXPECT_EQ(p.ring_frames, 1024u);
     EXPECT_EQ(p.index, 0u);
     EXPECT_EQ(p.where.file, "full.toml");
     EXPECT_EQ(p.where.line, 8u);
@@ -438,8 +452,9 @@ address = "192.168.1.2/31"
     EXPECT_EQ(q.mbufs, 16384u);
     EXPECT_EQ(q.rx_desc, 0);
     EXPECT_EQ(q.tx_desc, 0);
+    EXPECT_EQ(q.ring_frames, 0u);  // the profile's
     EXPECT_EQ(q.index, 1u);
-    EXPECT_EQ(q.where.line, 20u);
+    EXPECT_EQ(q.where.line, 21u);
 }
 
 TEST(config_parse, defaults_when_ferry_table_is_absent) {
@@ -469,7 +484,8 @@ TEST(config_parse, range_limits_are_inclusive) {
     // The port table comes last, so the appended keys belong to it.
     auto r = parse(with_port("[ferry]\nworkers = 128\nidle_threshold_us = 1000000\n"
                              "neighbor_timeout_s = 86400\n") +
-                       "mtu = 68\nmbufs = 16777216\nrx_desc = 32768\ntx_desc = 32\n",
+                       "mtu = 68\nmbufs = 16777216\nrx_desc = 32768\ntx_desc = 32\n"
+                       "ring_frames = 65536\n",
                    "t.toml");
     ASSERT_TRUE(r.ok()) << r.error().to_string();
     EXPECT_EQ(r->workers, 128u);
@@ -479,6 +495,10 @@ TEST(config_parse, range_limits_are_inclusive) {
     EXPECT_EQ(r->ports[0].mbufs, 16777216u);
     EXPECT_EQ(r->ports[0].rx_desc, 32768);
     EXPECT_EQ(r->ports[0].tx_desc, 32);
+    EXPECT_EQ(r->ports[0].ring_frames, 65536u);
+    auto low = parse(port_with("ring_frames = 16\n"), "t.toml");
+    ASSERT_TRUE(low.ok()) << low.error().to_string();
+    EXPECT_EQ(low->ports[0].ring_frames, 16u);
 }
 
 TEST(config_parse, disjoint_subnets_and_distinct_ifaces_are_accepted) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <array>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,6 +22,7 @@
 
 #include "ferry/base/result.h"
 #include "ferry/net/fault.h"
+#include "ferry/net/kernel_rings.h"
 
 namespace ferry::net {
 
@@ -73,6 +75,11 @@ struct port {
     // steering could not be set (flows then often arrive on another lcore's
     // queue and are handed over: correct, slower).
     std::string steering;
+    // The kernel's packet rings when the PMD receives through AF_PACKET
+    // sockets (net_af_packet: one per queue pair), for the drops the kernel
+    // counts on them (kernel_rings.h); null for every other driver. Heap-held:
+    // its address is the EAL alarm's argument while the port moves.
+    std::unique_ptr<kernel_rings> kernel;
     bool created = false;  // a vdev this process hot-plugged (removed on close)
     bool started = false;
 };
@@ -86,6 +93,8 @@ struct port {
                                                   uint32_t workers, bool want_rx_intr);
 
 // Stops and closes the device and frees its pool. Safe on a partly opened port.
+// Reads the kernel rings' counts a last time (logged when the kernel dropped
+// frames) and stops reading them before the PMD closes their sockets.
 void port_close(port &p) noexcept;
 
 // The ethdev offload bit for a profile offload name (rx or tx side), 0 if the

@@ -11,7 +11,9 @@
 // unchanged while the view is published (commands.h) or an exporter serving
 // it runs (exporter.h). Readers only load: counters with relaxed atomic loads
 // (ferry/base/counter.h), the health words and the ring tails atomically;
-// ethdev stats and mempool counts through DPDK calls safe from any thread.
+// ethdev stats and mempool counts through DPDK calls safe from any thread;
+// the kernel's packet ring counts through net::kernel_rings::read() (a mutex
+// and a getsockopt per socket, never touching a worker).
 #pragma once
 
 #include <cstdint>
@@ -72,6 +74,9 @@ struct memory_plan {
     uint64_t dpdk_heap = 0;       // DPDK heap ferry took: mbuf pools, rings, queues
     uint64_t tcp_reserved = 0;    // every worker's TCP layers (connection slots, tables)
     uint64_t proxy_reserved = 0;  // every worker's proxy (client/upstream slots, head buffers)
+    // The kernel's packet rings of af_packet ports (rx + tx per queue pair), mapped
+    // into ferry and resident from start-up (net::kernel_rings::bytes).
+    uint64_t kernel_rings = 0;
     uint64_t slack = 0;
     uint64_t bound = 0;  // the sum: resident memory never goes above it
 };

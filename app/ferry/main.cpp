@@ -33,7 +33,8 @@ reactor::stop_request stop_requested;
 
 static_assert(int(config::wakeup_mode::conditional) == int(reactor::wakeup_mode::conditional) &&
               int(config::wakeup_mode::always) == int(reactor::wakeup_mode::always) &&
-              int(config::wakeup_mode::poll) == int(reactor::wakeup_mode::poll));
+              int(config::wakeup_mode::poll) == int(reactor::wakeup_mode::poll) &&
+              int(config::wakeup_mode::adaptive) == int(reactor::wakeup_mode::adaptive));
 app_state *the_app = nullptr;
 
 namespace {
@@ -190,7 +191,13 @@ void warn_about_ports(const std::vector<net::port> &ports, config::wakeup_mode m
                     p.spec.name.c_str(), p.spec.fault.rx_drop, p.spec.fault.rx_duplicate,
                     p.spec.fault.rx_reorder, p.spec.fault.tx_drop, p.spec.fault.tx_duplicate,
                     p.spec.fault.tx_reorder);
-        if (mode != config::wakeup_mode::poll && !p.caps.rx_interrupts)
+        if (mode == config::wakeup_mode::adaptive && !p.caps.rx_interrupts)
+            APP_LOG(INFO,
+                    "port %s: no rx interrupts (profile %s): in wakeup_mode = adaptive the "
+                    "workers serving it take timed naps of at most nap_budget_us instead of "
+                    "sleeping (naps in /ferry/lcores)",
+                    p.spec.name.c_str(), p.spec.profile.c_str());
+        else if (mode != config::wakeup_mode::poll && !p.caps.rx_interrupts)
             APP_LOG(WARNING,
                     "port %s: wakeup_mode = %s but the port has no rx interrupts (profile "
                     "%s%s): the workers serving it cannot sleep and will poll "
@@ -276,8 +283,8 @@ void print_effective(const loaded &l, const std::string &drivers_dir) {
     std::printf("config: %s\n", c.source.c_str());
     std::printf("drivers dir: %s\n", drivers_dir.c_str());
     std::printf("workers: %s\n", c.workers ? std::to_string(c.workers).c_str() : "all EAL lcores");
-    std::printf("wakeup_mode: %s, idle_threshold_us: %u, neighbor_timeout_s: %u\n",
-                std::string(to_string(c.wakeup)).c_str(), c.idle_threshold_us,
+    std::printf("wakeup_mode: %s, idle_threshold_us: %u, nap_budget_us: %u, neighbor_timeout_s: %u\n",
+                std::string(to_string(c.wakeup)).c_str(), c.idle_threshold_us, c.nap_budget_us,
                 c.neighbor_timeout_s);
     for (size_t i = 0; i < c.ports.size(); ++i) {
         const auto &p = c.ports[i];
@@ -387,6 +394,7 @@ int run(int argc, char **argv) {
     // config::wakeup_mode and reactor::wakeup_mode list the same modes in the same order.
     app.settings.mode.store(static_cast<reactor::wakeup_mode>(l.cfg.wakeup));
     app.settings.idle_threshold_ns.store(uint64_t(l.cfg.idle_threshold_us) * 1000u);
+    app.settings.nap_budget_ns.store(uint64_t(l.cfg.nap_budget_us) * 1000u);
 
     if (!l.cfg.listeners.empty()) {
         const auto &tt = l.cfg.tcp_test;

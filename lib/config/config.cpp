@@ -14,7 +14,7 @@ using detail::reader;
 
 namespace {
 
-constexpr std::string_view wakeup_names[] = {"conditional", "always", "poll"};
+constexpr std::string_view wakeup_names[] = {"conditional", "always", "poll", "adaptive"};
 
 // Debian's DPDK 22.11 is built with RTE_MAX_LCORE 128 and RTE_MAX_ETHPORTS 32; a larger
 // value cannot work there, so it is a config error rather than an EAL failure later.
@@ -178,6 +178,7 @@ private:
                  return std::nullopt;
              }},
             {"idle_threshold_us", false, r_.integer_into(cfg_.idle_threshold_us, 1, 1000000)},
+            {"nap_budget_us", false, r_.integer_into(cfg_.nap_budget_us, 0, 100000)},
             {"neighbor_timeout_s", false, r_.integer_into(cfg_.neighbor_timeout_s, 1, 86400)},
         };
         return r_.walk(**t, key, fields);

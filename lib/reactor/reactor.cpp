@@ -103,6 +103,7 @@ bool reactor::add_poller(const poller &p) noexcept {
         if (epoll_ctl(epfd_, EPOLL_CTL_ADD, p.wake_fd, &ev) != 0) return false;
     } else if (p.wake_fd == -1) {
         can_sleep_ = false;
+        if (p.pending == nullptr) can_nap_ = false;
     }
     pollers_[npollers_++] = p;
     return true;
@@ -161,7 +162,7 @@ void reactor::end_gap(uint64_t gap_ns, bool slept) noexcept {
 }
 
 void reactor::run(const std::atomic<bool> &stop) noexcept {
-    if (can_sleep_) sw_ = spin_window(measure_wake_cost());
+    if (can_sleep_ || can_nap_) sw_ = spin_window(measure_wake_cost());
     publish_window();
     last_busy_ = now_ns();
     gap_open_ = slept_in_gap_ = false;
@@ -206,8 +207,11 @@ bool reactor::anything_pending(uint64_t now, const std::atomic<bool> &stop) cons
 }
 
 bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
-    if (!can_sleep_ || !ok() || settings_.mode.load(std::memory_order_relaxed) == wakeup_mode::poll)
-        return false;
+    const wakeup_mode mode = settings_.mode.load(std::memory_order_relaxed);
+    if (!ok() || mode == wakeup_mode::poll) return false;
+    // A poller without rx interrupts: only a timed nap, in adaptive mode.
+    const uint64_t nap = can_sleep_ ? 0 : settings_.nap_budget_ns.load(std::memory_order_relaxed);
+    if (!can_sleep_ && (mode != wakeup_mode::adaptive || !can_nap_ || nap == 0)) return false;
     c_.sleep_attempts.inc();
     if (doorbell_owed_) {
         drain(bell_.fd);
@@ -228,7 +232,13 @@ bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
         if (bell_.sleeping.exchange(0, std::memory_order_acq_rel) == 0) doorbell_owed_ = true;
         c_.sleep_aborts.inc();
     } else {
-        const uint64_t deadline = nearest_deadline();
+        uint64_t deadline = nearest_deadline();
+        bool napping = false;
+        if (nap != 0 && (deadline == timer_wheel::no_deadline || deadline > now + nap)) {
+            deadline = now + nap;
+            napping = true;
+        }
+        if (nap != 0) c_.naps.inc();
         asleep_since_.store(now, std::memory_order_relaxed);
         epoll_event evs[max_pollers + 1];
         int n;
@@ -256,8 +266,9 @@ bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
         }
         if (by_bell) c_.wakeups_doorbell.inc();
         if (by_rx) c_.wakeups_rx.inc();
+        if (n == 0 && napping) c_.wakeups_nap.inc();
+        if (n == 0 && !napping) c_.wakeups_timer.inc();
         if (n == 0) {
-            c_.wakeups_timer.inc();
             // How late the timer woke us: what a sleep costs in latency.
             if (deadline != timer_wheel::no_deadline && woke > deadline) {
                 sw_.on_wake_late(woke - deadline);

@@ -246,10 +246,19 @@ int lcores(const process_view &v, rte_tel_data *d) {
         rte_tel_data_add_dict_int(c, "queue", l.index);
         rte_tel_data_add_dict_int(c, "socket", static_cast<int>(rte_lcore_to_socket_id(l.lcore)));
         // The mode this lcore really runs in: a queue without rx interrupts
-        // (af_packet) forces polling whatever the process-wide mode says.
+        // (af_packet) forces polling whatever the process-wide mode says,
+        // except for adaptive's timed naps.
         const bool can_sleep = l.loop->can_sleep();
-        rte_tel_data_add_dict_string(c, "mode", can_sleep ? reactor::name(mode) : "poll");
+        const bool naps = !can_sleep && l.loop->can_nap() && mode == reactor::wakeup_mode::adaptive &&
+                          v.settings->nap_budget_ns.load(std::memory_order_relaxed) != 0;
+        rte_tel_data_add_dict_string(c, "mode", can_sleep || naps ? reactor::name(mode) : "poll");
         rte_tel_data_add_dict_int(c, "can_sleep", can_sleep);
+        rte_tel_data_add_dict_int(c, "can_nap", l.loop->can_nap());
+        // The adaptive policy's state (spin_window.h): the spin before a
+        // sleep now, its limit, the learned cost of a sleep/wake.
+        rte_tel_data_add_dict_u64(c, "spin_window_ns", l.loop->spin_window_ns());
+        rte_tel_data_add_dict_u64(c, "spin_limit_ns", l.loop->spin_limit_ns());
+        rte_tel_data_add_dict_u64(c, "wake_cost_ns", l.loop->wake_cost_ns());
         rte_tel_data_add_dict_string(c, "state", l.loop->asleep() ? "asleep" : "running");
         const uint64_t polls = l.reactor->polls.get(), busy = l.reactor->busy_polls.get();
         rte_tel_data_add_dict_u64(c, "busy_permille", polls ? busy * 1000 / polls : 0);
@@ -262,7 +271,7 @@ int lcores(const process_view &v, rte_tel_data *d) {
     return 0;
 }
 
-// Read: /ferry/wakeup_mode. Write: /ferry/wakeup_mode,<conditional|always|poll>.
+// Read: /ferry/wakeup_mode. Write: /ferry/wakeup_mode,<conditional|always|poll|adaptive>.
 // Every worker is woken so a sleeper re-reads the mode at once.
 int wakeup_mode(const process_view &v, const char *params, rte_tel_data *d) {
     if (params != nullptr && *params != '\0') {
@@ -424,7 +433,7 @@ constexpr command commands[] = {
      "Per worker lcore: queue, mode, state, sleeps, wakeups by cause, doorbells, loop and I/O "
      "counters."},
     {"/ferry/wakeup_mode", writer<wakeup_mode>,
-     "Read, or set with ,<conditional|always|poll>: when workers sleep and peers ring."},
+     "Read, or set with ,<conditional|always|poll|adaptive>: when workers sleep and peers ring."},
     {"/ferry/idle_threshold_us", writer<idle_threshold>,
      "Read, or set with ,<us>: idle time before a worker tries to sleep."},
     {"/ferry/config", reader<config_cmd>, "The effective configuration."},

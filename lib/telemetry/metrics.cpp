@@ -150,6 +150,14 @@ void render_lcores(exposition &e, const process_view &v) {
              "1 if the worker may sleep when idle (every queue it polls has rx interrupts)");
     for (const lcore_view &l : v.lcores)
         e.sample(lcore_label(l), l.loop->can_sleep() ? 1 : 0);
+    e.family("ferry_lcore_spin_window_ns", "gauge",
+             "wakeup_mode adaptive: how long (ns) the idle worker spins before it tries to sleep");
+    for (const lcore_view &l : v.lcores)
+        e.sample(lcore_label(l), l.loop->spin_window_ns());
+    e.family("ferry_lcore_wake_cost_ns", "gauge",
+             "the learned latency (ns) of a sleep/wake round trip on this worker");
+    for (const lcore_view &l : v.lcores)
+        e.sample(lcore_label(l), l.loop->wake_cost_ns());
 }
 
 void render_ports(exposition &e, const process_view &v) {

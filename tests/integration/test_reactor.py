@@ -97,6 +97,25 @@ def main():
                       lambda st: all(m == "conditional" and s == "asleep" for m, s in st.values()))
         check(all(s == "asleep" for _, s in st.values()), f"lcores asleep again: {st}")
 
+        # adaptive: the same sleeping when idle, and the lcores show the
+        # policy's state (a wake cost measured at start-up, a spin limit).
+        check(f.telemetry("/ferry/wakeup_mode,adaptive")["wakeup_mode"] == "adaptive",
+              "mode set to adaptive")
+        st = wait_for(lambda: lcore_states(f),
+                      lambda st: all(m == "adaptive" and s == "asleep" for m, s in st.values()))
+        check(all(m == "adaptive" and s == "asleep" for m, s in st.values()),
+              f"adaptive: idle lcores asleep: {st}")
+        r = ns.run(["ping", "-c", "5", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
+        check("5 packets transmitted, 5 received" in r.stdout, "ping answered in adaptive mode")
+        lc = f.telemetry("/ferry/lcores")
+        shown = {k: (v["wake_cost_ns"], v["spin_limit_ns"], v["spin_window_ns"], v["adaptive_gaps"])
+                 for k, v in lc.items()}
+        check(all(v["wake_cost_ns"] > 0 and v["spin_limit_ns"] >= 20000 and
+                  v["spin_window_ns"] <= v["spin_limit_ns"] for v in lc.values()),
+              f"adaptive: every lcore shows a wake cost, a spin limit and its window: {shown}")
+        check(sum(v["adaptive_gaps"] for v in lc.values()) > 0,
+              f"adaptive: the pings' lcore learned from the gaps between them: {shown}")
+
         check(f.telemetry("/ferry/wakeup_mode,always")["wakeup_mode"] == "always", "mode always")
         check(f.telemetry("/ferry/wakeup_mode,bogus") is None, "an unknown mode is refused")
         check(f.telemetry("/ferry/wakeup_mode")["wakeup_mode"] == "always", "refusal changed nothing")

@@ -96,10 +96,10 @@ const bad_case bad_cases[] = {
     // [ferry] values.
     {"wakeup_mode_unknown", with_port("[ferry]\nwakeup_mode = \"sleepy\"\n"),
      "t.toml:2:15: key 'ferry.wakeup_mode': unknown wakeup mode 'sleepy' (expected "
-     "conditional, always or poll)"},
+     "conditional, always, poll or adaptive)"},
     {"wakeup_mode_case", with_port("[ferry]\nwakeup_mode = \"Poll\"\n"),
      "t.toml:2:15: key 'ferry.wakeup_mode': unknown wakeup mode 'Poll' (expected "
-     "conditional, always or poll)"},
+     "conditional, always, poll or adaptive)"},
     {"workers_negative", with_port("[ferry]\nworkers = -1\n"),
      "t.toml:2:11: key 'ferry.workers': must be in 0..128, got -1"},
     {"workers_too_many", with_port("[ferry]\nworkers = 129\n"),
@@ -108,6 +108,8 @@ const bad_case bad_cases[] = {
      "t.toml:2:21: key 'ferry.idle_threshold_us': must be in 1..1000000, got 0"},
     {"idle_threshold_too_big", with_port("[ferry]\nidle_threshold_us = 1000001\n"),
      "t.toml:2:21: key 'ferry.idle_threshold_us': must be in 1..1000000, got 1000001"},
+    {"nap_budget_too_big", with_port("[ferry]\nnap_budget_us = 100001\n"),
+     "t.toml:2:17: key 'ferry.nap_budget_us': must be in 0..100000, got 100001"},
     {"neighbor_timeout_zero", with_port("[ferry]\nneighbor_timeout_s = 0\n"),
      "t.toml:2:22: key 'ferry.neighbor_timeout_s': must be in 1..86400, got 0"},
     {"huge_integer_does_not_wrap", with_port("[ferry]\nworkers = 4294967297\n"),
@@ -415,6 +417,7 @@ address = "192.168.1.2/31"
     EXPECT_EQ(c.workers, 2u);
     EXPECT_EQ(c.wakeup, wakeup_mode::always);
     EXPECT_EQ(c.idle_threshold_us, 500u);
+    EXPECT_EQ(c.nap_budget_us, 100u);  // the default
     EXPECT_EQ(c.neighbor_timeout_s, 30u);
     ASSERT_EQ(c.ports.size(), 2u);
 
@@ -471,7 +474,7 @@ TEST(config_parse, defaults_when_ferry_table_is_absent) {
 }
 
 TEST(config_parse, every_wakeup_mode_is_accepted) {
-    for (wakeup_mode m : {wakeup_mode::conditional, wakeup_mode::always, wakeup_mode::poll}) {
+    for (wakeup_mode m : {wakeup_mode::conditional, wakeup_mode::always, wakeup_mode::poll, wakeup_mode::adaptive}) {
         std::string text =
             with_port("[ferry]\nwakeup_mode = \"" + std::string(to_string(m)) + "\"\n");
         auto r = parse(text, "t.toml");
@@ -483,13 +486,14 @@ TEST(config_parse, every_wakeup_mode_is_accepted) {
 TEST(config_parse, range_limits_are_inclusive) {
     // The port table comes last, so the appended keys belong to it.
     auto r = parse(with_port("[ferry]\nworkers = 128\nidle_threshold_us = 1000000\n"
-                             "neighbor_timeout_s = 86400\n") +
+                             "nap_budget_us = 100000\nneighbor_timeout_s = 86400\n") +
                        "mtu = 68\nmbufs = 16777216\nrx_desc = 32768\ntx_desc = 32\n"
                        "ring_frames = 65536\n",
                    "t.toml");
     ASSERT_TRUE(r.ok()) << r.error().to_string();
     EXPECT_EQ(r->workers, 128u);
     EXPECT_EQ(r->idle_threshold_us, 1000000u);
+    EXPECT_EQ(r->nap_budget_us, 100000u);
     EXPECT_EQ(r->neighbor_timeout_s, 86400u);
     EXPECT_EQ(r->ports[0].mtu, 68);
     EXPECT_EQ(r->ports[0].mbufs, 16777216u);
@@ -699,7 +703,7 @@ TEST(config_wakeup_mode, names_round_trip) {
     EXPECT_EQ(to_string(wakeup_mode::conditional), "conditional");
     EXPECT_EQ(to_string(wakeup_mode::always), "always");
     EXPECT_EQ(to_string(wakeup_mode::poll), "poll");
-    for (wakeup_mode m : {wakeup_mode::conditional, wakeup_mode::always, wakeup_mode::poll})
+    for (wakeup_mode m : {wakeup_mode::conditional, wakeup_mode::always, wakeup_mode::poll, wakeup_mode::adaptive})
         EXPECT_EQ(parse_wakeup_mode(to_string(m)), m);
     EXPECT_EQ(parse_wakeup_mode(""), std::nullopt);
     EXPECT_EQ(parse_wakeup_mode("POLL"), std::nullopt);

@@ -77,6 +77,57 @@ TEST_F(ReactorTest, PollerWithoutWakeFdForbidsSleep) {
     EXPECT_EQ(c.sleep_attempts.get(), 0u);
 }
 
+// adaptive with a poller that has no wake fd (an af_packet queue): a timed
+// nap of at most nap_budget_ns, which a doorbell still cuts short; no nap in
+// the other modes, with no budget, or with a poller that cannot be re-checked.
+TEST_F(ReactorTest, AdaptiveNapsOnAPollerWithoutWakeFd) {
+    fake_source src;
+    ASSERT_TRUE(r.add_poller(src.as_poller(-1)));
+    ASSERT_FALSE(r.can_sleep());
+    ASSERT_TRUE(r.can_nap());
+    s.mode = wakeup_mode::conditional;
+    EXPECT_FALSE(r.try_sleep(reactor::now_ns(), stop));
+    s.mode = wakeup_mode::adaptive;
+    s.nap_budget_ns = 0;
+    EXPECT_FALSE(r.try_sleep(reactor::now_ns(), stop));
+    EXPECT_EQ(c.naps.get(), 0u);
+    s.nap_budget_ns = 2'000'000;  // 2 ms
+    uint64_t t0 = reactor::now_ns();
+    EXPECT_TRUE(r.try_sleep(t0, stop));
+    EXPECT_GE(reactor::now_ns() - t0, 2'000'000u);  // ran its length out
+    EXPECT_EQ(c.naps.get(), 1u);
+    EXPECT_EQ(c.wakeups_nap.get(), 1u);
+    EXPECT_EQ(c.wakeups_timer.get(), 0u);
+    // A doorbell ends a nap at once, as it ends a sleep.
+    s.nap_budget_ns = 60'000'000'000;  // 60 s
+    std::thread ringer([&] {
+        while (!r.committed_to_sleep()) std::this_thread::yield();
+        ASSERT_TRUE(ring(r.bell()));
+    });
+    t0 = reactor::now_ns();
+    EXPECT_TRUE(r.try_sleep(t0, stop));
+    ringer.join();
+    EXPECT_LT(reactor::now_ns() - t0, 30'000'000'000u);
+    EXPECT_EQ(c.wakeups_doorbell.get(), 1u);
+    EXPECT_EQ(c.naps.get(), 2u);
+    EXPECT_EQ(c.wakeups_nap.get(), 1u);
+    // Work seen by the re-check aborts a nap like a sleep.
+    src.queued = 1;
+    EXPECT_FALSE(r.try_sleep(reactor::now_ns(), stop));
+    EXPECT_EQ(c.naps.get(), 2u);
+}
+
+TEST_F(ReactorTest, APollerWithNeitherWakeFdNorPendingForbidsNaps) {
+    fake_source src;
+    poller p = src.as_poller(-1);
+    p.pending = nullptr;
+    ASSERT_TRUE(r.add_poller(p));
+    EXPECT_FALSE(r.can_nap());
+    s.mode = wakeup_mode::adaptive;
+    EXPECT_FALSE(r.try_sleep(reactor::now_ns(), stop));
+    EXPECT_EQ(c.sleep_attempts.get(), 0u);
+}
+
 TEST_F(ReactorTest, PollModeNeverSleeps) {
     s.mode = wakeup_mode::poll;
     EXPECT_FALSE(r.try_sleep(reactor::now_ns(), stop));

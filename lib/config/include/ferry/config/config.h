@@ -9,8 +9,14 @@
 //
 //   [ferry]                         # optional table, every key optional
 //   workers = 2                     # 0..128; 0 (default) = one worker per EAL lcore
-//   wakeup_mode = "conditional"     # conditional | always | poll (DESIGN.md "doorbell")
-//   idle_threshold_us = 200         # 1..1000000: no work this long -> try to sleep
+//   wakeup_mode = "conditional"     # conditional | always | poll | adaptive (DESIGN.md
+//                                   #   "doorbell"; adaptive: conditional's doorbell, the
+//                                   #   spin before a sleep learned per lcore)
+//   idle_threshold_us = 200         # 1..1000000: no work this long -> try to sleep (not
+//                                   #   in adaptive, which learns it)
+//   nap_budget_us = 100             # 0..100000, adaptive on ports without rx interrupts
+//                                   #   (af_packet): the longest timed nap, so the most
+//                                   #   latency a nap adds; 0 = no naps (poll)
 //   neighbor_timeout_s = 60         # 1..86400: ARP entry lifetime
 //
 //   [tcp]                           # optional: the TCP layer of every (lcore, port)
@@ -241,9 +247,9 @@ namespace ferry::config {
 
 // How a producer wakes a consumer lcore that may be asleep (DESIGN.md "The doorbell
 // protocol"): only when it announced idleness, on every enqueue, or never (cores poll).
-enum class wakeup_mode : uint8_t { conditional, always, poll };
+enum class wakeup_mode : uint8_t { conditional, always, poll, adaptive };
 std::string_view to_string(wakeup_mode m);
-// "conditional" | "always" | "poll"; anything else (including other case) -> nullopt.
+// "conditional" | "always" | "poll" | "adaptive"; anything else (including other case) -> nullopt.
 std::optional<wakeup_mode> parse_wakeup_mode(std::string_view s);
 
 // Where a TOML node is. line/column are 1-based; 0 = unknown.
@@ -446,6 +452,7 @@ struct ferry_config {
     uint32_t workers = 0;  // 0 = one worker per EAL lcore
     wakeup_mode wakeup = wakeup_mode::conditional;
     uint32_t idle_threshold_us = 200;
+    uint32_t nap_budget_us = 100;
     uint32_t neighbor_timeout_s = 60;
     tcp_config tcp;
     tcp_test_config tcp_test;

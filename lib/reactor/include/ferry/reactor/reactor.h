@@ -15,7 +15,11 @@
 // (doorbell, rx interrupt, timer).
 //
 // A reactor with a poller that has no interrupt fd (e.g. net_af_packet queues)
-// never sleeps: can_sleep() is false and telemetry says so.
+// cannot sleep until work comes: can_sleep() is false and telemetry says so.
+// In wakeup_mode::adaptive it may still take timed naps (can_nap(): every such
+// poller has pending()): the same protocol, so a peer's doorbell still wakes
+// it at once, with the epoll timeout bounded by settings::nap_budget_ns, the
+// latency a packet waiting on such a queue may gain.
 //
 // How long "idle" must last before a sleep is tried: idle_threshold_ns in the
 // fixed modes; in wakeup_mode::adaptive the lcore's own spin window
@@ -44,6 +48,8 @@ namespace ferry::reactor {
     X(wakeups_rx, "wakeups by an rx interrupt")                                        \
     X(wakeups_timer, "wakeups by the sleep timeout (a timer was due)")                 \
     X(wakeups_other, "wakeups by a signal (EINTR)")                                    \
+    X(naps, "adaptive: timed naps (a poller without rx interrupts: nap_budget_us at most)") \
+    X(wakeups_nap, "naps that ran their length out (the rx queues are then polled)")    \
     X(timers_fired, "timer callbacks run")                                             \
     X(msgs_in, "messages dequeued from inbound rings")                                 \
     X(msgs_out, "messages enqueued to peers' rings")                                   \
@@ -70,6 +76,8 @@ inline constexpr counter_field<reactor_counters> reactor_counter_fields[] = {
 struct alignas(64) settings {
     std::atomic<wakeup_mode> mode{wakeup_mode::conditional};
     std::atomic<uint64_t> idle_threshold_ns{200'000};
+    // adaptive on ports without rx interrupts: the longest timed nap; 0: no naps.
+    std::atomic<uint64_t> nap_budget_ns{100'000};
 };
 
 // A source of work. Plain function pointers (no virtual calls, no allocation).
@@ -125,6 +133,9 @@ public:
     [[nodiscard]] doorbell &bell() noexcept { return bell_; }
     // False when some poller has no wake fd: the lcore must keep polling.
     [[nodiscard]] bool can_sleep() const noexcept { return can_sleep_; }
+    // False when some poller has neither a wake fd nor pending(): not even
+    // timed naps are safe.
+    [[nodiscard]] bool can_nap() const noexcept { return can_nap_; }
     // True while asleep or in the pre-sleep re-check (any thread may ask).
     [[nodiscard]] bool asleep() const noexcept {
         return bell_.sleeping.load(std::memory_order_relaxed) != 0;
@@ -186,6 +197,7 @@ private:
     doorbell bell_;
     int epfd_ = -1;
     bool can_sleep_ = true;
+    bool can_nap_ = true;
     // A producer took our sleeping flag (exchange) while we aborted a sleep:
     // its doorbell write is coming or came; drain it before the next sleep so
     // it does not cause a spurious wakeup.

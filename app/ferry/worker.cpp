@@ -187,6 +187,9 @@ std::string setup_worker(app_state &app, worker &w) {
         pp.pending = [](void *ctx) -> bool {
             return static_cast<proxy::worker_proxy *>(ctx)->pending();
         };
+        pp.expecting = [](void *ctx) -> bool {
+            return static_cast<proxy::worker_proxy *>(ctx)->exchanges_in_flight();
+        };
         pp.ctx = w.proxy.get();
         pp.wake_fd = reactor::poller::no_wake_fd_needed;
         if (!w.loop->add_poller(pp)) return "cannot register the HTTP proxy";

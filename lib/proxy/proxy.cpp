@@ -571,6 +571,16 @@ void worker_proxy::begin_drain(uint64_t now) noexcept {
     if (!kick_list_.empty()) run_kicks(now);
 }
 
+bool worker_proxy::exchanges_in_flight() const noexcept {
+    if (nrreqs_ != 0) return true;  // requests other workers handed us
+    for (const uint32_t n : inflight_to_)
+        if (n != 0) return true;  // ours, handed to other workers
+    for (const auto &us : ups_)
+        for (const uint32_t b : us->busy)
+            if (b != 0) return true;
+    return false;
+}
+
 uint32_t worker_proxy::open_connections() const noexcept {
     uint32_t n = nclients_ + nupconns_;
     if (!has_shared_ || nworkers_ < 2) return n;

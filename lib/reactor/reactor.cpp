@@ -147,13 +147,20 @@ uint64_t reactor::measure_wake_cost() noexcept {
 
 void reactor::publish_window() noexcept {
     spin_window_ns_.store(sw_.window(), std::memory_order_relaxed);
+    busy_window_ns_.store(sw_busy_.window(), std::memory_order_relaxed);
     spin_limit_ns_.store(sw_.limit(), std::memory_order_relaxed);
     wake_cost_ns_.store(sw_.wake_cost(), std::memory_order_relaxed);
 }
 
-void reactor::end_gap(uint64_t gap_ns, bool slept) noexcept {
+bool reactor::expecting() const noexcept {
+    for (unsigned i = 0; i < npollers_; ++i)
+        if (pollers_[i].expecting != nullptr && pollers_[i].expecting(pollers_[i].ctx)) return true;
+    return false;
+}
+
+void reactor::end_gap(uint64_t gap_ns, bool slept, bool expected) noexcept {
     c_.adaptive_gaps.inc();
-    switch (sw_.on_gap(gap_ns, slept)) {
+    switch ((expected ? sw_busy_ : sw_).on_gap(gap_ns, slept)) {
         case spin_window::verdict::spun: c_.adaptive_spins_paid.inc(); break;
         case spin_window::verdict::short_sleep: c_.adaptive_sleeps_short.inc(); break;
         case spin_window::verdict::long_sleep: c_.adaptive_sleeps_long.inc(); break;
@@ -162,7 +169,7 @@ void reactor::end_gap(uint64_t gap_ns, bool slept) noexcept {
 }
 
 void reactor::run(const std::atomic<bool> &stop) noexcept {
-    if (can_sleep_ || can_nap_) sw_ = spin_window(measure_wake_cost());
+    if (can_sleep_ || can_nap_) sw_ = sw_busy_ = spin_window(measure_wake_cost());
     publish_window();
     last_busy_ = now_ns();
     gap_open_ = slept_in_gap_ = false;
@@ -172,17 +179,20 @@ void reactor::run(const std::atomic<bool> &stop) noexcept {
         if (run_once(now) != 0) {
             // The gap since the last work ended: the adaptive policy learns
             // from it.
-            if (gap_open_ && mode == wakeup_mode::adaptive) end_gap(now - gap_start_, slept_in_gap_);
+            if (gap_open_ && mode == wakeup_mode::adaptive)
+                end_gap(now - gap_start_, slept_in_gap_, gap_expected_);
             gap_open_ = slept_in_gap_ = false;
             continue;
         }
         if (!gap_open_) {
             gap_open_ = true;
             gap_start_ = last_busy_;
+            gap_expected_ = mode == wakeup_mode::adaptive && expecting();
         }
-        const uint64_t threshold = mode == wakeup_mode::adaptive
-                                       ? sw_.window()
-                                       : settings_.idle_threshold_ns.load(std::memory_order_relaxed);
+        const uint64_t threshold =
+            mode == wakeup_mode::adaptive
+                ? (gap_expected_ ? sw_busy_ : sw_).window()
+                : settings_.idle_threshold_ns.load(std::memory_order_relaxed);
         if (now - last_busy_ < threshold) continue;
         if (try_sleep(now, stop)) slept_in_gap_ = true;
     }
@@ -272,6 +282,7 @@ bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
             // How late the timer woke us: what a sleep costs in latency.
             if (deadline != timer_wheel::no_deadline && woke > deadline) {
                 sw_.on_wake_late(woke - deadline);
+                sw_busy_.on_wake_late(woke - deadline);
                 publish_window();
             }
         }

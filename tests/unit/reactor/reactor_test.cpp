@@ -117,6 +117,17 @@ TEST_F(ReactorTest, AdaptiveNapsOnAPollerWithoutWakeFd) {
     EXPECT_EQ(c.naps.get(), 2u);
 }
 
+// Gaps that begin with work in flight are learned apart: an lcore can learn
+// to spin while it waits on an origin and to sleep at once otherwise.
+TEST_F(ReactorTest, GapsWithWorkInFlightHaveTheirOwnWindow) {
+    for (int i = 0; i < 4; ++i) r.end_gap(20'000, true, true);  // short, expected
+    for (int i = 0; i < 4; ++i) r.end_gap(50'000'000, true, false);  // long, idle
+    EXPECT_GT(r.busy_spin_window_ns(), 0u);
+    EXPECT_EQ(r.spin_window_ns(), 0u);
+    EXPECT_EQ(c.adaptive_sleeps_short.get(), 4u);
+    EXPECT_EQ(c.adaptive_sleeps_long.get(), 4u);
+}
+
 TEST_F(ReactorTest, APollerWithNeitherWakeFdNorPendingForbidsNaps) {
     fake_source src;
     poller p = src.as_poller(-1);

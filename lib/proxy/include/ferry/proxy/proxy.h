@@ -380,6 +380,10 @@ public:
 
     // Handles every event of every port's layer. Returns the work done.
     uint32_t poll(uint64_t now) noexcept;
+    // True while some request is out to an origin (or handed to another
+    // worker) and its answer has not come back: the reactor's hint that more
+    // work follows soon (reactor::poller::expecting, wakeup_mode adaptive).
+    [[nodiscard]] bool exchanges_in_flight() const noexcept;
     // True if a layer has events (the reactor's pre-sleep check).
     [[nodiscard]] bool pending() const noexcept;
 

@@ -24,7 +24,11 @@
 // How long "idle" must last before a sleep is tried: idle_threshold_ns in the
 // fixed modes; in wakeup_mode::adaptive the lcore's own spin window
 // (spin_window.h), learned from the gaps it sees and the lateness of its
-// timer wakeups (the wake cost, first measured when run() starts).
+// timer wakeups (the wake cost, first measured when run() starts). It keeps
+// two: one for gaps that begin while a poller expects work (a request is out
+// to an origin: its answer is a round trip away) and one for the others (the
+// next request is the clients' to send), so a lcore can learn to spin while
+// it waits on an origin and to sleep at once when it waits on the world.
 #pragma once
 
 #include <atomic>
@@ -95,6 +99,11 @@ struct poller {
     // rte_eth_dev_rx_intr_enable). Optional.
     void (*arm)(void *ctx) = nullptr;
     void (*disarm)(void *ctx) = nullptr;
+    // True while the source has work in flight whose continuation should come
+    // soon (the proxy: a request sent upstream, its answer not yet in).
+    // Optional; the adaptive policy learns gaps that begin with it apart from
+    // the others.
+    bool (*expecting)(void *ctx) = nullptr;
     void *ctx = nullptr;
     // Event fd that becomes readable when work arrives while asleep (an rx
     // queue's interrupt fd, registered edge-triggered), -1 if the source has
@@ -169,10 +178,14 @@ public:
     // Monotonic ns from the TSC.
     [[nodiscard]] static uint64_t now_ns() noexcept;
 
-    // The adaptive policy's state: window, limit and wake cost in ns. Any
-    // thread (telemetry).
+    // The adaptive policy's state: window (of gaps that began with nothing
+    // expected, and of gaps that began with work in flight), limit and wake
+    // cost in ns. Any thread (telemetry).
     [[nodiscard]] uint64_t spin_window_ns() const noexcept {
         return spin_window_ns_.load(std::memory_order_relaxed);
+    }
+    [[nodiscard]] uint64_t busy_spin_window_ns() const noexcept {
+        return busy_window_ns_.load(std::memory_order_relaxed);
     }
     [[nodiscard]] uint64_t spin_limit_ns() const noexcept {
         return spin_limit_ns_.load(std::memory_order_relaxed);
@@ -185,7 +198,7 @@ public:
     [[nodiscard]] static uint64_t measure_wake_cost() noexcept;
     // Feeds the end of an idle gap to the adaptive policy (run() does;
     // public for tests that drive the loop by hand).
-    void end_gap(uint64_t gap_ns, bool slept) noexcept;
+    void end_gap(uint64_t gap_ns, bool slept, bool expected = false) noexcept;
 
 private:
     [[nodiscard]] uint64_t nearest_deadline() const noexcept;
@@ -204,10 +217,15 @@ private:
     bool doorbell_owed_ = false;
     uint64_t last_busy_ = 0;
     // The adaptive policy, and the gap in progress (run()).
+    // Two windows: gaps that began with work in flight (a poller's
+    // expecting()) have their own, learned apart from idle ones.
     spin_window sw_{spin_window::min_limit_ns / 2};
-    bool gap_open_ = false, slept_in_gap_ = false;
+    spin_window sw_busy_{spin_window::min_limit_ns / 2};
+    bool gap_open_ = false, slept_in_gap_ = false, gap_expected_ = false;
     uint64_t gap_start_ = 0;
-    std::atomic<uint64_t> spin_window_ns_{0}, spin_limit_ns_{0}, wake_cost_ns_{0};
+    std::atomic<uint64_t> spin_window_ns_{0}, busy_window_ns_{0}, spin_limit_ns_{0},
+        wake_cost_ns_{0};
+    [[nodiscard]] bool expecting() const noexcept;
     void publish_window() noexcept;
     // Start of the sleep in progress (0: awake), for telemetry.
     std::atomic<uint64_t> asleep_since_{0};

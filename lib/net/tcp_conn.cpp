@@ -993,8 +993,11 @@ void tcp_conn::output(uint64_t now) noexcept {
     const bool pipe_mode = sack_pipe_mode();
     const bool recovering = pipe_mode && cc_.in_sack_recovery();
     uint64_t pipe = pipe_mode ? sack_pipe() : 0;
-    if (recovering && rack_.any_lost()) {
-        // What RACK knows is lost is not in the network (RFC 8985 §9.2).
+    if (recovering) {
+        // What RACK knows is lost is not in the network (RFC 8985 §9.2):
+        // segments marked lost, and the originals of those already resent
+        // (not only while some are left to resend, or pipe would jump back
+        // up by the originals once the last one went).
         pipe -= std::min<uint64_t>(pipe, rack_.lost_in_pipe(snd_.una, sack_sb_, rxt_high_, snd_mss_));
     }
     seq_num hole_start;

@@ -98,8 +98,17 @@ bool tcp_conn::enter_sack_recovery(uint64_t now) noexcept {
     seq_num start;
     seq_num end;
     first_hole(start, end);
-    if (start < end) {
-        (void)sack_retransmit(start, end, now);
+    // When RACK's mark began this recovery (rack_detect()), that hole is a
+    // segment RACK found lost: counted in rack_retransmits as output()'s
+    // resends of RACK's lost segments are. Asked before the retransmission,
+    // whose record supersedes the lost one.
+    seq_num lost_start;
+    seq_num lost_end;
+    const bool rack_lost = rack_.any_lost() &&
+                           rack_.next_lost(snd_.una, sack_sb_, lost_start, lost_end) &&
+                           lost_start == start;
+    if (start < end && sack_retransmit(start, end, now) > 0 && rack_lost) {
+        ctr_.rack_retransmits.inc();
     }
     return true;
 }

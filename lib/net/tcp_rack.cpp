@@ -11,19 +11,44 @@ bool sent_after(uint64_t t1, seq_num seq1, uint64_t t2, seq_num seq2) noexcept {
     return t1 > t2 || (t1 == t2 && seq1 > seq2);
 }
 
+// A fourth record flag, next to tcp_rack.h's f_retransmitted, f_lost and
+// f_done: a retransmission that superseded a record marked lost. Its
+// original is known gone, which lost_in_pipe() tells SetPipe.
+constexpr uint8_t f_resends_lost = 8;
+
 }  // namespace
 
 
 bool tcp_rack::on_transmit(seq_num start, seq_num end, uint64_t now,
                            bool retransmission) noexcept {
     if (!(start < end)) return true;
+    bool resends_lost = false;
     if (retransmission) {
         // The octets' earlier transmissions are replaced by this one.
         for (std::size_t i = 0; i < n_; ++i) {
             record &r = at(i);
             if ((r.flags & f_done) != 0) continue;
             const seq_num r_end = r.start + static_cast<int32_t>(r.len);
-            if (r.start < end && start < r_end) finish(r);
+            if (r.start < end && start < r_end) {
+                // The original stays known gone through further resends.
+                resends_lost = resends_lost || (r.flags & (f_lost | f_resends_lost)) != 0;
+                finish(r);
+            }
+        }
+    }
+    // RACK_sent_after (§6.2) breaks a tie in transmission time by sequence
+    // number: right for a burst of new data, wrong for a segment sent in the
+    // same tick of `now` after a higher one (a retransmission after new
+    // data, as one poll handles a burst of ACKs). The delivery of the higher
+    // one would make it look sent before, and with a zero reordering window
+    // (recovery) lost at once. Such a segment is stamped 1 ns after the one
+    // before it in the ring (which is in transmission order), so that
+    // stamps and RACK_sent_after agree with the order of transmission.
+    uint64_t xmit = now;
+    if (n_ > 0) {
+        const record &last = at(n_ - 1);
+        if (!sent_after(now, end, last.xmit, last.start + static_cast<int32_t>(last.len))) {
+            xmit = last.xmit + 1;
         }
     }
     if (ring_ == nullptr) {
@@ -42,8 +67,9 @@ bool tcp_rack::on_transmit(seq_num start, seq_num end, uint64_t now,
     record &r = ring_[(head_ + n_) % capacity];
     r.start = start;
     r.len = distance(start, end);
-    r.flags = retransmission ? f_retransmitted : 0;
-    r.xmit = now;
+    r.flags = static_cast<uint8_t>((retransmission ? f_retransmitted : 0) |
+                                   (resends_lost ? f_resends_lost : 0));
+    r.xmit = xmit;
     ++n_;
     if (retransmission) ++nrtx_;
     return true;
@@ -174,17 +200,25 @@ bool tcp_rack::next_lost(seq_num una, const tcp_sack_scoreboard &sb, seq_num &st
 
 uint32_t tcp_rack::lost_in_pipe(seq_num una, const tcp_sack_scoreboard &sb, seq_num high_rxt,
                                 uint32_t smss) const noexcept {
+    if (nlost_ == 0 && nrtx_ == 0) return 0;  // f_resends_lost marks retransmissions only
     uint32_t n = 0;
-    for (std::size_t i = 0; i < n_ && nlost_ != 0; ++i) {
+    for (std::size_t i = 0; i < n_; ++i) {
         const record &r = at(i);
-        if ((r.flags & f_lost) == 0 || (r.flags & f_done) != 0) continue;
+        if ((r.flags & f_done) != 0) continue;
+        const bool lost = (r.flags & f_lost) != 0;
+        if (!lost && (r.flags & f_resends_lost) == 0) continue;
         const seq_num r_end = r.start + static_cast<int32_t>(r.len);
         for (seq_num s = seq_max(r.start, una); s < r_end;) {
             s = sb.skip_sacked(s);
             if (!(s < r_end)) break;
             const uint32_t run = sb.unsacked_run(s, distance(s, r_end));
-            // SetPipe: one for an octet not IsLost, one more below HighRxt.
-            const uint32_t per = (sb.is_lost(s, smss) ? 0u : 1u) + (s < high_rxt ? 1u : 0u);
+            // SetPipe: one for an octet not IsLost (the original
+            // transmission), one more below HighRxt (the retransmission).
+            // A lost record's latest transmission is gone: both go. A
+            // resend of a segment RACK found lost: the original is gone
+            // (as if IsLost), the resend is still in the network.
+            const uint32_t not_lost = sb.is_lost(s, smss) ? 0u : 1u;
+            const uint32_t per = lost ? not_lost + (s < high_rxt ? 1u : 0u) : not_lost;
             n += run * per;
             s += static_cast<int32_t>(run);
         }

@@ -52,6 +52,9 @@ public:
 
     // Data octets [start, end) went out at `now`. `retransmission`: some of
     // them were sent before; the records of what they resend are superseded.
+    // Stamped `now`, or 1 ns after the previous record when it went out in
+    // the same tick with a higher sequence (so that RACK_sent_after, which
+    // breaks ties by sequence, follows the order of transmission).
     // False when the segment could not be recorded (ring full, no block).
     bool on_transmit(seq_num start, seq_num end, uint64_t now, bool retransmission) noexcept;
     // An ACK arrived (SND.UNA is `una`, `sb` holds what is SACKed, both
@@ -71,8 +74,10 @@ public:
     // it at or above `una` up to its first SACKed octet. False if none.
     [[nodiscard]] bool next_lost(seq_num una, const tcp_sack_scoreboard &sb, seq_num &start,
                                  seq_num &end) const noexcept;
-    // What SetPipe (RFC 6675 §4) counts for segments RACK knows are lost
-    // (their latest transmission is gone): the caller subtracts it from pipe.
+    // What SetPipe (RFC 6675 §4) counts for transmissions RACK knows are
+    // gone: segments marked lost (their latest transmission), and the
+    // originals of lost segments already resent (the resend still counts).
+    // The caller subtracts it from pipe.
     [[nodiscard]] uint32_t lost_in_pipe(seq_num una, const tcp_sack_scoreboard &sb,
                                         seq_num high_rxt, uint32_t smss) const noexcept;
     // RTO (RFC 8985 §6.3): everything outstanding is sent again from SND.UNA,

@@ -381,8 +381,10 @@ def check_telemetry(f, requests_sent, rejected_sent):
     check(set(lc) == lcore_keys(), f"/ferry/lcores: one entry per worker ({set(lc)})")
     for k, d in lc.items():
         check_keys(d, {"lcore": lambda v, k=k: f"lcore{v}" == k, "queue": is_uint, "socket": int,
-                       "mode": lambda v: v in ("conditional", "always", "poll"),
-                       "can_sleep": lambda v: v in (0, 1),
+                       "mode": lambda v: v in ("conditional", "always", "poll", "adaptive"),
+                       "can_sleep": lambda v: v in (0, 1), "can_nap": lambda v: v in (0, 1),
+                       "spin_window_ns": is_uint, "busy_spin_window_ns": is_uint,
+                       "spin_limit_ns": is_uint, "wake_cost_ns": is_uint,
                        "state": lambda v: v in ("asleep", "running"),
                        "busy_permille": lambda v: is_uint(v) and v <= 1000,
                        "polls": is_uint, "busy_polls": is_uint, "sleeps": is_uint,
@@ -580,7 +582,8 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
           {(("lcore", k[5:]),): tel["/ferry/http"][k] for k in lcore_keys()})
     # /ferry/lcores mixes reactor and io counters with non-counters.
     non_counters = {"lcore", "queue", "socket", "mode", "can_sleep", "state", "busy_permille",
-                    "current_sleep_ns"}
+                    "current_sleep_ns", "can_nap", "spin_window_ns", "busy_spin_window_ns",
+                    "spin_limit_ns", "wake_cost_ns"}
     lcore_counters = set(tel["/ferry/lcores"]["lcore0"]) - non_counters
     io_names = {"rx_packets", "rx_bursts", "tx_packets", "tx_short_bursts", "tx_drop_stuck",
                 "mem_pressure"}
@@ -593,6 +596,11 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
         s = samples(fams, g)
         check(set(s) == per_lcore and all(v in (0, 1) for v in s.values())
               and fams[g]["type"] == "gauge", f"{g}: a 0/1 gauge per lcore")
+    for g in ("ferry_lcore_spin_window_ns", "ferry_lcore_wake_cost_ns"):
+        s = samples(fams, g)
+        check(set(s) == per_lcore and fams[g]["type"] == "gauge", f"{g}: a gauge per lcore")
+    check(all(v > 0 for v in samples(fams, "ferry_lcore_wake_cost_ns").values()),
+          "ferry_lcore_wake_cost_ns: measured at start on every lcore")
 
     # HTTP: requests, rejections by reason, the gauge.
     req = sum(samples(fams, "ferry_http_requests_total").values())

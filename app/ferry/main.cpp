@@ -191,7 +191,12 @@ void warn_about_ports(const std::vector<net::port> &ports, config::wakeup_mode m
                     p.spec.name.c_str(), p.spec.fault.rx_drop, p.spec.fault.rx_duplicate,
                     p.spec.fault.rx_reorder, p.spec.fault.tx_drop, p.spec.fault.tx_duplicate,
                     p.spec.fault.tx_reorder);
-        if (mode == config::wakeup_mode::adaptive && !p.caps.rx_interrupts)
+        if (p.caps.rx_wake_sockets)
+            APP_LOG(INFO,
+                    "port %s: no rx interrupts (profile %s), but its lcores sleep on the "
+                    "AF_PACKET sockets of their queues (cap_rx_wake_sockets in /ferry/ports)",
+                    p.spec.name.c_str(), p.spec.profile.c_str());
+        else if (mode == config::wakeup_mode::adaptive && !p.caps.rx_interrupts)
             APP_LOG(INFO,
                     "port %s: no rx interrupts (profile %s): in wakeup_mode = adaptive the "
                     "workers serving it take timed naps of at most nap_budget_us instead of "

@@ -140,10 +140,11 @@ std::string setup_worker(app_state &app, worker &w) {
         pl.pending = queue_pending;
         pl.deadline = queue_deadline;
         pl.ctx = q.get();
-        // Without an rx interrupt fd this queue must be polled: the reactor
-        // then never sleeps (af_packet), and /ferry/lcores says so.
-        pl.wake_fd = p.caps.rx_interrupts ? rte_eth_dev_rx_intr_ctl_q_get_fd(p.id, w.index) : -1;
-        if (pl.wake_fd >= 0) {
+        // The queue's rx interrupt fd, or (af_packet) its socket; without
+        // either this queue must be polled: the reactor then never sleeps
+        // (adaptive may nap), and /ferry/lcores says so.
+        pl.wake_fd = net::rx_wake_fd(p, w.index);
+        if (pl.wake_fd >= 0 && p.caps.rx_interrupts) {
             pl.arm = queue_arm;
             pl.disarm = queue_disarm;
         }

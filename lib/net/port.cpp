@@ -87,12 +87,50 @@ void find_kernel_rings(port &p, const std::vector<int> &before, int ifindex) {
                  p.spec.name.c_str());
 }
 
+// Sets p.rx_wake_fds and p.caps.rx_wake_sockets for a started net_af_packet
+// port without rx interrupts. packet_poll() (net/packet/af_packet.c) reports
+// an mmap'ed socket readable while the frame the kernel filled last is still
+// the user's, and tpacket_rcv() wakes the socket's waiters for every frame:
+// an epoll set holding the socket (edge-triggered, as the reactor registers
+// wake fds) wakes on the first frame after the pre-sleep re-check, and a
+// frame that came before it is found by that re-check. Which socket is which
+// queue's: the 22.11 PMD's rx queue data (struct pkt_rx_queue, not public)
+// begins with its socket fd; the fd found there is used only if it is one of
+// the port's own AF_PACKET sockets (kernel_rings) and no two queues share it.
+// Anything else: no wake fds, the queues are polled (or napped) as before.
+void find_rx_wake_sockets(port &p) {
+    if (p.driver_name != "net_af_packet" || p.caps.rx_interrupts || !p.kernel) return;
+    const auto fds = p.kernel->fds();
+    std::vector<int> out;
+    for (uint16_t q = 0; q < p.queues; ++q) {
+        void *const *data = rte_eth_fp_ops[p.id].rxq.data;
+        const int fd = data != nullptr && data[q] != nullptr ? *static_cast<const int *>(data[q]) : -1;
+        if (std::find(fds.begin(), fds.end(), fd) == fds.end() ||
+            std::find(out.begin(), out.end(), fd) != out.end()) {
+            PORT_LOG(NOTICE,
+                     "%s: the AF_PACKET socket of rx queue %u is not known: its lcore polls "
+                     "instead of sleeping on it",
+                     p.spec.name.c_str(), q);
+            return;
+        }
+        out.push_back(fd);
+    }
+    p.rx_wake_fds = std::move(out);
+    p.caps.rx_wake_sockets = true;
+}
+
 std::string fail(const port &p, const char *call, int rc) {
     return "port '" + p.spec.name + "' (" + p.dev_name + "): " + call +
            " failed: " + std::strerror(rc < 0 ? -rc : rc);
 }
 
 }  // namespace
+
+int rx_wake_fd(const port &p, uint16_t queue) noexcept {
+    if (p.caps.rx_interrupts) return rte_eth_dev_rx_intr_ctl_q_get_fd(p.id, queue);
+    if (p.caps.rx_wake_sockets && queue < p.rx_wake_fds.size()) return p.rx_wake_fds[queue];
+    return -1;
+}
 
 uint64_t offload_flag(std::string_view name, bool rx) noexcept {
     for (const auto &o : offload_table)
@@ -283,6 +321,8 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
             if (rte_eth_dev_rx_intr_ctl_q_get_fd(p.id, q) < 0)
                 p.caps.rx_interrupts = false;
     }
+
+    find_rx_wake_sockets(p);
 
     // 6. Steering: make the queue of every kernel->ferry flow computable.
     if (queues < 2) {

@@ -99,6 +99,7 @@ int ports(const process_view &v, rte_tel_data *d) {
         }
         // Capabilities as probed at start (0/1), and what is enabled.
         rte_tel_data_add_dict_int(c, "cap_rx_interrupts", p.caps.rx_interrupts);
+        rte_tel_data_add_dict_int(c, "cap_rx_wake_sockets", p.caps.rx_wake_sockets);
         rte_tel_data_add_dict_int(c, "cap_rss", p.caps.rss);
         rte_tel_data_add_dict_int(c, "cap_rx_ipv4_cksum", p.caps.rx_ipv4_cksum);
         rte_tel_data_add_dict_int(c, "cap_rx_tcp_cksum", p.caps.rx_tcp_cksum);

@@ -95,7 +95,9 @@ def ferry_ports_toml(ports, cli_gateway=None):
 def ferry_config(app, ports, pool="local", wakeup_mode=None):
     """app: "http" (the proxy, pool local|shared) or "relay" ([tcp_test] relay)."""
     if wakeup_mode is None and ports == "af_packet":
-        wakeup_mode = "poll"  # af_packet queues have no rx interrupts: say so
+        # The matrix's af_packet runs have always polled (before ferry could
+        # sleep on af_packet sockets): kept, so results stay comparable.
+        wakeup_mode = "poll"
     head = (f'[ferry]\nwakeup_mode = "{wakeup_mode}"\n\n' if wakeup_mode else "")
     head += "[tcp]\nmax_connections = 1024\ntime_wait_ms = 1000\n"
     if app == "relay":

@@ -1,10 +1,13 @@
 """ferry on net_af_packet (a veth inside the test namespace).
 
 (a) The profile brings the port up with one queue pair per lcore and the
-    default ring size (ring_frames = 4096 -> devargs framecnt=4096), ping is
-    answered, and since af_packet has no rx interrupts the lcores never sleep
-    and say so. /ferry/ports finds the PMD's two AF_PACKET sockets and their
-    mapped rings, which /ferry/memory counts in the bound.
+    default ring size (ring_frames = 4096 -> devargs framecnt=4096), and
+    /ferry/ports finds the PMD's two AF_PACKET sockets and their mapped
+    rings, which /ferry/memory counts in the bound. af_packet has no rx
+    interrupts, but each queue's socket is readable while its ring holds a
+    frame: the lcores sleep on those sockets (cap_rx_wake_sockets,
+    can_sleep) and every ping, 50 ms apart, wakes the lcore it lands on
+    (wakeups_rx) and is answered. Before, the lcores could only poll.
 
 (b) Ring drops are visible (issue 16): a port with 32-frame rings, ferry
     stopped (SIGSTOP, by pid), a burst of frames from the veth peer that
@@ -22,7 +25,6 @@ import os
 import re
 import signal
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import FERRY_ADDR, Ferry, Netns, check, require_root, wait_for  # noqa: E402
@@ -100,6 +102,16 @@ def default_rings():
             check(port["driver"] == "net_af_packet", f"driver is net_af_packet ({port['driver']})")
             check(port["queues"] == 2 and port["cap_rx_interrupts"] == 0,
                   "2 queue pairs, no rx interrupts")
+            check(port["cap_rx_wake_sockets"] == 1,
+                  "but the lcores can sleep on the queues' AF_PACKET sockets")
+            lc = f.telemetry("/ferry/lcores")
+            for name, v in lc.items():
+                check(v["can_sleep"] == 1 and v["mode"] == "conditional",
+                      f"{name}: can sleep, in conditional mode ({v['can_sleep']}, {v['mode']})")
+            slept = wait_for(lambda: f.telemetry("/ferry/lcores"),
+                             lambda lc: all(v["state"] == "asleep" for v in lc.values()))
+            check(all(v["state"] == "asleep" for v in slept.values()), "idle lcores sleep")
+            rx_before = sum(v["wakeups_rx"] for v in f.telemetry("/ferry/lcores").values())
             check(port["devargs"] == "iface=fpa0,qpairs=2,framecnt=4096",
                   f"the profile's ring_frames in devargs ({port['devargs']})")
             ring_bytes = 2 * 4096 * FRAME_SZ * 2  # rx + tx ring, per queue pair
@@ -121,11 +133,11 @@ def default_rings():
             r = ns.run(["ping", "-c", "10", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
             print(r.stdout)
             check("10 packets transmitted, 10 received" in r.stdout, "ping over af_packet: 10 replies")
-            time.sleep(0.5)
-            lc = f.telemetry("/ferry/lcores")
-            for name, v in lc.items():
-                check(v["can_sleep"] == 0 and v["mode"] == "poll" and v["sleeps"] == 0,
-                      f"{name}: polls (af_packet has no rx interrupts), never slept")
+            rx_woken = sum(v["wakeups_rx"] for v in f.telemetry("/ferry/lcores").values())
+            # 50 ms between pings: far past the idle threshold (200 us), so
+            # the lcore sleeps before each one and its socket wakes it.
+            check(rx_woken - rx_before >= 5,
+                  f"the pings woke sleeping lcores through their sockets ({rx_woken - rx_before})")
             port = f.port("veth0")
             check(port["icmp_echo_replied"] >= 10, "echo replies counted")
             check(port["kernel_ring_packets"] >= 10 and port["kernel_ring_drops"] == 0,

@@ -243,11 +243,17 @@ def main():
     ap.add_argument("json", help="a perf/bench result file")
     ap.add_argument("--out", default=None, help="directory for the PNGs (default: the JSON's)")
     a = ap.parse_args()
-    with open(a.json) as f:
-        doc = json.load(f)
     out_dir = a.out or os.path.dirname(os.path.abspath(a.json))
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.join(out_dir, os.path.splitext(os.path.basename(a.json))[0])
+    if a.json.endswith(".jsonl"):  # perf/bench --wakeup-sweep
+        sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+        from bench_lib import sweep
+        for p in sweep.plot(sweep.load(a.json), stem):
+            print(f"plot: wrote {p}")
+        return 0
+    with open(a.json) as f:
+        doc = json.load(f)
     kind = doc.get("kind")
     if kind == "proxy-matrix":
         paths = plot_matrix(doc, stem)

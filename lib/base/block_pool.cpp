@@ -1,9 +1,8 @@
 #include "ferry/base/block_pool.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstdlib>
+
+#include "slot_mapping.h"
 
 namespace ferry {
 
@@ -13,26 +12,22 @@ block_pool::block_pool(std::size_t block_bytes, std::size_t align, uint32_t bloc
         heap_ = true;
         return;
     }
-    // Blocks first (page-aligned), then the free stack; one mapping, untouched.
-    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    const std::size_t arena = std::size_t(blocks) * block_bytes;
-    const std::size_t stack = std::size_t(blocks) * sizeof(uint32_t);
-    const std::size_t bytes = ((arena + page - 1) / page * page + stack + page - 1) / page * page;
-    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
+    // Blocks first (page-aligned), then the free stack: a slot array's
+    // mapping (slot_mapping.h), untouched.
+    const detail::slot_mapping m = detail::map_slots(block_bytes, blocks);
+    if (m.base == nullptr) {
         // No address space: every take() fails and is counted; the users
         // treat that as a full queue or a refused connection.
         return;
     }
-    arena_ = static_cast<std::byte *>(p);
-    free_ = reinterpret_cast<uint32_t *>(arena_ + (arena + page - 1) / page * page);
-    map_bytes_ = bytes;
+    arena_ = m.base;
+    free_ = m.free;
+    map_bytes_ = m.bytes;
     capacity_ = blocks;
 }
 
 block_pool::~block_pool() {
-    if (arena_ != nullptr) munmap(arena_, map_bytes_);
+    detail::unmap_slots(arena_, map_bytes_);
 }
 
 void *block_pool::take() noexcept {

@@ -82,5 +82,39 @@ TEST(SlotArray, ZeroCapacityHandsOutNothing) {
     EXPECT_EQ(a.reserved_bytes(), 0u);
 }
 
+// Address space that cannot be had (2^60 bytes, past any x86-64 or arm64
+// user space) is not a state a slot array serves from: it says so and aborts.
+TEST(SlotArrayDeathTest, NoAddressSpaceAborts) {
+    struct huge {
+        char b[std::size_t(1) << 28];
+    };
+    EXPECT_DEATH({ slot_array<huge> a(UINT32_MAX); }, "cannot reserve");
+}
+
+// A side array makes its elements in index order as its owner's slots are
+// made, and destroys them with it.
+TEST(SideArray, GrowsInIndexOrderUpToItsCapacity) {
+    {
+        side_array<probe> s;
+        EXPECT_FALSE(s.reserved());
+        s.reserve(3);
+        EXPECT_TRUE(s.reserved());
+        EXPECT_EQ(s.made(), 0u);
+        s.grow(2);
+        EXPECT_EQ(s.made(), 2u);
+        EXPECT_EQ(probe::alive, 2);
+        s[1].value = 42;
+        s.grow(1);  // never shrinks, never remakes
+        EXPECT_EQ(s[1].value, 42);
+        s.grow(10);  // at most the capacity
+        EXPECT_EQ(s.made(), 3u);
+        EXPECT_EQ(s[2].value, 7);
+        EXPECT_EQ(probe::alive, 3);
+        s.reserve(100);  // once
+        EXPECT_EQ(s.capacity(), 3u);
+    }
+    EXPECT_EQ(probe::alive, 0);
+}
+
 }  // namespace
 }  // namespace ferry

@@ -24,7 +24,10 @@ namespace ferry {
 class block_pool {
 public:
     // `block_bytes`: a multiple of `align` (a power of two, at most the page
-    // size); blocks are aligned to it. `blocks` == 0: unbounded.
+    // size); blocks are aligned to it. `blocks` == 0: unbounded. A bounded
+    // pool whose address space cannot be reserved hands out nothing (every
+    // take() fails and is counted; capacity() and reserved_bytes() are 0),
+    // where a slot_array aborts: its users already live with a dry pool.
     block_pool(std::size_t block_bytes, std::size_t align, uint32_t blocks) noexcept;
     ~block_pool();
     block_pool(const block_pool &) = delete;

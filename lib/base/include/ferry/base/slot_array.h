@@ -55,21 +55,49 @@ protected:
     uint32_t in_use_ = 0;
 };
 
-}  // namespace detail
-
+// What slot_array and side_array share: elements of T in a slot_space,
+// [0, made()) constructed, destroyed with the array.
 template <class T>
-class slot_array : public detail::slot_space {
+class slot_elements : public slot_space {
 public:
-    explicit slot_array(uint32_t capacity) : slot_space(sizeof(T), capacity) {}
-    // No slots until reserve(): for an owner that learns the number later.
-    slot_array() = default;
-    // Reserves `capacity` slots; once, on an array made with none.
+    // Reserves `capacity` elements; once, on an array made with none.
     void reserve(uint32_t capacity) {
         if (base_ == nullptr) map(sizeof(T), capacity);
     }
-    ~slot_array() {
-        for (uint32_t i = 0; i < made(); ++i) (*this)[i].~T();
+    [[nodiscard]] bool reserved() const noexcept { return base_ != nullptr; }
+
+    // Element i; i < made().
+    T &operator[](uint32_t i) noexcept { return data()[i]; }
+    const T &operator[](uint32_t i) const noexcept { return data()[i]; }
+    T *data() noexcept { return std::launder(reinterpret_cast<T *>(base_)); }
+    const T *data() const noexcept { return std::launder(reinterpret_cast<const T *>(base_)); }
+
+protected:
+    explicit slot_elements(uint32_t capacity) : slot_space(sizeof(T), capacity) {}
+    slot_elements() = default;
+    ~slot_elements() {
+        for (uint32_t i = 0; i < made(); ++i) data()[i].~T();
     }
+    // Value-initialises element i (i < capacity(), not made yet); the
+    // caller then counts it in made_.
+    T *make(uint32_t i) {
+        return ::new (static_cast<void *>(base_ + std::size_t(i) * sizeof(T))) T();
+    }
+};
+
+}  // namespace detail
+
+template <class T>
+class slot_array : public detail::slot_elements<T> {
+    using space = detail::slot_elements<T>;
+    using space::cap_, space::free_, space::in_use_, space::made_, space::nfree_;
+
+public:
+    using space::none;
+
+    explicit slot_array(uint32_t capacity) : space(capacity) {}
+    // No slots until reserve(): for an owner that learns the number later.
+    slot_array() = default;
 
     // A free slot's index, or none when all are in use. A slot never used
     // before is value-initialised (T()) and then given to init(index, T&).
@@ -79,10 +107,9 @@ public:
             ++in_use_;
             return free_[--nfree_];
         }
-        const uint32_t i = made();
+        const uint32_t i = this->made();
         if (i == cap_) return none;
-        T *t = ::new (static_cast<void *>(base_ + std::size_t(i) * sizeof(T))) T();
-        init(i, *t);
+        init(i, *this->make(i));
         ++in_use_;
         made_.set(i + 1);
         return i;
@@ -96,13 +123,8 @@ public:
         --in_use_;
     }
 
-    // Slot i; i < made().
-    T &operator[](uint32_t i) noexcept { return data()[i]; }
-    const T &operator[](uint32_t i) const noexcept { return data()[i]; }
-    T *data() noexcept { return std::launder(reinterpret_cast<T *>(base_)); }
-    const T *data() const noexcept { return std::launder(reinterpret_cast<const T *>(base_)); }
     [[nodiscard]] uint32_t index_of(const T &t) const noexcept {
-        return static_cast<uint32_t>(&t - data());
+        return static_cast<uint32_t>(&t - this->data());
     }
 };
 
@@ -110,25 +132,15 @@ public:
 // the same untouched reservation, its elements made in index order as the
 // owner's slots are (grow(n) makes [made(), n)).
 template <class T>
-class side_array : public detail::slot_space {
+class side_array : public detail::slot_elements<T> {
 public:
     side_array() = default;
-    ~side_array() {
-        for (uint32_t i = 0; i < made(); ++i) (*this)[i].~T();
-    }
-    void reserve(uint32_t capacity) {
-        if (base_ == nullptr) map(sizeof(T), capacity);
-    }
-    [[nodiscard]] bool reserved() const noexcept { return base_ != nullptr; }
     // Makes (value-initialises) elements up to n (at most the capacity).
     void grow(uint32_t n) {
-        uint32_t i = made();
-        for (; i < n && i < cap_; ++i)
-            ::new (static_cast<void *>(base_ + std::size_t(i) * sizeof(T))) T();
-        made_.set(i);
+        uint32_t i = this->made();
+        for (; i < n && i < this->cap_; ++i) this->make(i);
+        this->made_.set(i);
     }
-    // Element i; i < made().
-    T &operator[](uint32_t i) noexcept { return std::launder(reinterpret_cast<T *>(base_))[i]; }
 };
 
 }  // namespace ferry

@@ -61,13 +61,13 @@ tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, 
                      tcp_counters &tc)
     : cfg_(cfg),
       blocks_(std::max<uint32_t>(cfg.max_connections, 1) * tcp_block_pool::blocks_per_connection),
-      slots_(std::max<uint32_t>(cfg.max_connections, 1)),
       st_(st),
       pool_(pool),
       nc_(nc),
       tc_(tc),
       isn_(cfg.isn_key),
-      cookies_(cfg.cookie_key0, cfg.cookie_key1) {
+      cookies_(cfg.cookie_key0, cfg.cookie_key1),
+      slots_(std::max<uint32_t>(cfg.max_connections, 1)) {
     if (cfg_.max_connections == 0) {
         cfg_.max_connections = 1;
     }
@@ -855,9 +855,7 @@ void tcp_layer::tw_unlink(uint32_t idx) noexcept {
 }
 
 uint32_t tcp_layer::alloc_slot() noexcept {
-    const uint32_t idx = slots_.take([this](uint32_t, slot &s) { s.layer = this; });
-    ++in_use_;
-    return idx;
+    return slots_.take([this](uint32_t, slot &s) { s.layer = this; });
 }
 
 void tcp_layer::free_slot(uint32_t idx) noexcept {
@@ -879,7 +877,6 @@ void tcp_layer::free_slot(uint32_t idx) noexcept {
     s.active = false;
     ++s.gen;  // every handle to the old connection is stale now
     slots_.give(idx);
-    --in_use_;
     nc_.conn_closed.inc();
 }
 

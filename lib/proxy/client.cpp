@@ -330,10 +330,8 @@ bool worker_proxy::hand_over(client &c, rte_mbuf *head, uint32_t slot, unsigned 
     c.xpeer = static_cast<uint16_t>(owner);
     c.xcredit = xcore_window - 1;
     c.server = server;
-    ++ups_[c.upstream]->busy[server];
-    ++inflight_to_[owner];
-    shared_.xrows[lcore_index_].inflight_to[owner].store(inflight_to_[owner],
-                                                         std::memory_order_relaxed);
+    busy_begin(c.upstream, server);
+    handoff_begin(owner);
     ctr_.xcore_requests_out.inc();
     xsend(owner, op_req_head, xhandle(c), flags, slot, head);
     return true;
@@ -627,7 +625,6 @@ void worker_proxy::free_client(client &c, uint64_t now) noexcept {
         c.h = net::tcp_handle{};
     }
     c.used = false;
-    --nclients_;
     --listener_active_[c.listener];
     ctr_.client_closed.inc();
     clients_.give(clients_.index_of(c));

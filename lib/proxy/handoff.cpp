@@ -148,13 +148,8 @@ void worker_proxy::end_remote(client &c) noexcept {
     c.remote = false;
     ++c.xgen;  // later messages of this request are stale
     c.cred_mask = 0;
-    if (inflight_to_[c.xpeer] > 0) --inflight_to_[c.xpeer];
-    shared_.xrows[lcore_index_].inflight_to[c.xpeer].store(inflight_to_[c.xpeer],
-                                                           std::memory_order_relaxed);
-    if (c.upstream >= 0 && c.server >= 0) {
-        auto &busy = ups_[c.upstream]->busy[c.server];
-        if (busy > 0) --busy;
-    }
+    handoff_end(c.xpeer);
+    if (c.upstream >= 0 && c.server >= 0) busy_end(c.upstream, c.server);
 }
 
 void worker_proxy::on_message(unsigned from, xcore::message &m, uint64_t now) noexcept {

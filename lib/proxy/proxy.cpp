@@ -157,7 +157,8 @@ uint32_t worker_proxy::poll(uint64_t now) noexcept {
         ++work;
     }
     if (draining_ && has_shared_)
-        shared_.xrows[lcore_index_].clients_open.store(nclients_, std::memory_order_relaxed);
+        shared_.xrows[lcore_index_].clients_open.store(clients_.in_use(),
+                                                       std::memory_order_relaxed);
     return work;
 }
 
@@ -288,7 +289,6 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     c.queued = c.remote = c.xbroken = false;
     c.q_head = nullptr;
     slot_owner_[port][n.h.index] = idx;
-    ++nclients_;
     ++listener_active_[li];
     ctr_.client_accepted.inc();
     timers_.arm(c.timer, header_deadline(now));
@@ -567,29 +567,63 @@ void worker_proxy::begin_drain(uint64_t now) noexcept {
         if (u.used && (u.state == upconn::st::idle || u.health)) close_upconn(u, u.health, now);
     }
     if (has_shared_)
-        shared_.xrows[lcore_index_].clients_open.store(nclients_, std::memory_order_relaxed);
+        shared_.xrows[lcore_index_].clients_open.store(clients_.in_use(),
+                                                       std::memory_order_relaxed);
     if (!kick_list_.empty()) run_kicks(now);
 }
 
 bool worker_proxy::exchanges_in_flight() const noexcept {
-    if (nrreqs_ != 0) return true;  // requests other workers handed us
-    for (const uint32_t n : inflight_to_)
-        if (n != 0) return true;  // ours, handed to other workers
+    // Requests other workers handed us; ours out to an origin or handed to
+    // other workers (exchanges_: the sum exchanges_recount() walks).
+    return nrreqs_ != 0 || exchanges_ != 0;
+}
+
+uint32_t worker_proxy::exchanges_recount() const noexcept {
+    uint32_t n = 0;
+    for (const uint32_t k : inflight_to_) n += k;
     for (const auto &us : ups_)
-        for (const uint32_t b : us->busy)
-            if (b != 0) return true;
-    return false;
+        for (const uint32_t b : us->busy) n += b;
+    return n;
+}
+
+void worker_proxy::busy_begin(int upstream, int server) noexcept {
+    ++ups_[upstream]->busy[server];
+    ++exchanges_;
+}
+
+void worker_proxy::busy_end(int upstream, int server) noexcept {
+    uint32_t &b = ups_[upstream]->busy[server];
+    if (b == 0) return;
+    --b;
+    --exchanges_;
+}
+
+void worker_proxy::handoff_begin(unsigned peer) noexcept {
+    ++inflight_to_[peer];
+    ++exchanges_;
+    shared_.xrows[lcore_index_].inflight_to[peer].store(inflight_to_[peer],
+                                                        std::memory_order_relaxed);
+}
+
+void worker_proxy::handoff_end(unsigned peer) noexcept {
+    if (inflight_to_[peer] > 0) {
+        --inflight_to_[peer];
+        --exchanges_;
+    }
+    shared_.xrows[lcore_index_].inflight_to[peer].store(inflight_to_[peer],
+                                                        std::memory_order_relaxed);
 }
 
 uint32_t worker_proxy::open_connections() const noexcept {
-    uint32_t n = nclients_ + nupconns_;
+    uint32_t n = clients_.in_use() + upconns_.in_use();
     if (!has_shared_ || nworkers_ < 2) return n;
     // Cross-core work: requests handed to us and not answered, messages not
     // out yet, and any peer that may still hand us a request (it has clients,
     // or has not begun draining: UINT32_MAX).
     n += nrreqs_ + backlog_total_;
     auto &rows = shared_.xrows;
-    if (draining_) rows[lcore_index_].clients_open.store(nclients_, std::memory_order_relaxed);
+    if (draining_)
+        rows[lcore_index_].clients_open.store(clients_.in_use(), std::memory_order_relaxed);
     for (unsigned p = 0; p < nworkers_; ++p) {
         if (p == lcore_index_) continue;
         n += rows[p].inflight_to[lcore_index_].load(std::memory_order_relaxed);

@@ -241,7 +241,7 @@ void worker_proxy::attach(uint32_t si, upconn &u, const job &j, uint64_t now) no
         u.client_gen = c.gen;
         c.up = uidx;
         c.up_gen = u.gen;
-        ++ups_[sl.upstream]->busy[sl.server];
+        busy_begin(sl.upstream, sl.server);
         u.ri = c.q_ri;
         begin_total(u, now);
         rte_mbuf *head = c.q_head;

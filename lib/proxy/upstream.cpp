@@ -96,7 +96,6 @@ worker_proxy::upconn *worker_proxy::open_upconn(int upstream, int server, uint64
     u.ri = http::request_info{};
     u.idle_next = u.idle_prev = none;
     slot_owner_[port][h.index] = idx | kind_up;
-    ++nupconns_;
     return &u;
 }
 
@@ -138,7 +137,7 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
     drop_head(*u);
     c.up = static_cast<uint32_t>(u - upconns_.data());
     c.up_gen = u->gen;
-    ++us.busy[server];
+    busy_begin(upstream, server);
     srv_ctr_[upstream][server].active.inc();
     return u;
 }
@@ -654,7 +653,7 @@ bool worker_proxy::framed_toward_client(const upconn &u) noexcept {
 
 void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexcept {
     upstream_state &us = *ups_[u.upstream];
-    if (us.busy[u.server] > 0) --us.busy[u.server];
+    busy_end(u.upstream, u.server);
     srv_ctr_[u.upstream][u.server].active.dec();
     if (u.shared) {
         shared_release(u, reusable, now);
@@ -697,7 +696,7 @@ void worker_proxy::unaccount(upconn &u) noexcept {
         u.state = upconn::st::closing;
     } else if (u.client != none) {
         // Still counted busy for a client.
-        if (us.busy[u.server] > 0) --us.busy[u.server];
+        busy_end(u.upstream, u.server);
         srv_ctr_[u.upstream][u.server].active.dec();
         u.client = none;
     }
@@ -768,7 +767,6 @@ void worker_proxy::free_upconn(upconn &u, uint64_t now) noexcept {
     u.health = false;
     u.shared = false;
     u.idle_next = u.idle_prev = none;
-    --nupconns_;
     upconns_.give(upconns_.index_of(u));
 }
 

@@ -31,6 +31,7 @@
 #include "ferry/net/tcp_layer.h"
 #include "ferry/proxy/proxy.h"
 #include "ferry/reactor/timer_wheel.h"
+#include "ferry/xcore/message.h"
 
 namespace ferry::proxy::test {
 
@@ -158,9 +159,23 @@ public:
         peer_blackhole_ = false;
     }
     uint64_t dropped() const { return dropped_; }
+    // worker_proxy::exchanges_in_flight()'s running count equals a recount;
+    // reported once per bed (a broken count would fail every round after).
+    // False if it did not.
+    bool check_exchange_count() {
+        const uint32_t kept = px_->exchanges_count(), walked = px_->exchanges_recount();
+        if (kept == walked) return true;
+        if (!count_reported_)
+            ADD_FAILURE() << "exchanges in flight: running count " << kept << ", recount "
+                          << walked << " at t=" << now_;
+        count_reported_ = true;
+        return false;
+    }
 
     // Moves frames both ways and polls both sides until nothing moves.
-    // Fires what is due at the current time, never advances it.
+    // Fires what is due at the current time, never advances it. After each
+    // round, the proxy's running count of exchanges in flight must equal
+    // the walk it replaced (check_exchange_count()).
     void pump() {
         for (int round = 0; round < 100000; ++round) {
             bool moved = carry(*fst_, *pst_, blackhole_) | carry(*pst_, *fst_, peer_blackhole_);
@@ -168,6 +183,7 @@ public:
             if (fst_->next_deadline() <= now_) fst_->poll_timers(now_);
             if (pst_->next_deadline() <= now_) pst_->poll_timers(now_);
             moved |= px_->poll(now_) != 0;
+            check_exchange_count();
             moved |= peer_poll();
             moved |= !fst_->tx_pending().empty() || !pst_->tx_pending().empty();
             if (!moved) return;
@@ -338,6 +354,7 @@ private:
 
     unsigned avail0_ = 0;
     bool check_leaks_ = true;
+    bool count_reported_ = false;
     bool blackhole_ = false;
     bool peer_blackhole_ = false;
     uint64_t dropped_ = 0;
@@ -351,6 +368,23 @@ private:
     std::optional<shared_state> shared_;
     std::optional<worker_proxy> px_;
     std::deque<peer_conn> conns_;  // only appended: references stay valid
+};
+
+// Worker 1 as seen from worker 0 (bed_options::send): it takes every message
+// sent to it and keeps it; the test answers for it (on_message).
+struct taking_peer {
+    std::vector<xcore::message> got;
+    static bool send(void *ctx, unsigned peer, const xcore::message &m) noexcept {
+        if (peer != 1) return false;
+        static_cast<taking_peer *>(ctx)->got.push_back(m);
+        return true;
+    }
+    // Frees what it took (before a bed counts its mbufs).
+    void drop() {
+        for (auto &m : got) xcore::release(m);
+        got.clear();
+    }
+    ~taking_peer() { drop(); }
 };
 
 // A keep-alive GET, and a 5-byte answer to it.

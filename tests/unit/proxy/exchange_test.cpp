@@ -104,5 +104,177 @@ TEST(Exchange, ResponseHeadSplitAtEveryOffset) {
     }
 }
 
+// The reactor's hint (wakeup_mode adaptive): an exchange is in flight from
+// the request's dispatch until its response is through, not before, not after.
+TEST(Memory, AnExchangeIsInFlightFromDispatchToTheEndOfItsResponse) {
+    proxy_bed bed;
+    EXPECT_FALSE(bed.proxy().exchanges_in_flight());
+    const size_t cl = bed.connect();
+    bed.send(cl, "GET /p HTTP/1.1\r\nHo");
+    EXPECT_FALSE(bed.proxy().exchanges_in_flight());  // a head being read: the client's turn
+    bed.send(cl, "st: h\r\n\r\n");
+    EXPECT_TRUE(bed.proxy().exchanges_in_flight());
+    peer_conn &o = *bed.origin();
+    bed.send(o, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel");
+    EXPECT_TRUE(bed.proxy().exchanges_in_flight());  // the body is not all through
+    bed.send(o, "lo");
+    EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello"));
+    EXPECT_FALSE(bed.proxy().exchanges_in_flight());
+    finish(bed, {cl});
+}
+
+// exchanges_in_flight() reads a running count kept where requests start and
+// end; the bed checks it against a recount after every poll round, and these
+// tests after every step of exchanges that end every way: answered, kept
+// alive, cut by either side, timed out, retried, handed to another worker
+// and answered or abandoned there.
+void expect_count(proxy_bed &bed, const char *step, bool in_flight) {
+    const worker_proxy &px = bed.proxy();
+    EXPECT_TRUE(bed.check_exchange_count()) << step;
+    EXPECT_EQ(px.exchanges_count(), px.exchanges_recount()) << step;
+    EXPECT_EQ(px.exchanges_in_flight(), in_flight) << step;
+}
+
+// The origin connection holding an unanswered request (the last one).
+peer_conn *asked_origin(proxy_bed &bed) {
+    peer_conn *org = nullptr;
+    for (size_t k = 0; k < bed.origin_count(); ++k)
+        if (!bed.origin(k)->closed && !bed.origin(k)->rx.empty()) org = bed.origin(k);
+    return org;
+}
+
+TEST(Exchange, TheRunningCountOfExchangesEqualsARecountAtEveryStep) {
+    // Two servers in turn; :8081 refuses, so a request there is retried on
+    // :8080.
+    bed_options o;
+    o.toml = bed_config("", "max_fails = 0\nretries = 1\nresponse_timeout_ms = 2000\n",
+                        "\n  [[upstream.server]]\n  address = \"10.0.0.2:8081\"\n");
+    proxy_bed bed(o);
+    expect_count(bed, "start", false);
+    const size_t cl = bed.connect();
+    expect_count(bed, "connected", false);
+    for (int i = 0; i < 4; ++i) {  // kept alive, on each server in turn
+        bed.send(cl, "GET /p HTTP/1.1\r\nHo");
+        expect_count(bed, "half a head", false);
+        bed.send(cl, "st: h\r\n\r\n");
+        expect_count(bed, "dispatched", true);
+        peer_conn *org = asked_origin(bed);
+        ASSERT_NE(org, nullptr) << "request " << i;
+        org->rx.clear();
+        bed.send(*org, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel");
+        expect_count(bed, "half a body", true);
+        bed.send(*org, "lo");
+        expect_count(bed, "answered", false);
+        EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello")) << i;
+    }
+    EXPECT_GE(bed.ctr().requests_retried.get(), 1u);
+    // More clients, each request ending another way (a POST sent to :8081
+    // is answered 502 at once: a request with a body is not replayed).
+    int ended[4] = {}, refused = 0;
+    for (int i = 0; i < 12; ++i) {
+        const size_t c = bed.connect();
+        const bool post = i % 2 == 1;
+        bed.send(c, post ? "POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n01234"
+                         : simple_get);
+        if (bed.conn(c).rx.starts_with("HTTP/1.1 502 ")) {  // refused, with a body: no retry
+            expect_count(bed, "refused", false);
+            ++refused;
+            bed.close(c);
+            expect_count(bed, "closed", false);
+            continue;
+        }
+        expect_count(bed, "sent", true);
+        if (post) {
+            bed.send(c, "56789");
+            expect_count(bed, "body through", true);
+        }
+        peer_conn *org = asked_origin(bed);
+        ASSERT_NE(org, nullptr) << "client " << i;
+        org->rx.clear();
+        ++ended[i / 3];
+        switch (i / 3) {
+            case 0:  // the origin resets mid-response
+                bed.send(*org, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhe");
+                expect_count(bed, "half a body", true);
+                bed.reset(*org);
+                expect_count(bed, "origin reset", false);
+                break;
+            case 1:  // the client goes away before the answer
+                bed.reset(bed.conn(c));
+                expect_count(bed, "client reset", false);
+                break;
+            case 2:  // no answer in time: 504
+                bed.advance(2500 * ms, 100 * ms);
+                expect_count(bed, "timed out", false);
+                EXPECT_TRUE(bed.conn(c).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(c).rx;
+                break;
+            default:  // answered, kept alive
+                bed.send(*org, ok5);
+                expect_count(bed, "answered", false);
+                break;
+        }
+        if (!bed.conn(c).closed) bed.close(c);
+        expect_count(bed, "closed", false);
+    }
+    EXPECT_GE(refused, 1);
+    for (int k = 0; k < 4; ++k) EXPECT_GE(ended[k], 1) << "ending " << k;
+    finish(bed, {cl});
+    expect_count(bed, "all closed", false);
+    EXPECT_EQ(bed.proxy().exchanges_count(), 0u);
+}
+
+// The same with a shared pool whose second connection worker 1 owns:
+// requests alternate between worker 0's connection and a hand-off.
+TEST(Exchange, TheRunningCountOfExchangesHandedToAnotherWorkerEqualsARecount) {
+    taking_peer peer;
+    bed_options o;
+    o.toml = bed_config("", "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n");
+    o.workers = 2;
+    o.send = &taking_peer::send;
+    o.send_ctx = &peer;
+    {
+        proxy_bed bed(o);
+        const size_t cl = bed.connect();
+        for (int i = 0; i < 6; ++i) {
+            const size_t handed = peer.got.size();
+            bed.send(cl, simple_get);
+            expect_count(bed, "dispatched", true);
+            if (peer.got.size() == handed) {  // worker 0's connection
+                peer_conn *org = asked_origin(bed);
+                ASSERT_NE(org, nullptr) << "request " << i;
+                org->rx.clear();
+                bed.send(*org, ok5);
+                expect_count(bed, "answered here", false);
+                continue;
+            }
+            // Handed over: worker 1 answers it (a 502), or its client goes.
+            EXPECT_GE(bed.proxy().exchanges_count(), 2u);  // the server's and the hand-off
+            if (i % 4 == 1) {
+                const xcore::message *head = nullptr;
+                for (const auto &m : peer.got)
+                    if (m.opcode == op_req_head) head = &m;
+                ASSERT_NE(head, nullptr);
+                xcore::message err{};
+                err.handle = head->handle;
+                err.opcode = op_resp_error;
+                err.arg = 502;
+                bed.proxy().on_message(1, err, bed.now());
+                expect_count(bed, "answered by worker 1", false);
+                bed.pump();
+                expect_count(bed, "502 sent", false);
+                EXPECT_NE(bed.conn(cl).rx.find("HTTP/1.1 502 "), std::string::npos);
+            } else {
+                bed.reset(bed.conn(cl));
+                expect_count(bed, "abandoned", false);
+                break;
+            }
+        }
+        EXPECT_GE(bed.ctr().xcore_requests_out.get(), 2u);
+        peer.drop();  // before the bed counts mbufs
+        finish(bed, {cl});
+        expect_count(bed, "all closed", false);
+    }
+}
+
 }  // namespace
 }  // namespace ferry::proxy::test

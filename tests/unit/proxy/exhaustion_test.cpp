@@ -204,25 +204,6 @@ TEST(Memory, IdleConnectionsHoldNoHeadBuffer) {
     EXPECT_EQ(heads.in_use(), 0u);
 }
 
-// The reactor's hint (wakeup_mode adaptive): an exchange is in flight from
-// the request's dispatch until its response is through, not before, not after.
-TEST(Memory, AnExchangeIsInFlightFromDispatchToTheEndOfItsResponse) {
-    proxy_bed bed;
-    EXPECT_FALSE(bed.proxy().exchanges_in_flight());
-    const size_t cl = bed.connect();
-    bed.send(cl, "GET /p HTTP/1.1\r\nHo");
-    EXPECT_FALSE(bed.proxy().exchanges_in_flight());  // a head being read: the client's turn
-    bed.send(cl, "st: h\r\n\r\n");
-    EXPECT_TRUE(bed.proxy().exchanges_in_flight());
-    peer_conn &o = *bed.origin();
-    bed.send(o, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel");
-    EXPECT_TRUE(bed.proxy().exchanges_in_flight());  // the body is not all through
-    bed.send(o, "lo");
-    EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello"));
-    EXPECT_FALSE(bed.proxy().exchanges_in_flight());
-    finish(bed, {cl});
-}
-
 // Clients one after the other reuse one client slot: slots made (resident)
 // follow the most connections open at once, not how many there were.
 TEST(Memory, ClientsOneAfterAnotherReuseOneSlot) {

@@ -294,18 +294,6 @@ TEST(Timeout, TotalTimeoutEndsAResponseThatTrickles) {
 
 // A request handed to another worker's shared connection: that worker's
 // resp_error carries the timeout kind, and the client's worker logs it.
-struct taking_peer {
-    std::vector<xcore::message> got;
-    static bool send(void *ctx, unsigned peer, const xcore::message &m) noexcept {
-        if (peer != 1) return false;
-        static_cast<taking_peer *>(ctx)->got.push_back(m);
-        return true;
-    }
-    ~taking_peer() {
-        for (auto &m : got) xcore::release(m);
-    }
-};
-
 TEST(Timeout, AHandedOverRequestLogsThePeersTimeoutKind) {
     taking_peer peer;
     bed_options opt;

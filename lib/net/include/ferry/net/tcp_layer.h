@@ -195,7 +195,7 @@ public:
     void close(tcp_handle h, uint64_t now) noexcept;
     void abort(tcp_handle h, uint64_t now) noexcept;
 
-    [[nodiscard]] uint32_t active() const noexcept { return in_use_ - nzombies_ - ntw_; }
+    [[nodiscard]] uint32_t active() const noexcept { return slots_.in_use() - nzombies_ - ntw_; }
     [[nodiscard]] uint32_t time_wait() const noexcept { return ntw_; }
 
     // Memory pressure (set by the queue that feeds the stack: queue_io):
@@ -283,7 +283,6 @@ private:
     // Made on first use: only as many slots as were ever in use at once are
     // resident (slot_array.h).
     slot_array<slot> slots_;
-    uint32_t in_use_ = 0;
     std::unique_ptr<uint32_t[]> table_;  // slot index + 1, 0 = empty
     uint32_t table_mask_ = 0;
     std::unique_ptr<uint32_t[]> heap_;  // slot indices, min deadline first

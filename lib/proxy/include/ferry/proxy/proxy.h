@@ -383,7 +383,13 @@ public:
     // True while some request is out to an origin (or handed to another
     // worker) and its answer has not come back: the reactor's hint that more
     // work follows soon (reactor::poller::expecting, wakeup_mode adaptive).
+    // O(1): a running count, kept where requests start and end.
     [[nodiscard]] bool exchanges_in_flight() const noexcept;
+    // For tests: the running count of requests out from here (every server's
+    // busy count, to an origin of this worker, and every peer's hand-offs)
+    // and the same sum walked afresh; equal at all times.
+    [[nodiscard]] uint32_t exchanges_count() const noexcept { return exchanges_; }
+    [[nodiscard]] uint32_t exchanges_recount() const noexcept;
     // True if a layer has events (the reactor's pre-sleep check).
     [[nodiscard]] bool pending() const noexcept;
 
@@ -530,6 +536,14 @@ private:
     [[nodiscard]] bool request_sent(upconn &u) noexcept;
     void release_upconn(upconn &u, bool reusable, uint64_t now) noexcept;
     void unaccount(upconn &u) noexcept;
+    // A request starts or ends on `server` of `upstream` (its busy count:
+    // the balancers' load) or handed to worker `peer` (inflight_to_,
+    // published for the peer's drain); each keeps exchanges_ their sum. An
+    // end never takes a count below 0.
+    void busy_begin(int upstream, int server) noexcept;
+    void busy_end(int upstream, int server) noexcept;
+    void handoff_begin(unsigned peer) noexcept;
+    void handoff_end(unsigned peer) noexcept;
     void detach_upconn(upconn &u) noexcept;
     void close_upconn(upconn &u, bool abort, uint64_t now) noexcept;
     void free_upconn(upconn &u, uint64_t now) noexcept;
@@ -543,14 +557,6 @@ private:
     static std::unique_ptr<T[]> reserve(std::size_t &to, std::size_t n) {
         to += n * sizeof(T);
         return std::make_unique<T[]>(n);
-    }
-    // The same, not initialised: bytes no slot has used yet stay untouched
-    // (not resident), so resident memory follows the peak of connections
-    // rather than the configured capacity (the head buffers).
-    template <class T>
-    static std::unique_ptr<T[]> reserve_raw(std::size_t &to, std::size_t n) {
-        to += n * sizeof(T);
-        return std::make_unique_for_overwrite<T[]>(n);
     }
     std::size_t reserved_base_ = 0, reserved_shared_ = 0, reserved_al_ = 0;
     bool begin_body(client &c, upconn &u, uint64_t now) noexcept;
@@ -677,7 +683,6 @@ private:
     uint32_t max_clients_ = 0, max_upconns_ = 0;
     // The pending-head list (pending_head_begin): head, tail, length, cap.
     uint32_t ph_head_ = UINT32_MAX, ph_tail_ = UINT32_MAX, ph_n_ = 0, ph_cap_ = 0;
-    uint32_t nclients_ = 0, nupconns_ = 0;
     std::vector<uint32_t> listener_active_;  // open clients per listener (this lcore)
     // Which object each TCP slot serves, per port: index | kind bit, or none.
     std::vector<std::unique_ptr<uint32_t[]>> slot_owner_;
@@ -725,6 +730,9 @@ private:
     uint32_t fail_alloc_at_ = 0, nalloc_ = 0;   // test knob (proxy_options)
     uint32_t backlog_cap_ = 0;                  // test knob (proxy_options)
     std::vector<uint32_t> inflight_to_;                // requests handed to each peer, open
+    // The sum of every upstream_state::busy and of inflight_to_, kept by
+    // busy_begin/_end and handoff_begin/_end (exchanges_in_flight()).
+    uint32_t exchanges_ = 0;
 
     // Access log: the sink, and a record in the making per client slot.
     access_log_sink *alog_ = nullptr;

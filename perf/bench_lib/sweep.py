@@ -6,8 +6,11 @@ For each group (ferry's lcores x its port kind) one ferry process is started
 (the HTTP proxy, shared upstream pool: with 2 lcores every request crosses
 cores). For each round and each offered load the modes run interleaved (the
 order rotates per round), the mode switched at run time with
-/ferry/wakeup_mode. The load is h2load --h1 --rps, open loop: rate/100
-connections at 100 req/s each (h2load's --rps is per connection); the
+/ferry/wakeup_mode. The offered load is open loop: perf/openloop (default)
+sends requests evenly spaced at the rate and times each from when it was due;
+with --sweep-client h2load it is h2load --h1 --rps at rate/100 connections of
+100 req/s each (its --rps is per connection and its connections start
+together, so it sends bursts of rate/100 requests every 10 ms). The
 saturation point is h2load closed-loop on 50 connections. Then the same rate
 goes once straight to the origin (no proxy) so the kernel IPIs the proxy adds
 can be told from those the client and the origin cause anyway.
@@ -147,7 +150,13 @@ def lcore_sums(fp):
     return s
 
 
-def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag):
+def openloop_args(exe, url, rate, duration_s, warmup_s):
+    hostport = url.split("//", 1)[1].split("/", 1)[0]
+    host, _, port = hostport.partition(":")
+    return [exe, host, port or "80", "/", f"{rate:g}", str(duration_s), "--warmup", str(warmup_s)]
+
+
+def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None):
     """One load run; counters over the main window only (after h2load's
     connections and warm-up, before its teardown)."""
     log = os.path.join(topo.work, f"h2load-{tag}.log")
@@ -162,7 +171,11 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag):
         out.update(achieved_rps=0.0, requests=0, errors=0, p50_us=None, p99_us=None,
                    p999_us=None, conns=0)
     else:
-        args, conns = h2load_args(url, rate, duration_s, warmup_s, log)
+        use_ol = openloop is not None and rate != "sat"
+        if use_ol:
+            args, conns = openloop_args(openloop, url, rate, duration_s, warmup_s), None
+        else:
+            args, conns = h2load_args(url, rate, duration_s, warmup_s, log)
         full = ["ip", "netns", "exec", topo.client, "taskset", "-c", topo.cpu_client] + args
         p = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
@@ -178,16 +191,26 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag):
             p.kill()
             p.wait()
             raise
-        lat, bad = read_log(log, duration_s)
-        lat.sort()
-        errs, req = h2load_errors(text)
-        if errs is None:
-            raise RuntimeError(f"h2load failed ({p.returncode}): {text.strip()[-400:]}")
-        out.update(achieved_rps=round(len(lat) / duration_s, 1), requests=len(lat),
-                   errors=errs + bad, p50_us=pct(lat, 0.50), p99_us=pct(lat, 0.99),
-                   p999_us=pct(lat, 0.999), conns=conns, h2load_requests=req)
-        if rate == "sat" or errs or bad:
-            out["h2load_tail"] = text.strip()[-600:]
+        if use_ol:
+            res = next((json.loads(l) for l in text.splitlines() if l.startswith("{")), None)
+            if res is None:
+                raise RuntimeError(f"openloop failed ({p.returncode}): {text.strip()[-400:]}")
+            out.update(achieved_rps=res["achieved_rps"], requests=res["completed"],
+                       errors=res["errors"] + max(0, res["sent"] - res["completed"]),
+                       p50_us=res["p50_us"], p99_us=res["p99_us"], p999_us=res["p999_us"],
+                       conns=res["conns"], late=res["late"], client="openloop")
+        else:
+            lat, bad = read_log(log, duration_s)
+            lat.sort()
+            errs, req = h2load_errors(text)
+            if errs is None:
+                raise RuntimeError(f"h2load failed ({p.returncode}): {text.strip()[-400:]}")
+            out.update(achieved_rps=round(len(lat) / duration_s, 1), requests=len(lat),
+                       errors=errs + bad, p50_us=pct(lat, 0.50), p99_us=pct(lat, 0.99),
+                       p999_us=pct(lat, 0.999), conns=conns, h2load_requests=req,
+                       client="h2load")
+            if rate == "sat" or errs or bad:
+                out["h2load_tail"] = text.strip()[-600:]
     wall = b[0].t - a[0].t
     out["window_s"] = round(wall, 3)
     out["ipi_per_s"] = round(M.ipi_delta(a[0], b[0])[0] / wall, 1)
@@ -250,11 +273,17 @@ def run(a, build, out_path, log=print):
                 "rounds": a.rounds, "duration_s": a.duration, "warmup_s": a.sweep_warmup,
                 "points": a.sweep_points, "ports": a.sweep_ports, "lcores": a.sweep_lcores,
                 "per_conn_rps": PER_CONN_RPS, "sat_conns": SAT_CONNS, "quick": a.quick,
+                "client": a.sweep_client,
                 "ferry_bin": a.ferry_bin, "build": build, "topology": topo.describe(),
                 "host": {"kernel": os.uname().release, "cpus": os.cpu_count(),
                          "loadavg_at_start": open("/proc/loadavg").read().split()[:3]}}
         emit(meta)
         direct_url = f"http://{T.DIRECT_ORIGIN_IP}/"
+        ol = None
+        if a.sweep_client == "openloop":
+            ol = os.path.join(a.build, "perf", "openloop")
+            if not os.access(ol, os.X_OK):
+                raise RuntimeError(f"no {ol}: build it (ninja -C {a.build} perf/openloop)")
         url = f"http://{T.FERRY_IP}:{T.PROXY_PORT}/"
         t0 = time.monotonic()
         plan_n = len(groups(a)) * a.rounds * len(a.sweep_points) * (len(a.sweep_modes) + 1)
@@ -298,7 +327,7 @@ def run(a, build, out_path, log=print):
                                     raise RuntimeError(f"wakeup_mode reply {r}")
                                 time.sleep(0.3)  # the previous run's connections close
                                 rec.update(one_load(topo, url, pt, a.duration, a.sweep_warmup,
-                                                    pids, fp, f"{nl}-{port}-{mode}"))
+                                                    pids, fp, f"{nl}-{port}-{mode}", ol))
                                 rec["cpu_pct_per_lcore"] = round(rec.get("cpu_pct", 0) / nlc, 1)
                             except (RuntimeError, subprocess.SubprocessError, OSError,
                                     ValueError) as e:
@@ -319,7 +348,7 @@ def run(a, build, out_path, log=print):
                             fp.telemetry("/ferry/wakeup_mode,conditional")
                             time.sleep(0.3)
                             base.update(one_load(topo, direct_url, rate, a.duration,
-                                                 a.sweep_warmup, [], None, "direct"))
+                                                 a.sweep_warmup, [], None, "direct", ol))
                         except (RuntimeError, subprocess.SubprocessError, OSError,
                                 ValueError) as e:
                             base["error"] = str(e)[:300]
@@ -462,8 +491,11 @@ def markdown(recs, path):
     out = ["# ferry wakeup sweep (issue 14)", "",
            f"- {os.path.basename(path)}; started {meta.get('started')}; "
            f"{meta.get('rounds')} round(s) of {meta.get('duration_s')} s per point "
-           f"(+{meta.get('warmup_s')} s warm-up); h2load --h1 --rps, "
-           f"{meta.get('per_conn_rps')} req/s per connection; saturation: "
+           f"(+{meta.get('warmup_s')} s warm-up); offered load: "
+           + ("perf/openloop, evenly spaced, latency from the due time"
+              if meta.get("client") == "openloop" else
+              f"h2load --h1 --rps, {meta.get('per_conn_rps')} req/s per connection")
+           + "; saturation: "
            f"{meta.get('sat_conns')} connections closed-loop",
            f"- host: {meta.get('host')}", "",
            "Medians over the rounds. CPU is ferry's utime+stime from /proc per lcore; "

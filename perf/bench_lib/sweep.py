@@ -137,16 +137,22 @@ def ipis_per_cpu():
     return out
 
 
+POLICY_FIELDS = ("spin_window_ns", "busy_spin_window_ns", "spin_limit_ns", "wake_cost_ns")
+
+
 def lcore_sums(fp):
+    """LCORE_FIELDS summed over lcores, and the adaptive policy's state per lcore."""
     try:
         lc = fp.telemetry("/ferry/lcores")
     except Exception:
         return None
     s = {k: 0 for k in LCORE_FIELDS}
-    for v in lc.values():
+    s["policy"] = {}
+    for name, v in lc.items():
         if isinstance(v, dict):
             for k in LCORE_FIELDS:
                 s[k] += int(v.get(k, 0))
+            s["policy"][name] = {k: v.get(k) for k in POLICY_FIELDS}
     return s
 
 
@@ -221,6 +227,7 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None
     if fp is not None and a[1] and b[1]:
         d = {k: b[1][k] - a[1][k] for k in LCORE_FIELDS}
         out["ferry"] = d
+        out["policy_after"] = b[1]["policy"]
         out["wakeups_per_s"] = round((d["sleeps"] + d["naps"]) / wall, 1)
         # requests in the window, from the achieved rate (h2load's count covers
         # its whole main duration, the counters this window)
@@ -438,7 +445,17 @@ def checks(sm, nap_budget_us=100):
         cpu = c["cpu_pct_per_lcore"]
         best = [x for x in (g("conditional", "cpu_pct_per_lcore"),
                             g("always", "cpu_pct_per_lcore")) if x is not None]
-        if best and cpu is not None:
+        if pt == "saturation":
+            # The rate is not fixed there: compare CPU per request.
+            per = {m: (g(m, "cpu_pct_per_lcore") / g(m, "achieved_rps") * 1e4
+                       if g(m, "cpu_pct_per_lcore") is not None and g(m, "achieved_rps") else None)
+                   for m in ("adaptive", "conditional", "always")}
+            bp = [per[m] for m in ("conditional", "always") if per[m] is not None]
+            if bp and per["adaptive"] is not None:
+                res.append((where, "CPU per request <= 1.1 x min(conditional, always)",
+                            f"{per['adaptive']:.1f} vs {min(bp):.1f} us of CPU per request",
+                            per["adaptive"] <= 1.1 * min(bp)))
+        elif best and cpu is not None:
             # 1.1x, with a floor of 0.2% of a core (the /proc tick is 1% of a
             # core over 1 s, 0.1% over 10 s)
             lim = max(1.1 * min(best), min(best) + 0.2)

@@ -219,6 +219,8 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None
                 out["h2load_tail"] = text.strip()[-600:]
     wall = b[0].t - a[0].t
     out["window_s"] = round(wall, 3)
+    with open("/proc/loadavg") as f:  # 1-minute load: other work on the machine shows here
+        out["loadavg_1m"] = float(f.read().split()[0])
     out["ipi_per_s"] = round(M.ipi_delta(a[0], b[0])[0] / wall, 1)
     out["ipi_per_s_by_cpu"] = [round((y - x) / wall, 1) for x, y in zip(a[2], b[2])]
     if pids:

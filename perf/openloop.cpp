@@ -57,6 +57,9 @@ struct load {
     std::vector<conn> conns;
     std::vector<unsigned> idle;
     uint64_t errors = 0;
+    // Of them: connect failures, responses that were not a framed 2xx, and
+    // connections closed or reset with a request in flight.
+    uint64_t err_connect = 0, err_response = 0, err_closed = 0;
 
     bool open(unsigned i) {
         conn &c = conns[i];
@@ -200,6 +203,7 @@ int main(int argc, char **argv) {
                 socklen_t len = sizeof err;
                 getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
                 if (err != 0 || (evs[k].events & (EPOLLERR | EPOLLHUP))) {
+                    ++L.err_connect;
                     L.fail(i);
                     continue;
                 }
@@ -230,6 +234,9 @@ int main(int argc, char **argv) {
             }
             const long len = c.busy ? response_len(c.in) : (c.in.empty() ? 0 : -1);
             if (len < 0) {
+                ++L.err_response;
+                if (std::getenv("OPENLOOP_DEBUG"))
+                    std::fprintf(stderr, "openloop: bad response: %.200s\n", c.in.c_str());
                 L.fail(i);
                 continue;
             }
@@ -249,6 +256,7 @@ int main(int argc, char **argv) {
             }
             if (dead) {
                 if (c.busy) {
+                    ++L.err_closed;
                     L.fail(i);
                 } else {  // closed while idle: reopen without counting an error
                     L.idle.erase(std::remove(L.idle.begin(), L.idle.end(), i), L.idle.end());
@@ -262,13 +270,16 @@ int main(int argc, char **argv) {
     std::sort(lat.begin(), lat.end());
     std::printf("{\"offered_rps\": %g, \"conns\": %u, \"sent\": %llu, \"completed\": %llu, "
                 "\"achieved_rps\": %.1f, \"late\": %llu, \"errors\": %llu, \"p50_us\": %llu, "
-                "\"p90_us\": %llu, \"p99_us\": %llu, \"p999_us\": %llu, \"max_us\": %llu}\n",
+                "\"p90_us\": %llu, \"p99_us\": %llu, \"p999_us\": %llu, \"max_us\": %llu, "
+                "\"err_connect\": %llu, \"err_response\": %llu, \"err_closed\": %llu}\n",
                 rate, nconns, static_cast<unsigned long long>(sent),
                 static_cast<unsigned long long>(completed), static_cast<double>(completed) / duration,
                 static_cast<unsigned long long>(late), static_cast<unsigned long long>(L.errors),
                 static_cast<unsigned long long>(pct(lat, 0.50)), static_cast<unsigned long long>(pct(lat, 0.90)),
                 static_cast<unsigned long long>(pct(lat, 0.99)), static_cast<unsigned long long>(pct(lat, 0.999)),
-                static_cast<unsigned long long>(lat.empty() ? 0 : lat.back()));
+                static_cast<unsigned long long>(lat.empty() ? 0 : lat.back()),
+                static_cast<unsigned long long>(L.err_connect), static_cast<unsigned long long>(L.err_response),
+                static_cast<unsigned long long>(L.err_closed));
     for (auto &c : L.conns)
         if (c.fd >= 0) ::close(c.fd);
     ::close(L.ep);

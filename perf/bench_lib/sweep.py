@@ -204,7 +204,9 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None
             out.update(achieved_rps=res["achieved_rps"], requests=res["completed"],
                        errors=res["errors"] + max(0, res["sent"] - res["completed"]),
                        p50_us=res["p50_us"], p99_us=res["p99_us"], p999_us=res["p999_us"],
-                       conns=res["conns"], late=res["late"], client="openloop")
+                       conns=res["conns"], late=res["late"], client="openloop",
+                       error_kinds={k: res.get(k) for k in ("err_connect", "err_response",
+                                                            "err_closed")})
         else:
             lat, bad = read_log(log, duration_s)
             lat.sort()
@@ -308,7 +310,7 @@ def run(a, build, out_path, log=print):
                 continue
             try:
                 ok = util.wait_until(lambda: topo.probe(topo.client, url, timeout=2) is not None,
-                                     10, 0.1)
+                                     max(30.0, a.probe_timeout), 0.1)
                 if not ok:
                     raise RuntimeError(f"no answer through ferry on {port}")
                 lc = fp.telemetry("/ferry/lcores")

@@ -207,6 +207,9 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None
                        conns=res["conns"], late=res["late"], client="openloop",
                        error_kinds={k: res.get(k) for k in ("err_connect", "err_response",
                                                             "err_closed")})
+            if res["errors"]:
+                out["openloop_log"] = [l for l in text.splitlines()
+                                       if l.startswith("openloop:")][:5]
         else:
             lat, bad = read_log(log, duration_s)
             lat.sort()

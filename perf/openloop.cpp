@@ -55,7 +55,11 @@ struct load {
     std::string req;
     int ep = -1;
     std::vector<conn> conns;
-    std::vector<unsigned> idle;
+    // Idle connections, oldest first: requests go round-robin over all of
+    // them. (Most recently freed first would leave the others without a
+    // request from their open on, and a server's header timeout then ends
+    // them with a 408, as ferry and nginx both do.)
+    std::deque<unsigned> idle;
     uint64_t errors = 0;
     // Of them: connect failures, responses that were not a framed 2xx, and
     // connections closed or reset with a request in flight.
@@ -177,8 +181,8 @@ int main(int argc, char **argv) {
         // Everything due by now: onto an idle connection, or wait for one.
         while (next_due <= now && next_due < t_end) {
             if (!L.idle.empty()) {
-                const unsigned i = L.idle.back();
-                L.idle.pop_back();
+                const unsigned i = L.idle.front();
+                L.idle.pop_front();
                 send_on(i, next_due);
             } else {
                 waiting.push_back(next_due);

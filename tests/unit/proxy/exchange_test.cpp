@@ -123,6 +123,29 @@ TEST(Memory, AnExchangeIsInFlightFromDispatchToTheEndOfItsResponse) {
     finish(bed, {cl});
 }
 
+// The same with a shared pool on one worker (perf/bench's sweep with one
+// lcore): the request waits on the worker's own shared connection.
+TEST(Memory, AnExchangeOnASharedPoolIsInFlightUntilItsResponseIsThrough) {
+    bed_options o;
+    o.toml = bed_config("", "pool = \"shared\"\nshared_connections = 1\n");
+    proxy_bed bed(o);
+    const size_t cl = bed.connect();
+    bed.send(cl, "GET /p HTTP/1.1\r\nHost: h\r\n\r\n");
+    EXPECT_TRUE(bed.proxy().exchanges_in_flight());
+    peer_conn &o1 = *bed.origin();
+    bed.send(o1, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel");
+    EXPECT_TRUE(bed.proxy().exchanges_in_flight());
+    bed.send(o1, "lo");
+    EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello"));
+    EXPECT_FALSE(bed.proxy().exchanges_in_flight());
+    bed.send(cl, "GET /p HTTP/1.1\r\nHost: h\r\n\r\n");  // the second, on the kept connection
+    EXPECT_TRUE(bed.proxy().exchanges_in_flight());
+    bed.send(o1, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    EXPECT_TRUE(bed.conn(cl).rx.ends_with("ok"));
+    EXPECT_FALSE(bed.proxy().exchanges_in_flight());
+    finish(bed, {cl});
+}
+
 // exchanges_in_flight() reads a running count kept where requests start and
 // end; the bed checks it against a recount after every poll round, and these
 // tests after every step of exchanges that end every way: answered, kept

@@ -144,16 +144,16 @@ def proc_stat():
 FERRY_FIELDS = ("doorbells_rung", "doorbells_suppressed", "sleeps")
 
 
-def ferry_lcores(fp):
-    """Summed FERRY_FIELDS over lcores plus the raw per-lcore dicts; None on failure."""
+def ferry_lcores(fp, fields=FERRY_FIELDS):
+    """`fields` summed over lcores plus the raw per-lcore dicts; None on failure."""
     try:
         lc = fp.telemetry("/ferry/lcores")
     except Exception:
         return None
-    s = {k: 0 for k in FERRY_FIELDS}
+    s = {k: 0 for k in fields}
     for v in lc.values():
         if isinstance(v, dict):
-            for k in FERRY_FIELDS:
+            for k in fields:
                 s[k] += int(v.get(k, 0))
     return {"sum": s, "lcores": lc}
 

@@ -142,18 +142,18 @@ POLICY_FIELDS = ("spin_window_ns", "busy_spin_window_ns", "spin_limit_ns", "wake
 
 def lcore_sums(fp):
     """LCORE_FIELDS summed over lcores, and the adaptive policy's state per lcore."""
-    try:
-        lc = fp.telemetry("/ferry/lcores")
-    except Exception:
+    got = M.ferry_lcores(fp, LCORE_FIELDS)
+    if got is None:
         return None
-    s = {k: 0 for k in LCORE_FIELDS}
-    s["policy"] = {}
-    for name, v in lc.items():
-        if isinstance(v, dict):
-            for k in LCORE_FIELDS:
-                s[k] += int(v.get(k, 0))
-            s["policy"][name] = {k: v.get(k) for k in POLICY_FIELDS}
+    s = got["sum"]
+    s["policy"] = {name: {k: v.get(k) for k in POLICY_FIELDS}
+                   for name, v in got["lcores"].items() if isinstance(v, dict)}
     return s
+
+
+def snapshot(pids, fp):
+    """The counters one_load compares: /proc, ferry's lcores, IPIs per CPU."""
+    return M.Snapshot(pids, [], None), fp and lcore_sums(fp), ipis_per_cpu()
 
 
 def openloop_args(exe, url, rate, duration_s, warmup_s):
@@ -171,9 +171,9 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None
     a = b = None
     out = {}
     if rate == 0:
-        a = (M.Snapshot(pids, [], None), fp and lcore_sums(fp), ipis_per_cpu())
+        a = snapshot(pids, fp)
         time.sleep(duration_s)
-        b = (M.Snapshot(pids, [], None), fp and lcore_sums(fp), ipis_per_cpu())
+        b = snapshot(pids, fp)
         out.update(achieved_rps=0.0, requests=0, errors=0, p50_us=None, p99_us=None,
                    p999_us=None, conns=0)
     else:
@@ -189,9 +189,9 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None
             # h2load connects, warms up, then measures for duration_s: take the
             # counters over that window (timed here: a benchmark, not a test).
             time.sleep(warmup_s + 0.3)
-            a = (M.Snapshot(pids, [], None), fp and lcore_sums(fp), ipis_per_cpu())
+            a = snapshot(pids, fp)
             time.sleep(duration_s - 0.6)
-            b = (M.Snapshot(pids, [], None), fp and lcore_sums(fp), ipis_per_cpu())
+            b = snapshot(pids, fp)
             text, _ = p.communicate(timeout=duration_s + warmup_s + 60)
         except BaseException:
             p.kill()

@@ -25,7 +25,12 @@ void queue_arm(void *ctx) { static_cast<port_queue *>(ctx)->io->arm(); }
 void queue_disarm(void *ctx) { static_cast<port_queue *>(ctx)->io->disarm(); }
 
 void flush_tx(void *ctx, uint64_t now) {
-    for (auto &q : static_cast<worker *>(ctx)->queues) q->io->flush(now);
+    auto &w = *static_cast<worker *>(ctx);
+    // What the iteration queued on TCP connections first (defer_output), then
+    // the tx bursts.
+    for (auto &l : w.tcp_layers)
+        if (l) l->flush(now);
+    for (auto &q : w.queues) q->io->flush(now);
 }
 
 // The inbox handler: messages other workers sent this one.

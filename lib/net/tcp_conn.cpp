@@ -169,8 +169,22 @@ uint32_t tcp_conn::send(rte_mbuf *chain, uint64_t now) noexcept {
         }
         return 0;
     }
-    output(now);
+    output_soon(now);
     return n;
+}
+
+void tcp_conn::output_soon(uint64_t now) noexcept {
+    if (cfg_.defer_output) {
+        output_owed_ = true;
+    } else {
+        output(now);
+    }
+}
+
+void tcp_conn::flush_output(uint64_t now) noexcept {
+    if (output_owed_) {
+        output(now);  // clears it
+    }
 }
 
 std::size_t tcp_conn::recv(std::span<tcp_rx_piece> out, uint64_t now) noexcept {
@@ -179,17 +193,25 @@ std::size_t tcp_conn::recv(std::span<tcp_rx_piece> out, uint64_t now) noexcept {
     if (n == 0 || !synchronized(state_)) {
         return n;
     }
-    // A window update when reading opened the window enough to matter
-    // (RFC 9293 §3.8.6.2.2 receiver SWS avoidance: offer_window() only moves
-    // the right edge by min(RCV.BUFF/2, MSS) or more).
+    // A window update when reading opened the window enough to matter:
+    // offer_window() only moves the right edge by min(RCV.BUFF/2, MSS) or
+    // more (RFC 9293 §3.8.6.2.2 receiver SWS avoidance), and a pure update is
+    // news only when the peer's window was down to half the buffer or less,
+    // or it grows by a quarter of the buffer or more (Linux sends one only
+    // in the first case, when it also doubles: tcp_cleanup_rbuf). A right
+    // edge creeping forward by an MSS under a window the peer is nowhere near
+    // filling (a keep-alive connection's small responses) goes with the next
+    // ACK instead of in a frame of its own.
     const uint32_t offer = offer_window();
     switch (state_) {
         case tcp_state::established:
         case tcp_state::fin_wait_1:
         case tcp_state::fin_wait_2:
-            if (offer > before) {
+            if (offer > before && (uint64_t{before} * 2 <= cfg_.rcv_buf ||
+                                   uint64_t{offer - before} * 4 >= cfg_.rcv_buf)) {
                 ctr_.window_updates.inc();
-                send_ack(now);
+                ack_now_ = true;
+                output_soon(now);
             }
             break;
         default:
@@ -211,12 +233,12 @@ void tcp_conn::close(uint64_t now) noexcept {
         case tcp_state::established:
             fin_queued_ = true;
             set_state(tcp_state::fin_wait_1, now);
-            output(now);
+            output_soon(now);
             return;
         case tcp_state::close_wait:
             fin_queued_ = true;
             set_state(tcp_state::last_ack, now);
-            output(now);
+            output_soon(now);
             return;
         default:
             return;
@@ -524,7 +546,12 @@ void tcp_conn::input_synchronized(const tcp_repr &h, rte_mbuf *payload, uint32_t
 
     // "Seventh, process the segment text" and "Eighth, check the FIN bit".
     process_text(seq, payload, off, len, fin, now);
-    output(now);
+    if (dupack_now_) {
+        dupack_now_ = false;
+        output(now);
+    } else {
+        output_soon(now);
+    }
 }
 
 bool tcp_conn::process_ack(const tcp_repr &h, uint64_t now) noexcept {
@@ -710,6 +737,7 @@ void tcp_conn::process_text(seq_num seq, rte_mbuf *payload, uint32_t off, uint32
             // RFC 5681 §4.2: "an immediate ACK SHOULD be generated when a
             // segment arrives that fills in all or part of a gap".
             ack_received_data(had_ooo, now);
+            dupack_now_ = had_ooo;
         } else {
             // Out of order: keep it for reassembly (RFC 9293 §3.10.7.4
             // seventh step allows it; RFC 5681 §4.2: "A TCP receiver SHOULD
@@ -730,6 +758,7 @@ void tcp_conn::process_text(seq_num seq, rte_mbuf *payload, uint32_t off, uint32
                     break;
             }
             ack_now_ = true;
+            dupack_now_ = true;
             return;
         }
     } else {
@@ -970,6 +999,7 @@ void tcp_conn::send_rst(seq_num seq, uint64_t now) noexcept {
 }
 
 void tcp_conn::output(uint64_t now) noexcept {
+    output_owed_ = false;
     switch (state_) {
         case tcp_state::established:
         case tcp_state::close_wait:

@@ -54,6 +54,7 @@ struct tcp_layer::slot {
     bool ready = false;     // in the ready ring
     bool in_table = false;  // in the flow table
     bool detached = false;  // in TIME-WAIT, `closed` reported: the layer's alone
+    bool owed = false;      // in owed_: its output waits for flush()
     uint32_t tw_prev = none, tw_next = none;  // the TIME-WAIT FIFO, when detached
 };
 
@@ -77,6 +78,7 @@ tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, 
     // not resident until then.
     heap_ = std::make_unique_for_overwrite<uint32_t[]>(n);
     ready_ = std::make_unique_for_overwrite<uint32_t[]>(n);
+    owed_ = std::make_unique_for_overwrite<uint32_t[]>(n);
     zombies_ = std::make_unique_for_overwrite<uint32_t[]>(n);
     // Load factor at most 1/2: linear probing stays short.
     const uint32_t buckets = next_pow2(2 * n);
@@ -84,7 +86,7 @@ tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, 
     std::fill_n(table_.get(), buckets, 0u);
     table_mask_ = buckets - 1;
     listeners_ = std::make_unique<listener[]>(cfg_.max_listeners);
-    reserved_ = slots_.reserved_bytes() + size_t(n) * 3 * sizeof(uint32_t) +
+    reserved_ = slots_.reserved_bytes() + size_t(n) * 4 * sizeof(uint32_t) +
                 size_t(buckets) * sizeof(uint32_t) +
                 size_t(cfg_.max_listeners) * sizeof(listener) + blocks_.reserved_bytes();
     if (cfg_.nqueues == 0) {
@@ -740,6 +742,25 @@ uint64_t tcp_layer::next_deadline() const noexcept {
     return heap_len_ != 0 ? slots_[heap_[0]].deadline : tcp_conn::never;
 }
 
+void tcp_layer::flush(uint64_t now) noexcept {
+    if (owed_len_ == 0) {
+        return;
+    }
+    now_ = now;
+    // after() may append (not for these: output() settles what they owe).
+    for (uint32_t i = 0; i < owed_len_; ++i) {
+        const uint32_t idx = owed_[i];
+        slot &s = slots_[idx];
+        if (!s.owed) {
+            continue;
+        }
+        s.owed = false;
+        s.conn->flush_output(now);
+        after(idx);
+    }
+    owed_len_ = 0;
+}
+
 void tcp_layer::after(uint32_t idx) noexcept {
     slot &s = slots_[idx];
     tcp_conn &c = *s.conn;
@@ -752,6 +773,14 @@ void tcp_layer::after(uint32_t idx) noexcept {
         // A new SYN on the same 4-tuple may open a new connection at once.
         erase_flow(c.tuple());
         s.in_table = false;
+    }
+    if (c.output_owed() && !s.owed) {
+        if (owed_len_ < cfg_.max_connections) {
+            s.owed = true;
+            owed_[owed_len_++] = idx;
+        } else {
+            c.flush_output(now_);  // only after slots were freed and reused in one iteration
+        }
     }
     heap_set(idx, closed ? tcp_conn::never : c.next_deadline());
     const bool tw_report = c.state() == tcp_state::time_wait && !s.detached;
@@ -875,6 +904,7 @@ void tcp_layer::free_slot(uint32_t idx) noexcept {
     }
     s.conn.reset();
     s.active = false;
+    s.owed = false;  // its owed_ entry, if any, is skipped
     ++s.gen;  // every handle to the old connection is stale now
     slots_.give(idx);
     nc_.conn_closed.inc();

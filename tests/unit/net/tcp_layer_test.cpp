@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <vector>
 
+#include "ferry/net/mbuf_chain.h"
 #include "ferry/net/stack.h"
 #include "ferry/net/steering.h"
 #include "stack_test_env.h"
@@ -265,6 +267,56 @@ TEST_F(TcpLayerTest, passive_open_data_close_and_stale_handle) {
     out = take();
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].h.flags, tcp_flag::rst);
+}
+
+// conn.defer_output (issue 17): what a loop iteration queues leaves at
+// flush() in as few segments as the MSS allows, carrying the ACK owed for
+// the data that came in; a duplicate ACK for out-of-order data does not wait.
+TEST_F(TcpLayerTest, deferred_output_leaves_at_flush_in_full_segments_with_the_ack) {
+    tcp_layer_config cfg;
+    cfg.conn.defer_output = true;
+    start(cfg);
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    const uint32_t iss = handshake(5000, 7, 100);
+    const auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    const tcp_handle h = ev[0].h;
+
+    // Two segments of data in one burst: the second makes an ACK due
+    // (RFC 5681 §4.2), but it waits for what the application writes.
+    send(seg(5000, 7, 101, tcp_flag::ack, iss + 1), from_string("GET "));
+    send(seg(5000, 7, 105, tcp_flag::ack | tcp_flag::psh, iss + 1), from_string("/\r\n"));
+    EXPECT_TRUE(take().empty()) << "the ACK went before flush()";
+    EXPECT_EQ(layer_->flush_pending(), 1u);
+    tcp_rx_piece p[4];
+    const std::size_t n = layer_->recv(h, p, 0);
+    for (std::size_t i = 0; i < n; ++i) rte_pktmbuf_free(p[i].m);
+    // A response head and its body written apart: one segment at flush().
+    auto chain = [](std::string_view s) {
+        return chain_from(g_pool, s.data(), static_cast<uint32_t>(s.size()));
+    };
+    ASSERT_EQ(layer_->send(h, chain("HTTP/1.1 200 OK\r\n\r\n"), 0), 19u);
+    ASSERT_EQ(layer_->send(h, chain("abc"), 0), 3u);
+    EXPECT_TRUE(take().empty());
+    layer_->flush(0);
+    EXPECT_EQ(layer_->flush_pending(), 0u);
+    auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].data, from_string("HTTP/1.1 200 OK\r\n\r\nabc"));
+    EXPECT_EQ(out[0].h.seq, seq_num(iss + 1));
+    EXPECT_EQ(out[0].h.ack, seq_num(108));
+    layer_->flush(0);
+    EXPECT_TRUE(take().empty()) << "a second flush sends nothing";
+
+    // Out-of-order data: its duplicate ACK goes at once.
+    send(seg(5000, 7, 200, tcp_flag::ack, iss + 23), from_string("late"));
+    out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.ack, seq_num(108));
+    EXPECT_TRUE(out[0].data.empty());
+    layer_->abort(h, 0);
+    take();
+    (void)events();
 }
 
 // An idle keep-alive connection (a request read, its answer acknowledged)

@@ -59,6 +59,14 @@ inline std::string bed_config(std::string_view http = "", std::string_view upstr
     return t;
 }
 
+// A TCP segment that crossed the wire between ferry and the peer (frames()).
+struct wire_seg {
+    bool from_ferry = false;
+    uint16_t sport = 0, dport = 0;
+    uint8_t flags = 0;     // net::tcp_flag bits
+    uint32_t payload = 0;  // TCP payload bytes
+};
+
 // One connection of the peer side (a client of ferry, or an origin's
 // accepted connection), with everything it received so far.
 struct peer_conn {
@@ -111,9 +119,11 @@ public:
         tc.cookie_key1 = net::siphash_key{5, 6};
         tc.conn.time_wait_ns = 100 * ms;
         tc.active_keepalive_ns = uint64_t(cfg_.tcp.upstream_keepalive_ms) * ms;  // as main.cpp
+        tc.conn.defer_output = true;  // as main.cpp: pump() flushes after the proxy's poll
         flay_.emplace(tc, *fst_, g_pool, fnc_, ftc_);
         tc.isn_key = net::siphash_key{7, 8};
         tc.active_keepalive_ns = 0;
+        tc.conn.defer_output = false;  // the peer's TCP answers at once
         play_.emplace(tc, *pst_, g_pool, pnc_, ptc_);
         fst_->attach_tcp(&*flay_);
         pst_->attach_tcp(&*play_);
@@ -159,6 +169,18 @@ public:
         peer_blackhole_ = false;
     }
     uint64_t dropped() const { return dropped_; }
+    // Every TCP segment carried since the last clear_frames(), both ways, in
+    // wire order (lost ones included).
+    const std::vector<wire_seg> &frames() const { return frames_; }
+    void clear_frames() { frames_.clear(); }
+    // How many of them ferry sent on the client leg (from its listener's
+    // port 80) or the origin leg (any other port), with data or without.
+    size_t frames_from_ferry(bool client_leg, bool with_data) const {
+        size_t n = 0;
+        for (const wire_seg &s : frames_)
+            if (s.from_ferry && (s.sport == 80) == client_leg && (s.payload != 0) == with_data) ++n;
+        return n;
+    }
     // worker_proxy::exchanges_in_flight()'s running count equals a recount;
     // reported once per bed (a broken count would fail every round after).
     // False if it did not.
@@ -183,6 +205,7 @@ public:
             if (fst_->next_deadline() <= now_) fst_->poll_timers(now_);
             if (pst_->next_deadline() <= now_) pst_->poll_timers(now_);
             moved |= px_->poll(now_) != 0;
+            flay_->flush(now_);  // the worker's flusher (worker.cpp flush_tx)
             check_exchange_count();
             moved |= peer_poll();
             moved |= !fst_->tx_pending().empty() || !pst_->tx_pending().empty();
@@ -272,6 +295,7 @@ private:
         if (tx.empty()) return false;
         std::vector<rte_mbuf *> in;
         for (rte_mbuf *m : tx) {
+            log_frame(m, &from == &*fst_);
             if (lose) {
                 ++dropped_;
                 rte_pktmbuf_free(m);
@@ -296,6 +320,22 @@ private:
         from.tx_consumed(static_cast<uint16_t>(tx.size()));
         if (!in.empty()) to.input_burst(in, now_);
         return true;
+    }
+
+    // Ethernet, IPv4 (any IHL), TCP: into frames_.
+    void log_frame(const rte_mbuf *m, bool from_ferry) {
+        uint8_t h[14 + 60 + 20];
+        const uint32_t n = std::min<uint32_t>(m->pkt_len, sizeof h);
+        const auto *p = static_cast<const uint8_t *>(rte_pktmbuf_read(m, 0, n, h));
+        if (p == nullptr || n < 14 + 20 || p[12] != 0x08 || p[13] != 0x00 || p[14 + 9] != 6) return;
+        const uint32_t ihl = (p[14] & 15u) * 4;
+        const uint32_t ip_len = uint32_t{p[16]} << 8 | p[17];
+        if (n < 14 + ihl + 20) return;
+        const uint8_t *t = p + 14 + ihl;
+        const uint32_t thl = (t[12] >> 4) * 4u;
+        frames_.push_back(wire_seg{from_ferry, static_cast<uint16_t>(t[0] << 8 | t[1]),
+                                   static_cast<uint16_t>(t[2] << 8 | t[3]), t[13],
+                                   ip_len - ihl - thl});
     }
 
     peer_conn *find(net::tcp_handle h) {
@@ -358,6 +398,7 @@ private:
     bool blackhole_ = false;
     bool peer_blackhole_ = false;
     uint64_t dropped_ = 0;
+    std::vector<wire_seg> frames_;
     uint64_t now_ = 1'000'000'000;
     config::ferry_config cfg_;
     net::net_counters fnc_{}, pnc_{};

@@ -255,6 +255,14 @@ struct tcp_conn_config {
     uint64_t time_wait_ns = 60'000'000'000;  // 2*MSL, RFC 9293 §3.10.8
     bool delayed_ack = true;
     uint64_t delayed_ack_ns = 40'000'000;      // Linux's minimum; RFC 1122 allows up to 500 ms
+    // What send(), close(), recv()'s window update and the answer to an
+    // arriving segment would transmit waits for flush_output(), which the
+    // owner calls once per loop iteration (tcp_layer::flush): what an
+    // iteration queued on a connection leaves in as few segments as MSS and
+    // windows allow (a response head and its body in one), and the ACK owed
+    // for a request rides on the response written in the same iteration.
+    // Duplicate ACKs (out-of-order data, a filled gap) still go at once.
+    bool defer_output = false;
     uint32_t max_retransmits = 15;             // data RTOs before giving up (Linux tcp_retries2)
     uint32_t max_syn_retries = 6;              // SYN / SYN-ACK RTOs before giving up
     uint64_t persist_max_ns = 60'000'000'000;  // cap on the zero-window probe interval
@@ -332,6 +340,10 @@ public:
     // RECEIVE (RFC 9293 §3.10.3): moves up to out.size() in-order pieces to
     // the caller, who frees their chains. May send a window update.
     [[nodiscard]] std::size_t recv(std::span<tcp_rx_piece> out, uint64_t now) noexcept;
+    // With defer_output: whether something waits for flush_output(), which
+    // sends it (what the windows allow, or the ACK owed).
+    [[nodiscard]] bool output_owed() const noexcept { return output_owed_; }
+    void flush_output(uint64_t now) noexcept;
     // CLOSE (RFC 9293 §3.10.4): FIN after the queued data. ESTABLISHED ->
     // FIN-WAIT-1, CLOSE-WAIT -> LAST-ACK; in SYN-SENT the connection just
     // closes; in SYN-RECEIVED the FIN waits for ESTABLISHED. Later calls do
@@ -433,6 +445,8 @@ private:
 
     // Output.
     void output(uint64_t now) noexcept;
+    // output() now, or with defer_output at the next flush_output().
+    void output_soon(uint64_t now) noexcept;
     void send_syn(uint64_t now) noexcept;  // SYN or SYN-ACK by state
     void send_ack(uint64_t now) noexcept;
     void send_challenge_ack(uint64_t now) noexcept;
@@ -540,6 +554,8 @@ private:
 
     // ACK policy.
     bool ack_now_ = false;
+    bool dupack_now_ = false;   // the ACK owed is a duplicate ACK (RFC 5681 §4.2): not deferred
+    bool output_owed_ = false;  // defer_output: flush_output() has something to send
     uint32_t segs_unacked_ = 0;
 
     // Keep-alive.

@@ -179,6 +179,14 @@ public:
     void poll_timers(uint64_t now) noexcept;
     [[nodiscard]] uint64_t next_deadline() const noexcept;
 
+    // With conn.defer_output: sends what the connections queued since the
+    // last flush (tcp_conn::flush_output), one connection at a time, in the
+    // order they first had something. The owner calls it once per loop
+    // iteration, after the application ran and before the port's tx burst.
+    void flush(uint64_t now) noexcept;
+    // Connections waiting for flush() (tests).
+    [[nodiscard]] uint32_t flush_pending() const noexcept { return owed_len_; }
+
     // Moves up to out.size() connections with pending events to the caller
     // (taking their events). A connection reported `closed` is freed at the
     // next call: its handle is stale from then on (until then it names a
@@ -288,6 +296,10 @@ private:
     std::unique_ptr<uint32_t[]> heap_;  // slot indices, min deadline first
     uint32_t heap_len_ = 0;
     std::unique_ptr<uint32_t[]> ready_;  // ring of slot indices with events
+    // Slots whose connection has output waiting for flush() (slot::owed; a
+    // freed slot's entry stays and is skipped).
+    std::unique_ptr<uint32_t[]> owed_;
+    uint32_t owed_len_ = 0;
     // Slots reported `closed` by the last poll_events(), freed at the start
     // of the next one: while the application handles a batch, a slot it is
     // told about cannot be reused by a connection opened in the same batch

@@ -181,6 +181,15 @@ void tcp_conn::output_soon(uint64_t now) noexcept {
     }
 }
 
+void tcp_conn::quick_ack(uint64_t now) noexcept {
+    if (delack_at_ == never || ack_now_ || !synchronized(state_)) {
+        return;
+    }
+    ctr_.quick_acks.inc();
+    ack_now_ = true;
+    output_soon(now);
+}
+
 void tcp_conn::flush_output(uint64_t now) noexcept {
     if (output_owed_) {
         output(now);  // clears it
@@ -963,6 +972,9 @@ uint32_t tcp_conn::emit_segment(uint8_t flags, seq_num seq, uint32_t off, uint32
         ctr_.rack_unrecorded.inc();  // RFC 8985 records (tcp_rack.h)
     }
     ctr_.segs_out.inc();
+    if (len == 0 && r.flags == tcp_flag::ack) {
+        ctr_.pure_acks.inc();
+    }
     emit_(emit_ctx_, r, tcp_payload{std::span<const tcp_payload_ref>(refs.data(), nrefs), len});
     return len;
 }

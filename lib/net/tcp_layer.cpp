@@ -645,6 +645,14 @@ std::size_t tcp_layer::recv(tcp_handle h, std::span<tcp_rx_piece> out, uint64_t 
     return n;
 }
 
+void tcp_layer::quick_ack(tcp_handle h, uint64_t now) noexcept {
+    if (tcp_conn *c = get(h)) {
+        now_ = now;
+        c->quick_ack(now);
+        after(h.index);
+    }
+}
+
 void tcp_layer::close(tcp_handle h, uint64_t now) noexcept {
     if (tcp_conn *c = get(h)) {
         now_ = now;

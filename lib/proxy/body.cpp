@@ -129,7 +129,9 @@ worker_proxy::pump_result worker_proxy::pump_body(endpoint &src, body_sink &sink
         if (!sink_ready(sink, now)) return {pump_end::blocked};  // read nothing more
         if (src.in_n == 0 && pull(src, now) == 0) {
             sink_flush(sink);
-            return {src.eof ? pump_end::eof : pump_end::blocked};
+            if (src.eof) return {pump_end::eof};
+            want_more(src, now);  // the rest of the body
+            return {pump_end::blocked};
         }
         net::tcp_rx_piece &p = src.front();
         const auto fr = feed_piece(src.framer, p);

@@ -102,6 +102,8 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
             if (c.eof) {
                 // End of the connection between requests (or mid-head).
                 close_client(c, now);
+            } else if (c.buf_len != 0) {
+                want_more(c, now);  // part of a head
             }
             return false;
         }

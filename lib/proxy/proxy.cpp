@@ -315,6 +315,10 @@ uint32_t worker_proxy::pull(endpoint &e, uint64_t now) noexcept {
     return added;
 }
 
+void worker_proxy::want_more(endpoint &e, uint64_t now) noexcept {
+    if (e.h.valid()) ports_[e.port].layer->quick_ack(e.h, now);
+}
+
 void worker_proxy::drop_input(endpoint &e) noexcept {
     while (e.in_n != 0) {
         rte_pktmbuf_free(e.front().m);

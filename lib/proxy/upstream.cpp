@@ -225,6 +225,8 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
             if (u.eof) {
                 // Closed before (the rest of) a response head.
                 upconn_failed(u, 502, true, now);
+            } else if (u.buf_len != 0) {
+                want_more(u, now);  // part of a head
             }
             return false;
         }

@@ -169,6 +169,8 @@ public:
         peer_blackhole_ = false;
     }
     uint64_t dropped() const { return dropped_; }
+    // Ferry's TCP counters (its port's connections).
+    const net::tcp_counters &ferry_tcp() const { return ftc_; }
     // Every TCP segment carried since the last clear_frames(), both ways, in
     // wire order (lost ones included).
     const std::vector<wire_seg> &frames() const { return frames_; }

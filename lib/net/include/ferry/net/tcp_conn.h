@@ -137,6 +137,8 @@
     X(zero_window_probes,    "zero-window probes sent")                                           \
     X(window_updates,        "window updates sent after the application read")                    \
     X(delayed_acks,          "ACKs sent by the delayed-ACK timer")                                \
+    X(quick_acks,            "ACKs sent early: the application read all and waits mid-message")   \
+    X(pure_acks,             "segments sent with ACK alone (no data, SYN, FIN or RST)")            \
     X(keepalives,            "keep-alive probes sent")                                            \
     X(keepalive_timeouts,    "connections closed by unanswered keep-alives")                      \
     X(snd_queue_full,        "send() calls refused: send queue full")                             \
@@ -340,6 +342,13 @@ public:
     // RECEIVE (RFC 9293 §3.10.3): moves up to out.size() in-order pieces to
     // the caller, who frees their chains. May send a window update.
     [[nodiscard]] std::size_t recv(std::span<tcp_rx_piece> out, uint64_t now) noexcept;
+    // The application read everything and waits for more of a message: the
+    // ACK owed (if any) goes now (with defer_output at the next flush), not
+    // at the delayed-ACK timeout. A peer whose Nagle algorithm (RFC 896,
+    // RFC 1122 §4.2.3.4) holds its next small segment until this one is
+    // acknowledged would otherwise wait that long (Linux: ICSK_ACK_PUSHED
+    // in tcp_cleanup_rbuf, or TCP_QUICKACK).
+    void quick_ack(uint64_t now) noexcept;
     // With defer_output: whether something waits for flush_output(), which
     // sends it (what the windows allow, or the ACK owed).
     [[nodiscard]] bool output_owed() const noexcept { return output_owed_; }

@@ -202,6 +202,8 @@ public:
                                    uint64_t now) noexcept;
     void close(tcp_handle h, uint64_t now) noexcept;
     void abort(tcp_handle h, uint64_t now) noexcept;
+    // tcp_conn::quick_ack: the application read all and waits mid-message.
+    void quick_ack(tcp_handle h, uint64_t now) noexcept;
 
     [[nodiscard]] uint32_t active() const noexcept { return slots_.in_use() - nzombies_ - ntw_; }
     [[nodiscard]] uint32_t time_wait() const noexcept { return ntw_; }

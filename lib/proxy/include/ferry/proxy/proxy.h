@@ -628,6 +628,9 @@ private:
 
     // Endpoint plumbing.
     uint32_t pull(endpoint &e, uint64_t now) noexcept;
+    // e's peer is mid-message and all it sent is read: the ACK it may wait
+    // for goes now (tcp_conn::quick_ack), not at the delayed-ACK timeout.
+    void want_more(endpoint &e, uint64_t now) noexcept;
     bool flush(endpoint &e, uint64_t now) noexcept;
     bool push(endpoint &e, rte_mbuf *chain, uint64_t now) noexcept;
     // mbufs: every allocation passes gate() (proxy_options::fail_alloc_at).

@@ -158,8 +158,36 @@ def ferry_lcores(fp, fields=FERRY_FIELDS):
     return {"sum": s, "lcores": lc}
 
 
+TCP_FIELDS = ("segs_out", "pure_acks", "quick_acks", "window_updates", "delayed_acks")
+
+
+def ferry_tcp(fp):
+    """TCP_FIELDS of /ferry/tcp summed over lcores and ports; None on failure."""
+    try:
+        s = fp.telemetry("/ferry/tcp")["sum"]
+        return {k: int(s.get(k, 0)) for k in TCP_FIELDS}
+    except Exception:
+        return None
+
+
+def link_packets(ns, devs):
+    """rx + tx packets of the devices `devs` in namespace ns, summed (what
+    crosses that link both ways, whoever the proxy is)."""
+    r = subprocess.run(["ip", "-n", ns, "-s", "-j", "link", "show"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True, timeout=10)
+    n = 0
+    for link in json.loads(r.stdout or "[]"):
+        if link.get("ifname") in devs:
+            st = link.get("stats64", {})
+            n += int(st.get("rx", {}).get("packets", 0)) + int(st.get("tx", {}).get("packets", 0))
+    return n
+
+
 class Snapshot:
-    def __init__(self, proxy_pids, origin_pids, ferry=None):
+    def __init__(self, proxy_pids, origin_pids, ferry=None, legs=None):
+        """legs: {name: (ns, devs)}, links whose frames are counted."""
+        self.legs = {k: link_packets(ns, devs) for k, (ns, devs) in (legs or {}).items()}
+        self.tcp = ferry_tcp(ferry) if ferry is not None else None
         self.t = time.monotonic()
         self.proxy_cpu = sum(proc_cpu_ticks(p) for p in proxy_pids)
         self.proxy_cs = sum(proc_ctx_switches(p) for p in proxy_pids)
@@ -190,9 +218,12 @@ def measure(running, topo, conns, path, duration_s, lua):
     """Counters around one wrk run against running.url_base + path."""
     proxy_pids = descendants(running.pids) if running.pids else []
     origin_pids = descendants(topo.origin_pids())
-    a = Snapshot(proxy_pids, origin_pids, running.ferry)
+    # The client leg as the client's namespace sees it (to a kernel proxy or
+    # to ferry), the origin leg as the origin's does: frames per request.
+    legs = {"client": (topo.client, ("cp0", "cf0")), "origin": (topo.origin, ("op0", "of0"))}
+    a = Snapshot(proxy_pids, origin_pids, running.ferry, legs)
     w = run_wrk(topo.client, topo.cpu_client, running.url_base + path, conns, duration_s, lua)
-    b = Snapshot(proxy_pids, origin_pids, running.ferry)
+    b = Snapshot(proxy_pids, origin_pids, running.ferry, legs)
     wall = b.t - a.t
     req = w["requests"]
     dur = w["duration_us"] / 1e6 if w["duration_us"] else wall
@@ -209,6 +240,14 @@ def measure(running, topo, conns, path, duration_s, lua):
     }
     ipis, r["ipi"] = ipi_delta(a, b)
     r["ipi_per_1k"] = per_1k(ipis, req)
+    # (wrk's count covers its run; the link counters a little more: the
+    # connections' handshakes and closes, a few frames per connection.)
+    for leg in a.legs:
+        r[f"{leg}_frames_per_req"] = (round((b.legs[leg] - a.legs[leg]) / req, 3)
+                                      if req > 0 else None)
+    if a.tcp and b.tcp and req > 0:
+        for k in TCP_FIELDS:
+            r[f"ferry_{k}_per_req"] = round((b.tcp[k] - a.tcp[k]) / req, 3)
     r["sys_ctxt_per_1k"] = per_1k(b.ctxt - a.ctxt, req)
     r["cpu_busy_pct"] = {c: round(100.0 * (b.busy[c] - a.busy[c]) / max(1, b.total[c] - a.total[c]), 1)
                          for c in b.busy}

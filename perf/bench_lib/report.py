@@ -8,7 +8,8 @@ FERRY_SYSTEMS = ("ferry-local", "ferry-shared", "ferry-relay")
 METRICS = ["rps", "p50_us", "p90_us", "p99_us", "p999_us", "proxy_cpu_s_per_1k",
            "proxy_cpu_pct", "proxy_cpu_other_pct", "ipi_per_1k", "proxy_ctx_per_1k",
            "sys_ctxt_per_1k", "origin_cpu_s_per_1k", "doorbells_rung_per_1k",
-           "doorbells_suppressed_per_1k", "sleeps_per_1k"]
+           "doorbells_suppressed_per_1k", "sleeps_per_1k", "client_frames_per_req",
+           "origin_frames_per_req", "ferry_pure_acks_per_req"]
 
 
 def _median(xs):
@@ -152,8 +153,9 @@ def markdown_matrix(doc):
             out.append("")
             out.append("| system | req/s | min–max | p50 ms | p90 ms | p99 ms | errors | "
                        "CPU ms/1k | CPU % | other % | IPIs/1k | proxy cs/1k | sys cs/1k | "
-                       "doorbells rung/suppr. per 1k | sleeps/1k | runs |")
-            out.append("|" + "---|" * 16)
+                       "doorbells rung/suppr. per 1k | sleeps/1k | frames/req client leg | "
+                       "frames/req origin leg | runs |")
+            out.append("|" + "---|" * 18)
             for name in doc["params"]["systems"]:
                 st = doc["systems"][name]
                 r = next((x for x in rows if x["system"] == name), None)
@@ -162,7 +164,7 @@ def markdown_matrix(doc):
                                 and x["body"] == body and x["conns"] == conns)
                     why = (st["reason_short"] if st["status"] != "ok" else
                            f"all {nfail} runs failed (see Failed runs)" if nfail else "not run")
-                    out.append(f"| {name} | {why} |" + " |" * 14)
+                    out.append(f"| {name} | {why} |" + " |" * 16)
                     continue
                 db = "–"
                 if r["doorbells_rung_per_1k"] is not None:
@@ -173,7 +175,9 @@ def markdown_matrix(doc):
                     f"{r['errors_total']} | {_f(r['proxy_cpu_s_per_1k'], 1, 1000)} | "
                     f"{_f(r['proxy_cpu_pct'], 0)} | {_f(r['proxy_cpu_other_pct'], 0)} | "
                     f"{_f(r['ipi_per_1k'])} | {_f(r['proxy_ctx_per_1k'])} | "
-                    f"{_f(r['sys_ctxt_per_1k'])} | {db} | {_f(r['sleeps_per_1k'])} | {r['n']} |")
+                    f"{_f(r['sys_ctxt_per_1k'])} | {db} | {_f(r['sleeps_per_1k'])} | "
+                    f"{_f(r['client_frames_per_req'], 2)} | {_f(r['origin_frames_per_req'], 2)} | "
+                    f"{r['n']} |")
             out.append("")
     out += ["## ferry vs peers", "",
             "Ratios of medians, ferry / peer: req/s above 1 and p99, CPU per request below 1 "

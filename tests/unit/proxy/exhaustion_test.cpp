@@ -236,7 +236,9 @@ TEST(Memory, AHeadInSeveralReadsKeepsItsBufferUntilDispatched) {
                              "\r\n\r\n";
     for (size_t off = 0; off < head.size(); off += 700) {
         bed.send(cl, head.substr(off, 700));
-        if (off + 700 < head.size()) EXPECT_EQ(heads.in_use(), 1u) << "at " << off;
+        if (off + 700 < head.size()) {
+            EXPECT_EQ(heads.in_use(), 1u) << "at " << off;
+        }
     }
     peer_conn &o = *bed.origin();
     EXPECT_TRUE(o.rx.find("X-Long: " + std::string(3000, 'x') + "\r\n") != std::string::npos);

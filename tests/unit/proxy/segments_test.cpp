@@ -26,11 +26,18 @@ void exchange(proxy_bed &bed, size_t cl) {
     ASSERT_TRUE(bed.conn(cl).rx.ends_with("\r\n\r\nabc")) << bed.conn(cl).rx;
 }
 
+// A client connection with one exchange done (the upstream connection open)
+// and the delayed ACKs out of the way.
+size_t warm(proxy_bed &bed) {
+    const size_t cl = bed.connect();
+    exchange(bed, cl);
+    bed.advance(100 * ms);
+    return cl;
+}
+
 TEST(Segments, AKeepAliveExchangeIsOneSegmentEachWayOnEachLeg) {
     proxy_bed bed;
-    const size_t cl = bed.connect();
-    exchange(bed, cl);  // opens the upstream connection
-    bed.advance(100 * ms);  // delayed ACKs out of the way
+    const size_t cl = warm(bed);
     for (int i = 0; i < 3; ++i) {
         bed.clear_frames();
         exchange(bed, cl);
@@ -50,9 +57,7 @@ TEST(Segments, AKeepAliveExchangeIsOneSegmentEachWayOnEachLeg) {
 // they come (one segment each): coalescing never waits for more.
 TEST(Segments, AResponseSentInTwoPiecesGoesOutAsItComes) {
     proxy_bed bed;
-    const size_t cl = bed.connect();
-    exchange(bed, cl);
-    bed.advance(100 * ms);
+    const size_t cl = warm(bed);
     bed.clear_frames();
     peer_conn &o = *bed.origin();
     bed.send(cl, simple_get);
@@ -72,9 +77,7 @@ TEST(Segments, AResponseSentInTwoPiecesGoesOutAsItComes) {
 // two pieces.
 TEST(Segments, APartOfAMessageIsAcknowledgedAtOnce) {
     proxy_bed bed;
-    const size_t cl = bed.connect();
-    exchange(bed, cl);
-    bed.advance(100 * ms);
+    const size_t cl = warm(bed);
     const uint64_t quick0 = bed.ferry_tcp().quick_acks.get();
     const uint64_t delayed0 = bed.ferry_tcp().delayed_acks.get();
     bed.clear_frames();

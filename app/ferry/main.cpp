@@ -7,7 +7,9 @@
 #include <rte_lcore.h>
 
 #include <sys/random.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -43,6 +45,17 @@ namespace {
 // stop_request.h for the lost stop it prevents).
 void on_stop_signal(int) { stop_requested.request(); }
 void on_reopen_signal(int) { access_log_writer::request_reopen(); }
+// Without an access log SIGHUP has nothing to do; its default action would
+// end ferry and drop every connection (an operator's `kill -HUP` habit, a
+// `systemctl reload`). Said on stderr with write(2), async-signal-safe.
+void on_idle_hup(int) {
+    static constexpr char msg[] =
+        "ferry.app: SIGHUP: no access log to reopen, ignored (a changed configuration "
+        "needs a restart)\n";
+    const int saved = errno;
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    errno = saved;
+}
 void ignore_signal(int) {}
 
 // net_tap arms O_ASYNC on its queue fds with the first still-default realtime
@@ -76,8 +89,8 @@ void block_stop_signals(sigset_t *set) {
     pthread_sigmask(SIG_BLOCK, set, nullptr);
 }
 
-// With an access log, SIGHUP reopens it (logrotate); without one SIGHUP keeps
-// its default action (ferry ends), as before.
+// With an access log, SIGHUP reopens it (logrotate); without one it is
+// logged and ignored.
 void install_stop_handlers(const sigset_t *set, bool reopen_on_hup) {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
@@ -85,10 +98,8 @@ void install_stop_handlers(const sigset_t *set, bool reopen_on_hup) {
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
-    if (reopen_on_hup) {
-        sa.sa_handler = on_reopen_signal;
-        sigaction(SIGHUP, &sa, nullptr);
-    }
+    sa.sa_handler = reopen_on_hup ? on_reopen_signal : on_idle_hup;
+    sigaction(SIGHUP, &sa, nullptr);
     pthread_sigmask(SIG_UNBLOCK, set, nullptr);
 }
 

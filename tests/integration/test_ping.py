@@ -3,6 +3,7 @@ and ARP, drops malformed frames with the right counter, keeps answering, shows
 its commands on the telemetry socket, and exits 0 on SIGTERM."""
 
 import os
+import signal
 import sys
 import time
 
@@ -86,6 +87,14 @@ def main():
         check("/ferry/ports" in r.stdout and "/ferry/net" in r.stdout,
               "dpdk-telemetry.py lists /ferry/* commands")
         check('"cap_rx_interrupts"' in r.stdout, "dpdk-telemetry.py shows /ferry/ports capabilities")
+
+        # Without an access log SIGHUP has nothing to reopen: it must not end
+        # ferry (its default action would, dropping every connection).
+        f.proc.send_signal(signal.SIGHUP)
+        ok = wait_for(lambda: "SIGHUP" in f.log_text(), lambda x: x, timeout=10)
+        check(ok and f.proc.poll() is None, "SIGHUP without an access log: logged, ferry runs on")
+        r = ns.run(["ping", "-c", "3", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
+        check("3 packets transmitted, 3 received" in r.stdout, "still answering ping after SIGHUP")
 
         code = f.stop()
         check(code == 0, f"ferry exits 0 on SIGTERM (got {code})")

@@ -273,12 +273,23 @@ int lcores(const process_view &v, rte_tel_data *d) {
     return 0;
 }
 
+// A refused setting: {"error": why, "allowed": what is}, nothing changed
+// (DPDK answers null to a negative return, which tells the operator nothing).
+int refused(rte_tel_data *d, const char *why, const char *allowed) {
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "error", why);
+    rte_tel_data_add_dict_string(d, "allowed", allowed);
+    return 0;
+}
+
 // Read: /ferry/wakeup_mode. Write: /ferry/wakeup_mode,<conditional|always|poll|adaptive>.
 // Every worker is woken so a sleeper re-reads the mode at once.
 int wakeup_mode(const process_view &v, const char *params, rte_tel_data *d) {
     if (params != nullptr && *params != '\0') {
         reactor::wakeup_mode m;
-        if (!reactor::parse_wakeup_mode(params, m)) return -EINVAL;
+        if (!reactor::parse_wakeup_mode(params, m))
+            return refused(d, "unknown wakeup mode, nothing changed",
+                           "conditional, always, poll, adaptive");
         v.settings->mode.store(m, std::memory_order_relaxed);
         v.wake_all();
         TELEMETRY_LOG(NOTICE, "wakeup mode set to %s", reactor::name(m));
@@ -294,7 +305,9 @@ int idle_threshold(const process_view &v, const char *params, rte_tel_data *d) {
     if (params != nullptr && *params != '\0') {
         char *end = nullptr;
         const unsigned long us = std::strtoul(params, &end, 10);
-        if (end == params || *end != '\0' || us < 1 || us > 1'000'000) return -EINVAL;
+        if (end == params || *end != '\0' || us < 1 || us > 1'000'000)
+            return refused(d, "not a whole number of microseconds in range, nothing changed",
+                           "1..1000000");
         v.settings->idle_threshold_ns.store(uint64_t(us) * 1000u, std::memory_order_relaxed);
         v.wake_all();
         TELEMETRY_LOG(NOTICE, "idle threshold set to %lu us", us);

@@ -117,13 +117,19 @@ def main():
               f"adaptive: the pings' lcore learned from the gaps between them: {shown}")
 
         check(f.telemetry("/ferry/wakeup_mode,always")["wakeup_mode"] == "always", "mode always")
-        check(f.telemetry("/ferry/wakeup_mode,bogus") is None, "an unknown mode is refused")
+        r = f.telemetry("/ferry/wakeup_mode,bogus")
+        check(r is not None and "error" in r and "adaptive" in r.get("allowed", "") and
+              f.telemetry("/ferry/wakeup_mode")["wakeup_mode"] == "always",
+              f"an unknown mode is refused with the allowed values: {r}")
         check(f.telemetry("/ferry/wakeup_mode")["wakeup_mode"] == "always", "refusal changed nothing")
 
         check(f.telemetry("/ferry/idle_threshold_us,500")["idle_threshold_us"] == 500,
               "idle threshold set to 500 us")
-        check(f.telemetry("/ferry/idle_threshold_us,0") is None, "idle threshold 0 refused")
-        check(f.telemetry("/ferry/idle_threshold_us,x") is None, "idle threshold 'x' refused")
+        for bad in ("0", "x"):
+            r = f.telemetry(f"/ferry/idle_threshold_us,{bad}")
+            check(r is not None and r.get("allowed") == "1..1000000" and
+                  f.telemetry("/ferry/idle_threshold_us")["idle_threshold_us"] == 500,
+                  f"idle threshold {bad!r} refused with the range: {r}")
         cfg = f.telemetry("/ferry/config")
         check(cfg["idle_threshold_us"] == 500 and cfg["wakeup_mode"] == "always",
               "/ferry/config shows the live settings")

@@ -267,6 +267,15 @@ def groups(a):
     return out
 
 
+def util_cpus(spec):
+    """'1' -> ['1'], '0-1' -> ['0', '1'], '0,2' -> ['0', '2']."""
+    out = []
+    for part in str(spec).split(","):
+        lo, _, hi = part.partition("-")
+        out += [str(c) for c in range(int(lo), int(hi or lo) + 1)]
+    return out
+
+
 def ferry_cpus(topo, nlcores):
     """EAL -l and taskset list: 1 lcore on the proxy CPU, 2 on both."""
     if nlcores == 1:
@@ -367,10 +376,20 @@ def run(a, build, out_path, log=print):
                                 ValueError) as e:
                             base["error"] = str(e)[:300]
                         log(progress(i, plan_n, t0, base))
+                        fcpus = [int(x) for x in util_cpus(cpus)]
                         for g in got:
                             g["ipis_added_per_s"] = (round(g["ipi_per_s"] - base["ipi_per_s"], 1)
                                                      if "ipi_per_s" in g and "ipi_per_s" in base
                                                      else None)
+                            # Those on ferry's CPUs alone: the kernel waking
+                            # ferry's lcores (the rest wakes the client and
+                            # the origin for ferry's packets, as it would for
+                            # any proxy on another CPU).
+                            gb, bb = g.get("ipi_per_s_by_cpu"), base.get("ipi_per_s_by_cpu")
+                            g["ipis_ferry_cpus_added_per_1k"] = (
+                                M.per_1k(sum(gb[c] - bb[c] for c in fcpus if c < len(gb)),
+                                         g["achieved_rps"])
+                                if gb and bb and g.get("achieved_rps") else None)
                             g["ipis_added_per_1k"] = (
                                 M.per_1k(g["ipis_added_per_s"], g["achieved_rps"])
                                 if g["ipis_added_per_s"] is not None else None)
@@ -429,7 +448,8 @@ def summarize(recs):
         out[k] = {f: _med([r.get(f) for r in rs]) for f in
                   ("achieved_rps", "cpu_pct_per_lcore", "p50_us", "p99_us", "p999_us",
                    "doorbells_per_1k", "wakeups_per_s", "wakeups_per_1k", "ipi_per_s",
-                   "ipis_added_per_1k", "ipis_added_per_s", "wake_floor_p99_us")}
+                   "ipis_added_per_1k", "ipis_added_per_s", "wake_floor_p99_us",
+                   "ipis_ferry_cpus_added_per_1k")}
         out[k]["errors"] = sum(r.get("errors", 0) for r in rs)
         out[k]["n"] = len(rs)
     return out
@@ -488,6 +508,15 @@ def checks(sm, nap_budget_us=100):
                 res.append((where, "p99 <= poll p99 + one wake (wake floor p99"
                             + (" or nap budget" if port == "af_packet" else "") + ")",
                             f"{p99} vs {pp} + {extra:g} us", p99 <= pp + extra))
+        wk = c.get("wakeups_per_1k")
+        if wk is not None and pt != "saturation" and pt < 4000:
+            res.append((where, f"wakeups <= {nl} per request ({nl} x 1000 / 1k req)",
+                        f"{wk:.0f}", wk <= nl * 1000.0))
+        fi = c.get("ipis_ferry_cpus_added_per_1k")
+        if fi is not None:
+            lim = 5.0 if (pt == "saturation" or pt >= 10000) else nl * 1000.0
+            res.append((where, f"IPIs on ferry's CPUs added <= {lim:g} / 1k req", f"{fi:.1f}",
+                        fi <= lim))
         ia = c["ipis_added_per_1k"]
         if ia is not None:
             if pt == "saturation" or pt >= 10000:
@@ -532,8 +561,9 @@ def markdown(recs, path):
     for nl, port in grp:
         out += ["", f"## {port}, {nl} lcore(s)", "",
                 "| offered | mode | done req/s | CPU %/lcore | p50 us | p99 us | p99.9 us | "
-                "errors | doorbells /1k | wakeups /s | IPIs /s | IPIs added /1k |",
-                "|" + "---|" * 12]
+                "errors | doorbells /1k | wakeups /s | IPIs /s | IPIs added /1k | "
+                "IPIs added on ferry's CPUs /1k |",
+                "|" + "---|" * 13]
         pts = sorted({k[2] for k in sm if k[:2] == (nl, port)}, key=point_order)
         for pt in pts:
             for mode in MODES_TAP + ["no-proxy"]:
@@ -544,7 +574,8 @@ def markdown(recs, path):
                            f"{_n(c['cpu_pct_per_lcore'])} | {_n(c['p50_us'], 0)} | "
                            f"{_n(c['p99_us'], 0)} | {_n(c['p999_us'], 0)} | {c['errors']} | "
                            f"{_n(c['doorbells_per_1k'], 2)} | {_n(c['wakeups_per_s'], 0)} | "
-                           f"{_n(c['ipi_per_s'], 0)} | {_n(c['ipis_added_per_1k'], 1)} |")
+                           f"{_n(c['ipi_per_s'], 0)} | {_n(c['ipis_added_per_1k'], 1)} | "
+                           f"{_n(c['ipis_ferry_cpus_added_per_1k'], 1)} |")
         wf = _med([c["wake_floor_p99_us"] for k, c in sm.items() if k[:2] == (nl, port)])
         out.append(f"\nwake floor p99 (perf/wake_floor, 1 ms gaps): {_n(wf)} us")
     cs = checks(sm)

@@ -149,6 +149,7 @@ void reactor::publish_window() noexcept {
     spin_window_ns_.store(sw_.window(), std::memory_order_relaxed);
     busy_window_ns_.store(sw_busy_.window(), std::memory_order_relaxed);
     spin_limit_ns_.store(sw_.limit(), std::memory_order_relaxed);
+    busy_limit_ns_.store(sw_busy_.limit(), std::memory_order_relaxed);
     wake_cost_ns_.store(sw_.wake_cost(), std::memory_order_relaxed);
 }
 
@@ -169,7 +170,11 @@ void reactor::end_gap(uint64_t gap_ns, bool slept, bool expected) noexcept {
 }
 
 void reactor::run(const std::atomic<bool> &stop) noexcept {
-    if (can_sleep_ || can_nap_) sw_ = sw_busy_ = spin_window(measure_wake_cost());
+    if (can_sleep_ || can_nap_) {
+        const uint64_t cost = measure_wake_cost();
+        sw_ = spin_window(cost, idle_limit_factor);
+        sw_busy_ = spin_window(cost, busy_limit_factor);
+    }
     publish_window();
     last_busy_ = now_ns();
     gap_open_ = slept_in_gap_ = false;

@@ -4,11 +4,14 @@
 
 namespace ferry::reactor {
 
-spin_window::spin_window(uint64_t wake_cost_ns) noexcept { set_cost(wake_cost_ns); }
+spin_window::spin_window(uint64_t wake_cost_ns, uint32_t limit_factor) noexcept
+    : factor_(std::max<uint32_t>(limit_factor, 1)) {
+    set_cost(wake_cost_ns);
+}
 
 void spin_window::set_cost(uint64_t c) noexcept {
     wake_cost_ = c;
-    limit_ = std::clamp<uint64_t>(2 * c, min_limit_ns, max_limit_ns);
+    limit_ = std::clamp<uint64_t>(uint64_t{factor_} * c, min_limit_ns, max_limit_ns);
     window_ = std::min(window_, limit_);
 }
 

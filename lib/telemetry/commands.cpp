@@ -260,6 +260,7 @@ int lcores(const process_view &v, rte_tel_data *d) {
         rte_tel_data_add_dict_u64(c, "spin_window_ns", l.loop->spin_window_ns());
         rte_tel_data_add_dict_u64(c, "busy_spin_window_ns", l.loop->busy_spin_window_ns());
         rte_tel_data_add_dict_u64(c, "spin_limit_ns", l.loop->spin_limit_ns());
+        rte_tel_data_add_dict_u64(c, "busy_spin_limit_ns", l.loop->busy_spin_limit_ns());
         rte_tel_data_add_dict_u64(c, "wake_cost_ns", l.loop->wake_cost_ns());
         rte_tel_data_add_dict_string(c, "state", l.loop->asleep() ? "asleep" : "running");
         const uint64_t polls = l.reactor->polls.get(), busy = l.reactor->busy_polls.get();

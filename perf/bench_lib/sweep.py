@@ -137,7 +137,8 @@ def ipis_per_cpu():
     return out
 
 
-POLICY_FIELDS = ("spin_window_ns", "busy_spin_window_ns", "spin_limit_ns", "wake_cost_ns")
+POLICY_FIELDS = ("spin_window_ns", "busy_spin_window_ns", "spin_limit_ns", "busy_spin_limit_ns",
+                 "wake_cost_ns")
 
 
 def lcore_sums(fp):

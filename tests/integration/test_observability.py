@@ -384,7 +384,8 @@ def check_telemetry(f, requests_sent, rejected_sent):
                        "mode": lambda v: v in ("conditional", "always", "poll", "adaptive"),
                        "can_sleep": lambda v: v in (0, 1), "can_nap": lambda v: v in (0, 1),
                        "spin_window_ns": is_uint, "busy_spin_window_ns": is_uint,
-                       "spin_limit_ns": is_uint, "wake_cost_ns": is_uint,
+                       "spin_limit_ns": is_uint, "busy_spin_limit_ns": is_uint,
+                       "wake_cost_ns": is_uint,
                        "state": lambda v: v in ("asleep", "running"),
                        "busy_permille": lambda v: is_uint(v) and v <= 1000,
                        "polls": is_uint, "busy_polls": is_uint, "sleeps": is_uint,
@@ -583,7 +584,7 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
     # /ferry/lcores mixes reactor and io counters with non-counters.
     non_counters = {"lcore", "queue", "socket", "mode", "can_sleep", "state", "busy_permille",
                     "current_sleep_ns", "can_nap", "spin_window_ns", "busy_spin_window_ns",
-                    "spin_limit_ns", "wake_cost_ns"}
+                    "spin_limit_ns", "busy_spin_limit_ns", "wake_cost_ns"}
     lcore_counters = set(tel["/ferry/lcores"]["lcore0"]) - non_counters
     io_names = {"rx_packets", "rx_bursts", "tx_packets", "tx_short_bursts", "tx_drop_stuck",
                 "mem_pressure"}

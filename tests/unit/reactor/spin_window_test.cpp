@@ -18,6 +18,19 @@ TEST(SpinWindow, StartsBySleepingAtOnceWithALimitOfTwiceTheWakeCost) {
     EXPECT_EQ(spin_window(5000 * us).limit(), spin_window::max_limit_ns);
 }
 
+// The busy window (a request out to an origin) takes a larger factor: it
+// spins through replies up to four wake costs, where the idle window would
+// sleep and put a wake-up into the request's latency.
+TEST(SpinWindow, TheLimitFactorScalesTheLimit) {
+    spin_window busy(60 * us, 4);
+    EXPECT_EQ(busy.limit(), 240 * us);
+    for (int i = 0; i < 10; ++i) busy.on_gap(200 * us, true);
+    EXPECT_EQ(busy.window(), 240 * us);
+    spin_window idle(60 * us);
+    for (int i = 0; i < 10; ++i) idle.on_gap(200 * us, true);  // past 2 x 60 us
+    EXPECT_EQ(idle.window(), 0u);
+}
+
 TEST(SpinWindow, ASleepThatEndedWithinTheLimitGrowsTheWindow) {
     spin_window w(60 * us);
     EXPECT_EQ(w.on_gap(40 * us, true), spin_window::verdict::short_sleep);

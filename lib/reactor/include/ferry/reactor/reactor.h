@@ -187,6 +187,9 @@ public:
     [[nodiscard]] uint64_t busy_spin_window_ns() const noexcept {
         return busy_window_ns_.load(std::memory_order_relaxed);
     }
+    [[nodiscard]] uint64_t busy_spin_limit_ns() const noexcept {
+        return busy_limit_ns_.load(std::memory_order_relaxed);
+    }
     [[nodiscard]] uint64_t spin_limit_ns() const noexcept {
         return spin_limit_ns_.load(std::memory_order_relaxed);
     }
@@ -219,12 +222,15 @@ private:
     // The adaptive policy, and the gap in progress (run()).
     // Two windows: gaps that began with work in flight (a poller's
     // expecting()) have their own, learned apart from idle ones.
-    spin_window sw_{spin_window::min_limit_ns / 2};
-    spin_window sw_busy_{spin_window::min_limit_ns / 2};
+    // The busy window's limit is larger: a sleep there adds a wake-up to a
+    // request's latency, one in an idle gap only to the next arrival's.
+    static constexpr uint32_t idle_limit_factor = 2, busy_limit_factor = 4;
+    spin_window sw_{spin_window::min_limit_ns / 2, idle_limit_factor};
+    spin_window sw_busy_{spin_window::min_limit_ns / 2, busy_limit_factor};
     bool gap_open_ = false, slept_in_gap_ = false, gap_expected_ = false;
     uint64_t gap_start_ = 0;
     std::atomic<uint64_t> spin_window_ns_{0}, busy_window_ns_{0}, spin_limit_ns_{0},
-        wake_cost_ns_{0};
+        busy_limit_ns_{0}, wake_cost_ns_{0};
     [[nodiscard]] bool expecting() const noexcept;
     void publish_window() noexcept;
     // Start of the sleep in progress (0: awake), for telemetry.

@@ -4,9 +4,11 @@
 //
 // The rule is Linux cpuidle-haltpoll's, on gaps instead of guest halts. A
 // gap is the time from the last work to the next. The window W starts at 0
-// (sleep as soon as idle) and is bounded by a limit L, twice what a
+// (sleep as soon as idle) and is bounded by a limit L, a few times what a
 // sleep/wake round trip costs on this machine (learned: the lateness of the
-// lcore's own timer wakeups, an EWMA):
+// lcore's own timer wakeups, an EWMA): twice for idle gaps, four times for
+// gaps with a request out to an origin, where a sleep puts a wake-up into
+// that request's latency (the reactor's two windows):
 //   - the gap ended while spinning: the spin paid off; W stays;
 //   - the lcore slept and the work came within L: the sleep was too short
 //     to be worth its wake-up, a longer spin would have caught the work
@@ -30,8 +32,9 @@ public:
     static constexpr uint64_t min_limit_ns = 20'000;
     static constexpr uint64_t max_limit_ns = 1'000'000;
 
-    // `wake_cost_ns`: the first estimate of a sleep/wake round trip's cost.
-    explicit spin_window(uint64_t wake_cost_ns) noexcept;
+    // `wake_cost_ns`: the first estimate of a sleep/wake round trip's cost;
+    // the limit is `limit_factor` times the wake cost.
+    explicit spin_window(uint64_t wake_cost_ns, uint32_t limit_factor = 2) noexcept;
 
     enum class verdict : uint8_t { spun, short_sleep, long_sleep };
     // An idle gap of `gap_ns` ended (work came); `slept`: the lcore slept in it.
@@ -48,6 +51,7 @@ private:
     uint64_t window_ = 0;
     uint64_t limit_ = 0;
     uint64_t wake_cost_ = 0;
+    uint32_t factor_ = 2;
 };
 
 }  // namespace ferry::reactor

@@ -331,8 +331,12 @@ TEST(TcpConnRackScript, AckLossLongerThanThePtoCostsOneProbe) {
 // once (pipe 2000) and 5 when the ACK of 3 takes one out. In order, each
 // once. Data written after that goes as the resends leave the network: the
 // originals of the resent segments are not counted in pipe.
+// The sending is RFC 6675's own (cwnd - pipe at once, RFC 6582's exit), so
+// PRR is off here; with PRR (the default) the same burst goes one segment
+// on the timer and two per ACK after it: tcp_conn_prr_script_test.cpp.
 TEST(TcpConnRackScript, ABurstIsMarkedLostAtOnceAndResentInOrderWithinCwnd) {
     tcp_harness t;
+    t.cfg.prr = false;
     ASSERT_NO_FATAL_FAILURE(establish(t));
     const uint64_t t0 = t.now;
     ASSERT_NO_FATAL_FAILURE(send_flight(t, 7));

@@ -14,7 +14,7 @@
 // first and third scripts follow), RFC 6675 §5 (the recovery PRR paces),
 // RFC 2883 §4 and RFC 3708 (D-SACK), RFC 8985 §6.2 step 4.
 //
-// Every script starts from establish(): SACK, RACK and PRR on, NewReno (so
+// Every script starts from establish_prr(): SACK, RACK and PRR on, NewReno (so
 // that ssthresh = FlightSize / 2, RFC 5681 eq. 4), MSS 1000, the peer's
 // window 60000, a path RTT of exactly 10 ms learnt from a first segment.
 // All of a round's ACKs arrive in one tick (as one poll takes a NIC's
@@ -36,82 +36,26 @@
 #include "ferry/net/tcp_conn.h"
 #include "ferry/net/tcp_rack.h"
 #include "tcp_conn_harness.h"
+#include "tcp_conn_sender_script.h"
 
 namespace ferry::net {
 namespace {
 
 using namespace test;
-constexpr uint8_t SYN = tcp_flag::syn;
-constexpr uint8_t ACK = tcp_flag::ack;
-constexpr uint8_t PSH = tcp_flag::psh;
-constexpr uint32_t L = tcp_harness::local_iss;
-constexpr uint32_t P = tcp_harness::peer_iss;
+using namespace test::sender;
 
-constexpr uint64_t rtt = 10 * ms;  // the path's
-constexpr uint16_t W = 60000;      // the peer's window
+constexpr uint16_t W = 60000;  // the peer's window
 
-// The first octet of data segment k (1-based, 1000 octets each).
-constexpr uint32_t S(uint32_t k) {
-    return L + 1 + 1000 * (k - 1);
+// What the peer sends here: an ACK of everything below `to`, with SACK
+// blocks, and the window W.
+seg ack(uint32_t to, std::initializer_list<std::pair<uint32_t, uint32_t>> blocks = {}) {
+    return ack_to(to, blocks, W);
 }
 
-tcp_options sack(std::initializer_list<std::pair<uint32_t, uint32_t>> blocks) {
-    tcp_options o;
-    for (auto [l, r] : blocks) {
-        o.sack[o.sack_count++] = tcp_sack_block{seq_num(l), seq_num(r)};
-    }
-    return o;
-}
-
-// Data segment k (k >= 2) as the connection sends it: the script's stream
-// starts at segment 2 (segment 1 is establish()'s). A retransmission has no
-// PSH.
-seg data(uint32_t k, bool psh = false) {
-    return {static_cast<uint8_t>(ACK | (psh ? PSH : 0)), S(k), P + 1, 10000,
-            pattern(1000, static_cast<uint8_t>(1000 * (k - 2)))};
-}
-seg rtx(uint32_t k) {
-    return data(k);
-}
-
-// What the peer sends: an ACK of everything below `ack`, with SACK blocks.
-seg ack_to(uint32_t ack, std::initializer_list<std::pair<uint32_t, uint32_t>> blocks = {}) {
-    return {ACK, P + 1, ack, W, {}, sack(blocks)};
-}
-
-// Passive open with SACK-permitted both ways, then one segment answered
-// after exactly `rtt`: cwnd = `iw` segments + 1 (slow start), SRTT =
-// RACK.min_RTT = 10 ms, RTO 200 ms.
-void establish(tcp_harness &t, uint32_t iw = 19, bool rack = true) {
-    t.cfg.sack = true;
-    t.cfg.rack = rack;
-    t.cfg.cc.initial_window_segments = iw;
-    t.create();
-    tcp_repr syn;
-    syn.src_port = tcp_harness::peer_port;
-    syn.dst_port = tcp_harness::local_port;
-    syn.seq = seq_num(P);
-    syn.flags = SYN;
-    syn.window = W;
-    syn.options.mss = 1000;
-    syn.options.sack_permitted = true;
-    ASSERT_TRUE(t.conn->open_passive(syn, t.now));
-    tcp_options want = tcp_harness::mss_opt(1000);
-    want.sack_permitted = true;
-    t.expect_seg({SYN | ACK, L, P + 1, 10000, {}, want});
-    t.now += rtt;
-    t.send_seg({ACK, P + 1, L + 1, W});
-    ASSERT_EQ(t.conn->state(), tcp_state::established);
-    ASSERT_TRUE(t.conn->sack_enabled());
-    (void)t.conn->take_events();
-    ASSERT_EQ(t.app_send(pattern(1000)), 1000u);
-    t.expect_seg({ACK | PSH, S(1), P + 1, 10000, pattern(1000)});
-    t.advance(rtt);
-    t.send_seg(ack_to(S(2)));
-    t.expect_nothing();
-    ASSERT_EQ(t.conn->rtt().srtt_ns(), rtt);
-    ASSERT_EQ(t.conn->rack().min_rtt(), rack ? rtt : UINT64_MAX);
-    ASSERT_EQ(t.conn->cc().cwnd(), 1000u * (iw + 1));
+// sender::establish() with the peer's window W and an initial window of
+// `iw` segments (cwnd iw + 1 after it), NewReno.
+void establish_prr(tcp_harness &t, uint32_t iw = 19, bool rack = true) {
+    establish(t, path{.peer_window = W, .initial_window = iw, .rack = rack});
     ASSERT_EQ(t.conn->cc().algorithm(), cc_algorithm::new_reno);
 }
 
@@ -136,13 +80,13 @@ uint64_t one_loss_first_round(tcp_harness &t) {
     t.expect_nothing();
     const uint64_t t1 = t0 + rtt;
     t.advance_to(t1);
-    t.send_seg(ack_to(S(2), {{S(3), S(4)}}));
+    t.send_seg(ack(S(2), {{S(3), S(4)}}));
     t.expect_seg(data(22));
-    t.send_seg(ack_to(S(2), {{S(3), S(5)}}));
+    t.send_seg(ack(S(2), {{S(3), S(5)}}));
     t.expect_seg(data(23));
     t.expect_nothing();
     EXPECT_FALSE(t.conn->cc().in_recovery());
-    t.send_seg(ack_to(S(2), {{S(3), S(6)}}));
+    t.send_seg(ack(S(2), {{S(3), S(6)}}));
     t.expect_seg(rtx(2));
     t.expect_nothing();
     EXPECT_TRUE(t.conn->cc().in_sack_recovery());
@@ -160,7 +104,7 @@ uint64_t one_loss_first_round(tcp_harness &t) {
     // The ACK of segment k (6..21): whether it lets the next new segment go.
     uint32_t next = 24;
     for (uint32_t k = 6; k <= 21; ++k) {
-        t.send_seg(ack_to(S(2), {{S(3), S(k + 1)}}));
+        t.send_seg(ack(S(2), {{S(3), S(k + 1)}}));
         // Above ssthresh (pipe 18000 down to 12000): the even ACKs 8..16
         // (sndcnt 1000). At pipe == ssthresh (the ACK of 18): nothing
         // (ssthresh - pipe = 0). Below it: PRR-SSRB, one per ACK.
@@ -184,29 +128,29 @@ uint64_t one_loss_first_round(tcp_harness &t) {
 
 TEST(TcpConnPrrScript, OneLossInALargeFlightSendsOneSegmentForEveryTwoDelivered) {
     tcp_harness t;
-    ASSERT_NO_FATAL_FAILURE(establish(t));
+    ASSERT_NO_FATAL_FAILURE(establish_prr(t));
     const uint64_t t1 = one_loss_first_round(t);
     ASSERT_FALSE(::testing::Test::HasFailure());
     // t2: the peer gets 22, 23, the resent 2, then 24..31. Pipe is below
     // ssthresh: one segment per ACK (MIN(ssthresh - pipe, ...) = 1000).
     t.advance_to(t1 + rtt);
     t.expect_nothing();
-    t.send_seg(ack_to(S(2), {{S(3), S(23)}}));
+    t.send_seg(ack(S(2), {{S(3), S(23)}}));
     t.expect_seg(data(32));
-    t.send_seg(ack_to(S(2), {{S(3), S(24)}}));
+    t.send_seg(ack(S(2), {{S(3), S(24)}}));
     t.expect_seg(data(33));
     t.expect_nothing();
     EXPECT_TRUE(t.conn->cc().in_recovery());
     // The resent 2 fills the hole: the ACK covers RecoveryPoint. Recovery
     // ends with cwnd = ssthresh; 24..33 are in flight (10000), one more goes.
-    t.send_seg(ack_to(S(24)));
+    t.send_seg(ack(S(24)));
     EXPECT_FALSE(t.conn->cc().in_recovery());
     EXPECT_FALSE(t.conn->prr().active());
     EXPECT_EQ(t.conn->cc().cwnd(), 11000u);
     t.expect_seg(data(34));
     t.expect_nothing();
     // Congestion avoidance from there: each ACK lets one out.
-    t.send_seg(ack_to(S(25)));
+    t.send_seg(ack(S(25)));
     t.expect_seg(data(35));
     t.expect_nothing();
     EXPECT_EQ(t.ctr.retransmits.get(), 1u);
@@ -227,11 +171,11 @@ TEST(TcpConnPrrScript, OneLossInALargeFlightSendsOneSegmentForEveryTwoDelivered)
 // one segment: TcpConnSack.HolesThenNewDataAndRecoveryPoint.)
 TEST(TcpConnPrrScript, RecoveryEndsWithCwndAtSsthresh) {
     tcp_harness t;
-    ASSERT_NO_FATAL_FAILURE(establish(t));
+    ASSERT_NO_FATAL_FAILURE(establish_prr(t));
     const uint64_t t1 = one_loss_first_round(t);
     ASSERT_FALSE(::testing::Test::HasFailure());
     t.advance_to(t1 + rtt);
-    t.send_seg(ack_to(S(24)));
+    t.send_seg(ack(S(24)));
     EXPECT_FALSE(t.conn->cc().in_recovery());
     EXPECT_EQ(t.conn->cc().cwnd(), 11000u);
     EXPECT_EQ(t.conn->cc().ssthresh(), 11000u);
@@ -253,7 +197,7 @@ TEST(TcpConnPrrScript, RecoveryEndsWithCwndAtSsthresh) {
 // ACKs, each hole once, lowest first.
 TEST(TcpConnPrrScript, ABurstLossSlowStartsBackToSsthresh) {
     tcp_harness t;
-    ASSERT_NO_FATAL_FAILURE(establish(t));
+    ASSERT_NO_FATAL_FAILURE(establish_prr(t));
     const uint64_t t0 = t.now;
     ASSERT_EQ(t.app_send(pattern(40000)), 40000u);
     for (uint32_t k = 2; k <= 21; ++k) {
@@ -262,13 +206,13 @@ TEST(TcpConnPrrScript, ABurstLossSlowStartsBackToSsthresh) {
     t.expect_nothing();
     const uint64_t t1 = t0 + rtt;
     t.advance_to(t1);
-    t.send_seg(ack_to(S(2), {{S(17), S(18)}}));
+    t.send_seg(ack(S(2), {{S(17), S(18)}}));
     t.expect_seg(data(22));
-    t.send_seg(ack_to(S(2), {{S(17), S(19)}}));
+    t.send_seg(ack(S(2), {{S(17), S(19)}}));
     t.expect_seg(data(23));
     t.expect_nothing();
     // Recovery: sndcnt = MIN(11000 - 4000, MAX(1000 - 0, 1000) + 1000).
-    t.send_seg(ack_to(S(2), {{S(17), S(20)}}));
+    t.send_seg(ack(S(2), {{S(17), S(20)}}));
     EXPECT_TRUE(t.conn->cc().in_sack_recovery());
     EXPECT_EQ(t.conn->cc().ssthresh(), 11000u);
     EXPECT_EQ(t.conn->prr().cwnd(), 6000u);  // pipe 4000 + sndcnt 2000
@@ -276,11 +220,11 @@ TEST(TcpConnPrrScript, ABurstLossSlowStartsBackToSsthresh) {
     t.expect_seg(rtx(3));
     t.expect_nothing();
     // pipe 5000, then 6000 (the resends count): 2 per ACK.
-    t.send_seg(ack_to(S(2), {{S(17), S(21)}}));
+    t.send_seg(ack(S(2), {{S(17), S(21)}}));
     t.expect_seg(rtx(4));
     t.expect_seg(rtx(5));
     t.expect_nothing();
-    t.send_seg(ack_to(S(2), {{S(17), S(22)}}));
+    t.send_seg(ack(S(2), {{S(17), S(22)}}));
     t.expect_seg(rtx(6));
     t.expect_seg(rtx(7));
     t.expect_nothing();
@@ -289,31 +233,31 @@ TEST(TcpConnPrrScript, ABurstLossSlowStartsBackToSsthresh) {
     // while pipe + 2000 <= ssthresh (7000, 8000, 9000 after the ACK), then
     // one (10000 after the ACK), the holes first (8..16), then new data.
     t.advance_to(t1 + rtt);
-    t.send_seg(ack_to(S(2), {{S(17), S(23)}}));
+    t.send_seg(ack(S(2), {{S(17), S(23)}}));
     t.expect_seg(rtx(8));
     t.expect_seg(rtx(9));
     t.expect_nothing();
-    t.send_seg(ack_to(S(2), {{S(17), S(24)}}));
+    t.send_seg(ack(S(2), {{S(17), S(24)}}));
     t.expect_seg(rtx(10));
     t.expect_seg(rtx(11));
     t.expect_nothing();
-    t.send_seg(ack_to(S(3), {{S(17), S(24)}}));
+    t.send_seg(ack(S(3), {{S(17), S(24)}}));
     t.expect_seg(rtx(12));
     t.expect_seg(rtx(13));
     t.expect_nothing();
     EXPECT_EQ(t.conn->sack_pipe(), 11000u);  // at ssthresh
-    t.send_seg(ack_to(S(4), {{S(17), S(24)}}));
+    t.send_seg(ack(S(4), {{S(17), S(24)}}));
     t.expect_seg(rtx(14));
     t.expect_nothing();
-    t.send_seg(ack_to(S(5), {{S(17), S(24)}}));
+    t.send_seg(ack(S(5), {{S(17), S(24)}}));
     t.expect_seg(rtx(15));
     t.expect_nothing();
-    t.send_seg(ack_to(S(6), {{S(17), S(24)}}));
+    t.send_seg(ack(S(6), {{S(17), S(24)}}));
     t.expect_seg(rtx(16));
     t.expect_nothing();
-    t.send_seg(ack_to(S(7), {{S(17), S(24)}}));
+    t.send_seg(ack(S(7), {{S(17), S(24)}}));
     t.expect_seg(data(24));  // every hole resent: new data (rule 2)
-    t.send_seg(ack_to(S(8), {{S(17), S(24)}}));
+    t.send_seg(ack(S(8), {{S(17), S(24)}}));
     t.expect_seg(data(25));
     t.expect_nothing();
     // t3: the resends 8..16 and 24, 25 arrive; one segment per ACK. The
@@ -322,12 +266,12 @@ TEST(TcpConnPrrScript, ABurstLossSlowStartsBackToSsthresh) {
     t.advance_to(t1 + 2 * rtt);
     uint32_t next = 26;
     for (uint32_t k = 8; k <= 15; ++k) {
-        t.send_seg(ack_to(S(k + 1), {{S(17), S(24)}}));
+        t.send_seg(ack(S(k + 1), {{S(17), S(24)}}));
         t.expect_seg(data(next++));
         t.expect_nothing();
     }
     EXPECT_TRUE(t.conn->cc().in_recovery());
-    t.send_seg(ack_to(S(24)));
+    t.send_seg(ack(S(24)));
     EXPECT_FALSE(t.conn->cc().in_recovery());
     EXPECT_EQ(t.conn->cc().cwnd(), 11000u);
     t.expect_seg(data(next++));
@@ -351,16 +295,16 @@ TEST(TcpConnPrrScript, ABurstLossSlowStartsBackToSsthresh) {
 // sndcnt = MIN(2500, MAX(0, 1000) + 1000), 4 and 5 go.
 TEST(TcpConnPrrScript, ABurstFoundByTheTimerStartsFromOneSegment) {
     tcp_harness t;
-    ASSERT_NO_FATAL_FAILURE(establish(t, 10));
+    ASSERT_NO_FATAL_FAILURE(establish_prr(t, 10));
     const uint64_t t0 = t.now;
     ASSERT_EQ(t.app_send(pattern(6000)), 6000u);
     for (uint32_t k = 2; k <= 7; ++k) {
         t.expect_seg(data(k, k == 7));
     }
     t.advance(rtt);
-    t.send_seg(ack_to(S(3)));
-    t.send_seg(ack_to(S(3), {{S(6), S(7)}}));
-    t.send_seg(ack_to(S(3), {{S(6), S(8)}}));
+    t.send_seg(ack(S(3)));
+    t.send_seg(ack(S(3), {{S(6), S(7)}}));
+    t.send_seg(ack(S(3), {{S(6), S(8)}}));
     t.expect_nothing();
     const uint64_t due = t0 + rtt + rtt / 4;  // RACK.rtt + RACK.reo_wnd
     ASSERT_EQ(t.conn->rack().deadline(), due);
@@ -372,13 +316,13 @@ TEST(TcpConnPrrScript, ABurstFoundByTheTimerStartsFromOneSegment) {
     t.expect_seg(rtx(3));
     t.expect_nothing();
     t.advance_to(due + rtt);
-    t.send_seg(ack_to(S(4), {{S(6), S(8)}}));
+    t.send_seg(ack(S(4), {{S(6), S(8)}}));
     t.expect_seg(rtx(4));
     t.expect_seg(rtx(5));
     t.expect_nothing();
     t.advance(rtt);
-    t.send_seg(ack_to(S(5), {{S(6), S(8)}}));
-    t.send_seg(ack_to(S(8)));
+    t.send_seg(ack(S(5), {{S(6), S(8)}}));
+    t.send_seg(ack(S(8)));
     t.expect_nothing();
     EXPECT_FALSE(t.conn->cc().in_recovery());
     EXPECT_EQ(t.conn->cc().cwnd(), 2500u);  // ssthresh
@@ -404,12 +348,12 @@ uint64_t spurious_recovery(tcp_harness &t) {
     }
     const uint64_t t1 = t0 + rtt;
     t.advance_to(t1);
-    t.send_seg(ack_to(S(3)));
+    t.send_seg(ack(S(3)));
     EXPECT_EQ(t.conn->cc().cwnd(), 12000u);
-    t.send_seg(ack_to(S(3), {{S(4), S(5)}}));
-    t.send_seg(ack_to(S(3), {{S(4), S(6)}}));
+    t.send_seg(ack(S(3), {{S(4), S(5)}}));
+    t.send_seg(ack(S(3), {{S(4), S(6)}}));
     t.expect_nothing();
-    t.send_seg(ack_to(S(3), {{S(4), S(7)}}));
+    t.send_seg(ack(S(3), {{S(4), S(7)}}));
     t.expect_seg(rtx(3));
     t.expect_nothing();
     EXPECT_TRUE(t.conn->cc().in_sack_recovery());
@@ -417,11 +361,11 @@ uint64_t spurious_recovery(tcp_harness &t) {
     EXPECT_EQ(t.conn->undo().prior_cwnd(), 12000u);
     EXPECT_EQ(t.conn->undo().prior_ssthresh(), 0xffffffffu);  // still in slow start
     for (uint32_t k = 7; k <= 11; ++k) {
-        t.send_seg(ack_to(S(3), {{S(4), S(k + 1)}}));
+        t.send_seg(ack(S(3), {{S(4), S(k + 1)}}));
         t.expect_nothing();
     }
     t.advance_to(t1 + 3 * ms);
-    t.send_seg(ack_to(S(12)));  // the original 3
+    t.send_seg(ack(S(12)));  // the original 3
     t.expect_nothing();
     EXPECT_FALSE(t.conn->cc().in_recovery());
     EXPECT_EQ(t.conn->cc().cwnd(), 4500u);
@@ -438,13 +382,13 @@ uint64_t spurious_recovery(tcp_harness &t) {
 // restored window, 12 segments at once.
 TEST(TcpConnPrrScript, ASpuriousRetransmissionReportedByDsackUndoesTheReduction) {
     tcp_harness t;
-    ASSERT_NO_FATAL_FAILURE(establish(t, 10));
+    ASSERT_NO_FATAL_FAILURE(establish_prr(t, 10));
     const uint64_t t1 = spurious_recovery(t);
     ASSERT_FALSE(::testing::Test::HasFailure());
     EXPECT_EQ(t.conn->rack().reo_wnd_mult(), 1u);
     EXPECT_EQ(t.conn->rack().reo_wnd_persist(), 15u);  // a recovery ended without D-SACK
     t.advance_to(t1 + rtt);
-    t.send_seg(ack_to(S(12), {{S(3), S(4)}}));
+    t.send_seg(ack(S(12), {{S(3), S(4)}}));
     t.expect_nothing();
     EXPECT_EQ(t.ctr.dsacks_received.get(), 1u);
     EXPECT_EQ(t.ctr.dsack_undos.get(), 1u);
@@ -458,7 +402,7 @@ TEST(TcpConnPrrScript, ASpuriousRetransmissionReportedByDsackUndoesTheReduction)
     // The same report again (a duplicated ACK): no second undo. The D-SACK
     // round ended at once (RACK.dsack_round = SND.NXT = SND.UNA), so RFC
     // 8985 grows the window again.
-    t.send_seg(ack_to(S(12), {{S(3), S(4)}}));
+    t.send_seg(ack(S(12), {{S(3), S(4)}}));
     EXPECT_EQ(t.ctr.dsacks_received.get(), 2u);
     EXPECT_EQ(t.ctr.dsack_undos.get(), 1u);
     EXPECT_EQ(t.conn->cc().cwnd(), 12000u);
@@ -478,7 +422,7 @@ TEST(TcpConnPrrScript, ASpuriousRetransmissionReportedByDsackUndoesTheReduction)
 // reduction stands.
 TEST(TcpConnPrrScript, ARealLossNextToASpuriousOneIsNotUndone) {
     tcp_harness t;
-    ASSERT_NO_FATAL_FAILURE(establish(t, 10));
+    ASSERT_NO_FATAL_FAILURE(establish_prr(t, 10));
     const uint64_t t0 = t.now;
     ASSERT_EQ(t.app_send(pattern(10000)), 10000u);
     for (uint32_t k = 2; k <= 11; ++k) {
@@ -486,10 +430,10 @@ TEST(TcpConnPrrScript, ARealLossNextToASpuriousOneIsNotUndone) {
     }
     const uint64_t t1 = t0 + rtt;
     t.advance_to(t1);
-    t.send_seg(ack_to(S(3)));
-    t.send_seg(ack_to(S(3), {{S(4), S(5)}}));
-    t.send_seg(ack_to(S(3), {{S(6), S(7)}, {S(4), S(5)}}));
-    t.send_seg(ack_to(S(3), {{S(6), S(8)}, {S(4), S(5)}}));
+    t.send_seg(ack(S(3)));
+    t.send_seg(ack(S(3), {{S(4), S(5)}}));
+    t.send_seg(ack(S(3), {{S(6), S(7)}, {S(4), S(5)}}));
+    t.send_seg(ack(S(3), {{S(6), S(8)}, {S(4), S(5)}}));
     t.expect_seg(rtx(3));  // the third DupAck: 3 lost (RACK), recovery
     t.expect_nothing();
     EXPECT_EQ(t.conn->cc().ssthresh(), 4500u);
@@ -499,7 +443,7 @@ TEST(TcpConnPrrScript, ARealLossNextToASpuriousOneIsNotUndone) {
     // sndcnt 500; at 9's, pipe 3000 and MIN(1500, MAX(3000 - 1000, 1000) +
     // 1000): 5 goes.
     for (uint32_t k = 8; k <= 11; ++k) {
-        t.send_seg(ack_to(S(3), {{S(6), S(k + 1)}, {S(4), S(5)}}));
+        t.send_seg(ack(S(3), {{S(6), S(k + 1)}, {S(4), S(5)}}));
         if (k == 9) {
             t.expect_seg(rtx(5));
         }
@@ -507,16 +451,16 @@ TEST(TcpConnPrrScript, ARealLossNextToASpuriousOneIsNotUndone) {
     }
     // The original 3 arrives; 5 is still missing.
     t.advance_to(t1 + 3 * ms);
-    t.send_seg(ack_to(S(5), {{S(6), S(12)}}));
+    t.send_seg(ack(S(5), {{S(6), S(12)}}));
     t.expect_nothing();
     EXPECT_TRUE(t.conn->cc().in_recovery());
     // The resends arrive: 3 is a duplicate, 5 fills the hole.
     t.advance_to(t1 + rtt);
-    t.send_seg(ack_to(S(5), {{S(3), S(4)}, {S(6), S(12)}}));
+    t.send_seg(ack(S(5), {{S(3), S(4)}, {S(6), S(12)}}));
     EXPECT_EQ(t.ctr.dsacks_received.get(), 1u);
     EXPECT_EQ(t.conn->undo().retransmitted(), 2000u);
     EXPECT_EQ(t.conn->undo().reported(), 1000u);
-    t.send_seg(ack_to(S(12)));
+    t.send_seg(ack(S(12)));
     t.expect_nothing();
     EXPECT_FALSE(t.conn->cc().in_recovery());
     EXPECT_EQ(t.ctr.dsack_undos.get(), 0u);
@@ -531,11 +475,11 @@ TEST(TcpConnPrrScript, ARealLossNextToASpuriousOneIsNotUndone) {
 // resent) arrives before it passes: nothing is resent.
 TEST(TcpConnPrrScript, AfterADsackTheReorderingWindowIsWider) {
     tcp_harness t;
-    ASSERT_NO_FATAL_FAILURE(establish(t, 10));
+    ASSERT_NO_FATAL_FAILURE(establish_prr(t, 10));
     const uint64_t t1 = spurious_recovery(t);
     ASSERT_FALSE(::testing::Test::HasFailure());
     t.advance_to(t1 + rtt);
-    t.send_seg(ack_to(S(12), {{S(3), S(4)}}));
+    t.send_seg(ack(S(12), {{S(3), S(4)}}));
     ASSERT_EQ(t.conn->rack().reo_wnd_mult(), 2u);
     ASSERT_EQ(t.conn->rtt().srtt_ns(), rtt);
     ASSERT_EQ(t.conn->rack().min_rtt(), rtt);
@@ -546,13 +490,13 @@ TEST(TcpConnPrrScript, AfterADsackTheReorderingWindowIsWider) {
     t.expect_seg(data(13));
     t.expect_seg(data(14, true));
     t.advance_to(t2 + rtt);
-    t.send_seg(ack_to(S(13)));
-    t.send_seg(ack_to(S(13), {{S(14), S(15)}}));
+    t.send_seg(ack(S(13)));
+    t.send_seg(ack(S(13), {{S(14), S(15)}}));
     t.expect_nothing();
     EXPECT_EQ(t.conn->rack().deadline(), t2 + rtt + 5 * ms);
     t.advance_to(t2 + rtt + 4 * ms);
     t.expect_nothing();
-    t.send_seg(ack_to(S(15)));
+    t.send_seg(ack(S(15)));
     t.expect_nothing();
     EXPECT_EQ(t.ctr.retransmits.get(), 1u);  // the spurious 3 only
     EXPECT_EQ(t.ctr.sack_recovery_episodes.get(), 1u);
@@ -561,8 +505,6 @@ TEST(TcpConnPrrScript, AfterADsackTheReorderingWindowIsWider) {
 }
 
 // ---- F-RTO: a spurious timeout, or not ----------------------------------------
-
-constexpr uint64_t rto = 200 * ms;
 
 // F-RTO (RFC 5682 §3) on its own: RACK off, so that no tail loss probe
 // comes before the timeout. cwnd 11000; 2..12 go at t0 with 9 more segments
@@ -575,7 +517,7 @@ constexpr uint64_t rto = 200 * ms;
 // sender goes on from there; nothing else is resent.
 TEST(TcpConnPrrScript, FrtoUndoesASpuriousTimeout) {
     tcp_harness t;
-    ASSERT_NO_FATAL_FAILURE(establish(t, 10, false));
+    ASSERT_NO_FATAL_FAILURE(establish_prr(t, 10, false));
     const uint64_t t0 = t.now;
     ASSERT_EQ(t.app_send(pattern(20000)), 20000u);
     for (uint32_t k = 2; k <= 12; ++k) {
@@ -592,17 +534,17 @@ TEST(TcpConnPrrScript, FrtoUndoesASpuriousTimeout) {
     EXPECT_TRUE(t.conn->undo().frto_pending());
     EXPECT_EQ(t.conn->undo().frto_recovery_point(), seq_num(S(13)));
     t.advance_to(t0 + 250 * ms);
-    t.send_seg(ack_to(S(3)));  // step 2: the original 2's ACK
+    t.send_seg(ack(S(3)));  // step 2: the original 2's ACK
     t.expect_seg(data(13));
     t.expect_seg(data(14));
     t.expect_nothing();
     EXPECT_EQ(t.conn->cc().cwnd(), 2000u);  // slow start after the timeout
-    t.send_seg(ack_to(S(4)));               // step 3: 3 was never resent
+    t.send_seg(ack(S(4)));                  // step 3: 3 was never resent
     EXPECT_EQ(t.ctr.frto_undos.get(), 1u);
     EXPECT_EQ(t.conn->cc().cwnd(), 11000u);
     EXPECT_EQ(t.conn->cc().ssthresh(), 0xffffffffu);
-    t.expect_nothing();        // 4..14 in flight: 11000
-    t.send_seg(ack_to(S(5)));  // slow start: cwnd 12000, two go
+    t.expect_nothing();     // 4..14 in flight: 11000
+    t.send_seg(ack(S(5)));  // slow start: cwnd 12000, two go
     t.expect_seg(data(15));
     t.expect_seg(data(16));
     t.expect_nothing();
@@ -617,7 +559,7 @@ TEST(TcpConnPrrScript, FrtoUndoesASpuriousTimeout) {
 // window stays cut.
 TEST(TcpConnPrrScript, FrtoKeepsARealTimeout) {
     tcp_harness t;
-    ASSERT_NO_FATAL_FAILURE(establish(t, 4, false));
+    ASSERT_NO_FATAL_FAILURE(establish_prr(t, 4, false));
     const uint64_t t0 = t.now;
     ASSERT_EQ(t.app_send(pattern(10000)), 10000u);
     for (uint32_t k = 2; k <= 6; ++k) {
@@ -629,17 +571,17 @@ TEST(TcpConnPrrScript, FrtoKeepsARealTimeout) {
     t.expect_nothing();
     EXPECT_EQ(t.conn->cc().ssthresh(), 2500u);
     t.advance(rtt);
-    t.send_seg(ack_to(S(3)));
+    t.send_seg(ack(S(3)));
     t.expect_seg(data(7));
     t.expect_seg(data(8));
     t.expect_nothing();
     t.advance(rtt);
-    t.send_seg(ack_to(S(3), {{S(7), S(8)}}));
+    t.send_seg(ack(S(3), {{S(7), S(8)}}));
     EXPECT_FALSE(t.conn->undo().frto_pending());
     t.expect_seg(rtx(3));
     t.expect_seg(rtx(4));
     t.expect_nothing();
-    t.send_seg(ack_to(S(3), {{S(7), S(9)}}));
+    t.send_seg(ack(S(3), {{S(7), S(9)}}));
     t.expect_nothing();
     EXPECT_EQ(t.ctr.frto_undos.get(), 0u);
     EXPECT_EQ(t.conn->cc().cwnd(), 2000u);
@@ -647,7 +589,7 @@ TEST(TcpConnPrrScript, FrtoKeepsARealTimeout) {
     // The go-back goes on as the resends are acknowledged; 7 and 8 (SACKed)
     // are skipped.
     t.advance(rtt);
-    t.send_seg(ack_to(S(5), {{S(7), S(9)}}));
+    t.send_seg(ack(S(5), {{S(7), S(9)}}));
     t.expect_seg(rtx(5));
     t.expect_seg(rtx(6));
     t.expect_nothing();

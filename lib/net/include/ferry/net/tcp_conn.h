@@ -568,10 +568,10 @@ private:
     rtt_estimator rtt_;
     tcp_cc cc_;
     bool rtt_timing_ = false;  // Karn: timing one segment that was sent once
+    bool syn_retransmitted_ = false;
     seq_num rtt_seq_;
     uint64_t rtt_sent_at_ = 0;
     uint32_t retries_ = 0;  // RTOs since the last new ACK
-    bool syn_retransmitted_ = false;
     uint32_t persist_backoff_ = 0;
     uint32_t limited_tx_ = 0;  // RFC 3042: bytes allowed beyond cwnd after 1 or 2 dup ACKs
 

@@ -248,4 +248,15 @@ void tcp_cc::on_rto(seq_num snd_max, uint32_t flight_size, bool repeated) noexce
     after_rto_ = true;
 }
 
+void tcp_cc::undo(uint32_t prior_cwnd, uint32_t prior_ssthresh, seq_num recover) noexcept {
+    set_cwnd(std::max(w_.cwnd, prior_cwnd));
+    w_.ssthresh = std::max(w_.ssthresh, prior_ssthresh);
+    recover_ = recover;
+    in_recovery_ = false;
+    sack_recovery_ = false;
+    partial_seen_ = false;
+    dup_acks_ = 0;
+    after_rto_ = false;  // an undone timeout has no slow start of its own
+}
+
 }  // namespace ferry::net

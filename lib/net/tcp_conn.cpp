@@ -639,12 +639,9 @@ bool tcp_conn::process_ack(const tcp_repr &h, uint64_t now) noexcept {
                      !h.has(tcp_flag::syn) && !h.has(tcp_flag::fin) && seg_wnd == snd_.wnd &&
                      snd_.wnd != 0;
     if (sack_ok_) {
-        // RFC 6675 §5: "Upon the receipt of any ACK containing SACK
-        // information, the scoreboard MUST be updated via the Update ()
-        // routine"; an ACK that SACKs new octets is a DupAck (§2) whatever
-        // else it does.
-        const uint32_t newly_sacked = take_sack_blocks(h);
-        sack_on_ack(advanced, dup || newly_sacked > 0, now);
+        // RFC 6675 §5 with the segment's SACK blocks; D-SACK, PRR: all in
+        // tcp_conn_recovery.cpp.
+        sack_on_ack(h, advanced, dup, now);
     } else if (dup) {
         ctr_.dup_acks.inc();
         const cc_action a = cc_.on_dup_ack(h.ack, snd_.max, distance(snd_.una, snd_.max));
@@ -1034,19 +1031,14 @@ void tcp_conn::output(uint64_t now) noexcept {
     // transmitted", until "(C.5)" cwnd - pipe < 1 SMSS.
     const bool pipe_mode = sack_pipe_mode();
     const bool recovering = pipe_mode && cc_.in_sack_recovery();
-    uint64_t pipe = pipe_mode ? sack_pipe() : 0;
-    if (recovering) {
-        // What RACK knows is lost is not in the network (RFC 8985 §9.2):
-        // segments marked lost, and the originals of those already resent
-        // (not only while some are left to resend, or pipe would jump back
-        // up by the originals once the last one went).
-        pipe -= std::min<uint64_t>(pipe, rack_.lost_in_pipe(snd_.una, sack_sb_, rxt_high_, snd_mss_));
-    }
+    uint64_t pipe = pipe_mode ? send_pipe() : 0;
+    // In recovery with PRR (RFC 6937) the limit is pipe + sndcnt as of the last ACK.
+    const uint64_t cwnd = recovering && cfg_.prr ? prr_.cwnd() : cc_.cwnd();
     seq_num hole_start;
     seq_num hole_end;
     for (;;) {
         if (pipe_mode) {
-            if (pipe + snd_mss_ > cc_.cwnd()) {
+            if (pipe + snd_mss_ > cwnd) {
                 break;
             }
             // RACK's lost segments first (RFC 8985 §6.2 step 5), among them
@@ -1085,7 +1077,7 @@ void tcp_conn::output(uint64_t now) noexcept {
             // Rule (2): previously unsent data, "and the receiver's advertised
             // window allows".
             const uint32_t rwnd_room = snd_.wnd > in_flight ? snd_.wnd - in_flight : 0;
-            room = static_cast<uint32_t>(std::min<uint64_t>(rwnd_room, cc_.cwnd() - pipe));
+            room = static_cast<uint32_t>(std::min<uint64_t>(rwnd_room, cwnd - pipe));
         } else {
             if (snd_.nxt < snd_.max) {
                 // Going back: what the peer SACKed (and was skipped) is not
@@ -1231,23 +1223,13 @@ void tcp_conn::on_rto(uint64_t now) noexcept {
         enter_closed(tcp_close_reason::timed_out, now);
         return;
     }
+    recovery_on_rto();  // RFC 6675 §5.1, RFC 8985 §6.3, RFC 5682 (tcp_conn_recovery.cpp)
     // RFC 5681 §3.1: loss window; RFC 6298 §5.4-§5.6: retransmit the earliest
     // segment, back off, restart the timer.
     cc_.on_rto(snd_.max, distance(snd_.una, snd_.max), retries_ > 1);
     rtt_.backoff();
     rtt_timing_ = false;
     limited_tx_ = 0;
-    // RFC 6675 §5.1: recovery ends (tcp_cc) and no new one starts before the
-    // cumulative ACK reaches SND.MAX. The SACK information "may be kept", but
-    // the peer may have reneged on it (RFC 2018 §8): cleared, and the ranges
-    // SACKed from here on are what the go-back skips.
-    sack_sb_.clear();
-    sack_dupacks_ = 0;
-    rxt_high_ = snd_.una;
-    // RFC 8985 §6.3: everything outstanding goes again; so do its records.
-    rack_.clear();
-    pto_at_ = never;
-    tlp_out_ = false;
     snd_.nxt = snd_.una;  // go back (see the header)
     output(now);
     arm_rtx(now);

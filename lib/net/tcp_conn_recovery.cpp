@@ -1,9 +1,12 @@
 // tcp_conn's loss recovery as a sender: RFC 6675 SACK-based recovery (the
 // scoreboard's updates, DupAcks and the entry into recovery, the hole
 // retransmissions), RACK-TLP (RFC 8985: the per-segment records of
-// tcp_rack.h, lost marks, the reordering timer, the tail loss probe) and
-// NewReno's head retransmission. The RFC 9293 state machine calls in here
-// (tcp_conn.cpp); output() asks what to retransmit.
+// tcp_rack.h, lost marks, the reordering timer, the tail loss probe), the
+// sending rate in recovery (PRR, RFC 6937: tcp_prr.h), D-SACK (RFC 2883) and
+// the undo of a spurious recovery (RFC 3708) or timeout (F-RTO, RFC 5682; both
+// tcp_undo.h), and NewReno's head retransmission. The RFC 9293 state machine
+// calls in here (tcp_conn.cpp); output() asks what to retransmit and how much
+// may go.
 #include <algorithm>
 
 #include "ferry/net/tcp_conn.h"
@@ -36,7 +39,34 @@ uint32_t tcp_conn::take_sack_blocks(const tcp_repr &h) noexcept {
     return newly;
 }
 
-void tcp_conn::sack_on_ack(bool advanced, bool dup, uint64_t now) noexcept {
+void tcp_conn::sack_on_ack(const tcp_repr &h, bool advanced, bool dup, uint64_t now) noexcept {
+    // RFC 6675 §5: "Upon the receipt of any ACK containing SACK information,
+    // the scoreboard MUST be updated via the Update () routine".
+    const seq_num frto_point = undo_.frto_recovery_point();
+    const bool frto = undo_.frto_pending();
+    const uint32_t below_before = frto ? sack_sb_.sacked_below(frto_point) : 0;
+    const uint32_t newly_sacked = take_sack_blocks(h);
+    // RFC 6937 §2 DeliveredData, taken on every ACK: the one that starts a
+    // recovery is that recovery's first.
+    const uint32_t delivered = prr_.delivered(snd_.una, sack_sb_.sacked_bytes());
+    // tcp_cc::on_ack() ended the recovery on a full ACK ("the cumulative ACK
+    // covers RecoveryPoint"). Paced by PRR, it ends with cwnd = ssthresh
+    // (tcp_cc::exit_recovery_at_ssthresh()), not RFC 6582's deflation.
+    const bool exiting = prr_.active() && !cc_.in_sack_recovery();
+    if (exiting) {
+        prr_.stop();
+        if (cfg_.prr) {
+            cc_.exit_recovery_at_ssthresh();
+        }
+    }
+    const bool dsack = take_dsack(h, exiting);
+    if (frto) {
+        frto_on_ack(advanced, sack_sb_.sacked_below(frto_point) > below_before);
+    }
+    // An ACK that SACKs new octets is a DupAck (§2) whatever else it does;
+    // a duplicate whose only news is a D-SACK is not (as Linux's tcp_ack()
+    // does not count one): it reports a segment that arrived twice, no loss.
+    dup = (dup && !dsack) || newly_sacked > 0;
     // RFC 6675 §5: "If the incoming ACK is a cumulative acknowledgment, the
     // TCP MUST reset DupAcks to zero."
     if (advanced) {
@@ -59,12 +89,23 @@ void tcp_conn::sack_on_ack(bool advanced, bool dup, uint64_t now) noexcept {
             ++sack_dupacks_;
         }
     }
+    const bool recovering = cc_.in_sack_recovery();
     rack_.on_ack(snd_.una, sack_sb_, now);
-    rack_detect(now);
-    if (!dup || cc_.in_recovery()) {
-        // In recovery: (B) the scoreboard is updated; output() re-runs
-        // SetPipe and (C), RACK's lost segments first.
+    rack_detect(now, delivered);
+    if (recovering) {
+        // In recovery: (B) the scoreboard is updated; PRR's sndcnt for this
+        // ACK (RFC 6937 §3), then output() re-runs SetPipe and (C), RACK's
+        // lost segments first. An ACK that delivers nothing (a window update,
+        // a D-SACK alone) leaves PRR's limit as it was: PRR-SSRB would let
+        // it send a segment for nothing (RFC 9937 and Linux's
+        // tcp_cwnd_reduction() skip such ACKs).
+        if (delivered > 0) {
+            prr_on_ack(delivered);
+        }
         return;
+    }
+    if (!dup || cc_.in_recovery()) {
+        return;  // (or RACK's loss began a recovery just now)
     }
     // "(1) If DupAcks >= DupThresh, go to step (4). (2) If DupAcks < DupThresh
     // but IsLost (HighACK + 1) returns true ... go to step (4)." Otherwise
@@ -73,23 +114,148 @@ void tcp_conn::sack_on_ack(bool advanced, bool dup, uint64_t now) noexcept {
     if (sack_dupacks_ < tcp_sack_scoreboard::dup_thresh && !sack_sb_.is_lost(snd_.una, snd_mss_)) {
         return;
     }
-    (void)enter_sack_recovery(now);
+    (void)enter_sack_recovery(now, delivered);
 }
 
-bool tcp_conn::enter_sack_recovery(uint64_t now) noexcept {
+bool tcp_conn::take_dsack(const tcp_repr &h, bool exiting) noexcept {
+    const std::span<const tcp_sack_block> blocks = h.options.sack_blocks();
+    const bool dsack = is_dsack(blocks, h.ack);
+    bool probe = false;
+    if (dsack) {
+        ctr_.dsacks_received.inc();
+        const tcp_sack_block &b = blocks[0];
+        if (undo_.on_dsack(b.left, b.right)) {
+            // RFC 3708: every retransmission of the episode arrived as a
+            // duplicate, so nothing was lost: the window goes back to what it
+            // was before the recovery (Linux's tcp_try_undo_dsack()), which
+            // ends if it still runs.
+            ctr_.dsack_undos.inc();
+            cc_.undo(undo_.prior_cwnd(), undo_.prior_ssthresh(), undo_.marker() - 1);
+            prr_.stop();
+        }
+        // A duplicate of the tail loss probe's segment says that the probe
+        // was not needed, not that segments were reordered: it does not grow
+        // the reordering window (as Linux's tcp_dsack_seen()).
+        probe = tlp_out_ && b.right == tlp_end_;
+    }
+    // RFC 8985 §6.2 step 4, on every ACK.
+    if (rack_.update_reo_wnd(snd_.una, snd_.nxt, dsack && !probe, exiting)) {
+        ctr_.reo_wnd_grown.inc();
+    }
+    return dsack;
+}
+
+void tcp_conn::prr_on_ack(uint32_t delivered) noexcept {
+    if (cfg_.prr && prr_.active()) {
+        (void)prr_.on_ack(delivered, send_pipe(), cc_.ssthresh(), snd_mss_, snd_.max);
+    }
+}
+
+uint32_t tcp_conn::send_pipe() const noexcept {
+    uint32_t pipe = sack_pipe();
+    if (cc_.in_sack_recovery()) {
+        // What RACK knows is lost is not in the network (RFC 8985 §9.2):
+        // segments marked lost, and the originals of those already resent
+        // (not only while some are left to resend, or pipe would jump back
+        // up by the originals once the last one went).
+        pipe -= std::min(pipe, rack_.lost_in_pipe(snd_.una, sack_sb_, rxt_high_, snd_mss_));
+    }
+    return pipe;
+}
+
+void tcp_conn::frto_on_ack(bool advanced, bool sacked_below) noexcept {
+    switch (undo_.frto_on_ack(snd_.una, advanced, sacked_below)) {
+        case tcp_undo::frto_action::send_new: {
+            // RFC 5682 §3 step 2b: "up to two new (previously unsent)
+            // segments" instead of the rest of the go-back, cwnd aside
+            // (limited_tx_ is what may go beyond it). Without new data to
+            // send, or the window to send it in, the conventional recovery
+            // goes on.
+            const uint32_t off = distance(snd_data_, snd_.max);
+            const uint32_t avail = sq_.bytes() > off ? sq_.bytes() - off : 0;
+            const uint32_t in_flight = distance(snd_.una, snd_.max);
+            if (avail == 0 || snd_.wnd <= in_flight) {
+                undo_.frto_cancel();
+                return;
+            }
+            snd_.nxt = snd_.max;
+            const uint32_t want = in_flight + 2u * snd_mss_;
+            limited_tx_ = want > cc_.cwnd() ? want - cc_.cwnd() : 0;
+            return;
+        }
+        case tcp_undo::frto_action::go_back:
+            // Step 3b: the timeout was real; the unacknowledged data goes
+            // again from SND.UNA (what is SACKed skipped), in slow start.
+            snd_.nxt = snd_.una;
+            limited_tx_ = 0;
+            return;
+        case tcp_undo::frto_action::spurious:
+            // Step 3a: nothing was lost. The response is undone as a
+            // spurious recovery's (RFC 4015's restoring response, Linux's
+            // tcp_try_undo_loss()); the segments not resent are in flight.
+            ctr_.frto_undos.inc();
+            cc_.undo(undo_.prior_cwnd(), undo_.prior_ssthresh(), snd_.una - 1);
+            limited_tx_ = 0;
+            return;
+        case tcp_undo::frto_action::none:
+            return;
+    }
+}
+
+void tcp_conn::recovery_on_rto() noexcept {
+    // RFC 6675 §5.1: recovery ends (tcp_cc) and no new one starts before the
+    // cumulative ACK reaches SND.MAX. The SACK information "may be kept", but
+    // the peer may have reneged on it (RFC 2018 §8): cleared, and the ranges
+    // SACKed from here on are what the go-back skips.
+    sack_sb_.clear();
+    sack_dupacks_ = 0;
+    rxt_high_ = snd_.una;
+    // RFC 8985 §6.3: everything outstanding goes again; so do its records.
+    rack_.clear();
+    pto_at_ = never;
+    tlp_out_ = false;
+    // No PRR outside fast recovery; the go-back resends what a recovery
+    // resent, so its D-SACKs could no longer tell a spurious recovery.
+    prr_.stop();
+    // RFC 5682 §3 step 1: F-RTO for the first timeout of a flight outside
+    // any recovery ("If RecoveryPoint is larger than or equal to SND.UNA, do
+    // not enter step 2"), with the window the timeout is about to cut.
+    if (sack_ok_ && cfg_.frto && retries_ == 1 && snd_.una > cc_.recover()) {
+        undo_.frto_start(snd_.una, snd_.max, cc_.cwnd(), cc_.ssthresh());
+    } else {
+        undo_.cancel();
+    }
+}
+
+bool tcp_conn::enter_sack_recovery(uint64_t now, uint32_t delivered) noexcept {
     if (snd_.nxt != snd_.max) {
         return false;  // going back after an RTO
     }
+    const uint32_t prior_cwnd = cc_.cwnd();
+    const uint32_t prior_ssthresh = cc_.ssthresh();
+    const uint32_t flight = distance(snd_.una, snd_.max);
     // "(4.1) RecoveryPoint = HighData ... (4.2) ssthresh = cwnd = (FlightSize
     // / 2)" (tcp_cc, by the algorithm). False: an RTO or the previous
     // episode's RecoveryPoint is not yet acknowledged (§5.1).
-    if (!cc_.on_sack_recovery(snd_.una, snd_.max, distance(snd_.una, snd_.max))) {
+    if (!cc_.on_sack_recovery(snd_.una, snd_.max, flight)) {
         return false;
     }
     ctr_.sack_recovery_episodes.inc();
     ctr_.fast_retransmits.inc();
     limited_tx_ = 0;
     rxt_high_ = snd_.una;
+    // The episode D-SACKs may show to have been spurious (tcp_undo.h).
+    undo_.start(snd_.una, prior_cwnd, prior_ssthresh);
+    // RFC 6937 §3 "At the beginning of recovery": RecoverFS = snd.nxt -
+    // snd.una; the ACK that got here is the first of the recovery, its
+    // sndcnt taken before the (4.3) retransmission, which it pays for (in
+    // prr_out). That retransmission goes even when sndcnt is 0, as RFC 9937
+    // and Linux's tcp_cwnd_reduction() force the fast retransmit.
+    prr_.start(flight, snd_.max);
+    if (cfg_.prr) {
+        ctr_.prr_episodes.inc();
+    }
+    prr_on_ack(delivered);
     // "(4.3) Retransmit the first data segment presumed dropped -- the
     // segment starting with sequence number HighACK + 1. To prevent repeated
     // retransmission of the same data or a premature rto, set HighRxt to the
@@ -150,6 +316,8 @@ uint32_t tcp_conn::sack_retransmit(seq_num start, seq_num end, uint64_t now, boo
     }
     if (cc_.in_recovery()) {
         pto_restart_ = true;  // arm_pto(): a probe if this one is lost and nothing follows
+        prr_.on_retransmit(sent);  // RFC 6937 §3: prr_out
+        undo_.on_retransmit(start, start + static_cast<int32_t>(sent));
     }
     return sent;
 }
@@ -162,7 +330,7 @@ uint32_t tcp_conn::sack_pipe() const noexcept {
 // ---------------------------------------------------------------------------
 // RACK-TLP (RFC 8985)
 
-void tcp_conn::rack_detect(uint64_t now) noexcept {
+void tcp_conn::rack_detect(uint64_t now, uint32_t delivered) noexcept {
     const uint32_t lost = rack_.detect_loss(now, rtt_.srtt_ns(), cc_.in_recovery(), sack_dupacks_);
     if (lost == 0) {
         return;
@@ -171,7 +339,7 @@ void tcp_conn::rack_detect(uint64_t now) noexcept {
     // RFC 8985 §6.2 step 5 / RFC 6675 §5: a loss found starts recovery, as
     // DupThresh DupAcks would have.
     if (!cc_.in_recovery()) {
-        (void)enter_sack_recovery(now);
+        (void)enter_sack_recovery(now, delivered);
     }
 }
 

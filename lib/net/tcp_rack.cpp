@@ -142,16 +142,41 @@ void tcp_rack::on_ack(seq_num una, const tcp_sack_scoreboard &sb, uint64_t now) 
     trim();
 }
 
+bool tcp_rack::update_reo_wnd(seq_num una, seq_num snd_nxt, bool dsack,
+                              bool exiting_recovery) noexcept {
+    // Step 4: "If RACK.dsack_round is not None AND SND.UNA >=
+    // RACK.dsack_round: RACK.dsack_round = None".
+    if (have_dsack_round_ && una >= dsack_round_) have_dsack_round_ = false;
+    // "Grow the reordering window per round that sees DSACK. Reset the
+    // window after 16 DSACK-free recoveries".
+    if (!have_dsack_round_ && dsack) {
+        have_dsack_round_ = true;
+        dsack_round_ = snd_nxt;
+        const bool grew = reo_wnd_mult_ < UINT8_MAX;
+        if (grew) ++reo_wnd_mult_;
+        reo_wnd_persist_ = 16;
+        return grew;
+    }
+    // "Else if exiting Fast or RTO recovery: RACK.reo_wnd_persist -= 1; If
+    // RACK.reo_wnd_persist <= 0: RACK.reo_wnd_mult = 1".
+    if (exiting_recovery) {
+        if (reo_wnd_persist_ > 0) --reo_wnd_persist_;
+        if (reo_wnd_persist_ == 0) reo_wnd_mult_ = 1;
+    }
+    return false;
+}
+
 uint32_t tcp_rack::detect_loss(uint64_t now, uint64_t srtt_ns, bool in_recovery,
                                uint32_t dup_acks) noexcept {
     reo_at_ = never;
     if (!have_rack_ || n_ == 0) return 0;
-    // Step 4: RACK.reo_wnd = min(RACK.min_RTT / 4, SRTT), or 0 while no
-    // reordering was seen and the sender is recovering or past DupThresh.
+    // Step 4: RACK.reo_wnd = min(RACK.reo_wnd_mult * RACK.min_RTT / 4, SRTT),
+    // or 0 while no reordering was seen and the sender is recovering or past
+    // DupThresh.
     uint64_t reo_wnd = 0;
     if (reord_ || (!in_recovery && dup_acks < tcp_sack_scoreboard::dup_thresh)) {
-        const uint64_t quarter = min_rtt_ == UINT64_MAX ? 0 : min_rtt_ / 4;
-        reo_wnd = srtt_ns != 0 ? std::min(quarter, srtt_ns) : quarter;
+        const uint64_t scaled = min_rtt_ == UINT64_MAX ? 0 : min_rtt_ * reo_wnd_mult_ / 4;
+        reo_wnd = srtt_ns != 0 ? std::min(scaled, srtt_ns) : scaled;
     }
     // Step 5.
     uint32_t newly = 0;

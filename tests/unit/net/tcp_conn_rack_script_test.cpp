@@ -27,95 +27,20 @@
 //    tcp_rack::pto()).
 #include <gtest/gtest.h>
 
-#include <initializer_list>
-#include <utility>
-
 #include "ferry/net/tcp_conn.h"
 #include "ferry/net/tcp_rack.h"
 #include "tcp_conn_harness.h"
+#include "tcp_conn_sender_script.h"
 
 namespace ferry::net {
 namespace {
 
 using namespace test;
-constexpr uint8_t SYN = tcp_flag::syn;
-constexpr uint8_t ACK = tcp_flag::ack;
-constexpr uint8_t PSH = tcp_flag::psh;
-constexpr uint32_t L = tcp_harness::local_iss;
-constexpr uint32_t P = tcp_harness::peer_iss;
+using namespace test::sender;
 
 constexpr uint64_t us = 1000;
-constexpr uint64_t rtt = 10 * ms;                                     // the path's
 constexpr uint64_t reo_wnd = rtt / 4;                                 // min_RTT / 4
 constexpr uint64_t pto = 2 * rtt + tcp_rack::min_probe_allowance_ns;  // 22 ms
-constexpr uint64_t rto = 200 * ms;
-
-// The first octet of data segment k (1-based, 1000 octets each).
-constexpr uint32_t S(uint32_t k) {
-    return L + 1 + 1000 * (k - 1);
-}
-
-tcp_options sack(std::initializer_list<std::pair<uint32_t, uint32_t>> blocks) {
-    tcp_options o;
-    for (auto [l, r] : blocks) {
-        o.sack[o.sack_count++] = tcp_sack_block{seq_num(l), seq_num(r)};
-    }
-    return o;
-}
-
-// Data segment k (k >= 2) as the connection sends it: the script's stream
-// starts at segment 2 (segment 1 is establish()'s), so segment k carries
-// the stream's octets from 1000 * (k - 2). A retransmission has no PSH.
-seg data(uint32_t k, bool psh = false) {
-    return {static_cast<uint8_t>(ACK | (psh ? PSH : 0)), S(k), P + 1, 10000,
-            pattern(1000, static_cast<uint8_t>(1000 * (k - 2)))};
-}
-seg rtx(uint32_t k) {
-    return data(k);
-}
-
-// What the peer sends: an ACK of everything below `ack`, with SACK blocks.
-seg ack_to(uint32_t ack, std::initializer_list<std::pair<uint32_t, uint32_t>> blocks = {}) {
-    return {ACK, P + 1, ack, 20000, {}, sack(blocks)};
-}
-
-// Passive open with SACK-permitted both ways and RACK on, then one segment
-// answered after exactly `rtt`: see the file's comment for the state this
-// leaves.
-void establish(tcp_harness &t) {
-    t.cfg.sack = true;
-    t.cfg.rack = true;
-    t.create();
-    tcp_repr syn;
-    syn.src_port = tcp_harness::peer_port;
-    syn.dst_port = tcp_harness::local_port;
-    syn.seq = seq_num(P);
-    syn.flags = SYN;
-    syn.window = 20000;
-    syn.options.mss = 1000;
-    syn.options.sack_permitted = true;
-    ASSERT_TRUE(t.conn->open_passive(syn, t.now));
-    tcp_options want = tcp_harness::mss_opt(1000);
-    want.sack_permitted = true;
-    t.expect_seg({SYN | ACK, L, P + 1, 10000, {}, want});
-    t.now += rtt;
-    t.send_seg({ACK, P + 1, L + 1, 20000});
-    ASSERT_EQ(t.conn->state(), tcp_state::established);
-    ASSERT_TRUE(t.conn->sack_enabled());
-    (void)t.conn->take_events();
-    ASSERT_EQ(t.app_send(pattern(1000)), 1000u);
-    t.expect_seg({ACK | PSH, S(1), P + 1, 10000, pattern(1000)});
-    t.advance(rtt);
-    t.send_seg(ack_to(S(2)));
-    t.expect_nothing();
-    ASSERT_EQ(t.conn->rtt().srtt_ns(), rtt);
-    ASSERT_EQ(t.conn->rtt().rto_ns(), rto);
-    ASSERT_EQ(t.conn->rack().rack_rtt(), rtt);
-    ASSERT_EQ(t.conn->rack().min_rtt(), rtt);
-    ASSERT_FALSE(t.conn->rack().reordering_seen());
-    ASSERT_EQ(t.conn->cc().cwnd(), 11000u);
-    ASSERT_EQ(t.conn->next_deadline(), tcp_conn::never);
-}
 
 // The application's first write: segments 2..last (1000 octets each), all
 // sent now, the last with PSH; the probe and retransmission timers start.
@@ -331,8 +256,12 @@ TEST(TcpConnRackScript, AckLossLongerThanThePtoCostsOneProbe) {
 // once (pipe 2000) and 5 when the ACK of 3 takes one out. In order, each
 // once. Data written after that goes as the resends leave the network: the
 // originals of the resent segments are not counted in pipe.
+// The sending is RFC 6675's own (cwnd - pipe at once, RFC 6582's exit), so
+// PRR is off here; with PRR (the default) the same burst goes one segment
+// on the timer and two per ACK after it: tcp_conn_prr_script_test.cpp.
 TEST(TcpConnRackScript, ABurstIsMarkedLostAtOnceAndResentInOrderWithinCwnd) {
     tcp_harness t;
+    t.cfg.prr = false;
     ASSERT_NO_FATAL_FAILURE(establish(t));
     const uint64_t t0 = t.now;
     ASSERT_NO_FATAL_FAILURE(send_flight(t, 7));

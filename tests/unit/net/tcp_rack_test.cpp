@@ -134,6 +134,59 @@ TEST(TcpRack, AFullRingLeavesSegmentsUnrecordedAndCountsThem) {
     pool.give(held);
 }
 
+// RFC 8985 §6.2 step 4: a D-SACK grows RACK.reo_wnd_mult by one, once per
+// round (until SND.UNA reaches the SND.NXT of the D-SACK that grew it), and
+// the window is RACK.reo_wnd_mult * RACK.min_RTT / 4, capped by SRTT.
+TEST(TcpRack, ADsackGrowsTheReorderingWindowOncePerRound) {
+    tcp_block_pool pool(4);
+    tcp_rack r(&pool);
+    EXPECT_EQ(r.reo_wnd_mult(), 1u);
+    EXPECT_EQ(r.reo_wnd_persist(), 16u);
+    EXPECT_FALSE(r.update_reo_wnd(at(1), at(11), false, false));  // no D-SACK
+    EXPECT_TRUE(r.update_reo_wnd(at(1), at(11), true, false));    // the round ends at 11
+    EXPECT_EQ(r.reo_wnd_mult(), 2u);
+    EXPECT_FALSE(r.update_reo_wnd(at(5), at(12), true, false));  // the same round
+    EXPECT_EQ(r.reo_wnd_mult(), 2u);
+    EXPECT_TRUE(r.update_reo_wnd(at(11), at(20), true, false));  // SND.UNA reached it
+    EXPECT_EQ(r.reo_wnd_mult(), 3u);
+    // 1 lost, 2..3 SACKed 10 ms after they all went: not in recovery, one
+    // DupAck, the window for 1 is 3 * 10 ms / 4 = 7.5 ms.
+    tcp_sack_scoreboard sb;
+    send(r, 1, 3, 0);
+    sack(sb, 2, 3);
+    r.on_ack(at(1), sb, 10 * ms);
+    EXPECT_EQ(r.detect_loss(10 * ms, 10 * ms, false, 1), 0u);
+    EXPECT_EQ(r.deadline(), 17 * ms + 500'000);
+    // An SRTT below it caps it.
+    EXPECT_EQ(r.detect_loss(10 * ms, 6 * ms, false, 1), 0u);
+    EXPECT_EQ(r.deadline(), 16 * ms);
+    EXPECT_EQ(r.detect_loss(16 * ms, 6 * ms, false, 1), 1000u);
+}
+
+// "Reset the window after 16 DSACK-free recoveries": each recovery that ends
+// without a D-SACK on its ACK takes one from RACK.reo_wnd_persist (set to 16
+// by the last growth); at 0 the multiplier is 1 again.
+TEST(TcpRack, SixteenRecoveriesWithoutADsackResetTheReorderingWindow) {
+    tcp_block_pool pool(4);
+    tcp_rack r(&pool);
+    ASSERT_TRUE(r.update_reo_wnd(at(1), at(11), true, false));
+    // A recovery ending on an ACK with a D-SACK inside the round still counts.
+    EXPECT_FALSE(r.update_reo_wnd(at(5), at(11), true, true));
+    EXPECT_EQ(r.reo_wnd_persist(), 15u);
+    for (int i = 0; i < 14; ++i) {
+        EXPECT_FALSE(r.update_reo_wnd(at(11), at(20), false, true));
+        EXPECT_EQ(r.reo_wnd_mult(), 2u);
+    }
+    EXPECT_EQ(r.reo_wnd_persist(), 1u);
+    EXPECT_FALSE(r.update_reo_wnd(at(11), at(20), false, true));
+    EXPECT_EQ(r.reo_wnd_persist(), 0u);
+    EXPECT_EQ(r.reo_wnd_mult(), 1u);
+    // The next D-SACK starts over.
+    EXPECT_TRUE(r.update_reo_wnd(at(20), at(30), true, false));
+    EXPECT_EQ(r.reo_wnd_mult(), 2u);
+    EXPECT_EQ(r.reo_wnd_persist(), 16u);
+}
+
 TEST(TcpRack, TheProbeTimeout) {
     const uint64_t rto = 200 * ms;
     EXPECT_EQ(tcp_rack::pto(10 * ms, 5000, 1000, rto), 22 * ms);

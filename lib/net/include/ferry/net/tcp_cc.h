@@ -21,7 +21,10 @@
 // chooses what to retransmit itself; it starts recovery with
 // on_sack_recovery() and tcp_cc only sets the windows: ssthresh by the
 // algorithm, cwnd = ssthresh for the whole episode (no inflation: the TCB's
-// pipe estimate does the accounting), the same exit on a full ACK.
+// pipe estimate does the accounting, and PRR, tcp_prr.h, paces the sending),
+// the same exit on a full ACK (or cwnd = ssthresh after PRR,
+// exit_recovery_at_ssthresh()). undo() restores the window of a congestion
+// response found spurious (tcp_undo.h).
 #pragma once
 
 #include <cstdint>
@@ -229,6 +232,20 @@ public:
     // 1 SMSS; ssthresh from the algorithm unless `repeated`). Ends any fast
     // recovery and sets recover = snd_max - 1 (RFC 6582 §3.2 step 4).
     void on_rto(seq_num snd_max, uint32_t flight_size, bool repeated) noexcept;
+
+    // A SACK recovery paced by PRR (RFC 6937, tcp_prr.h) just ended on a full
+    // ACK: cwnd = ssthresh, in place of on_ack()'s min(ssthresh, FlightSize +
+    // SMSS). PRR brought the flight to ssthresh (RFC 6937 §4); RFC 9937 and
+    // Linux's tcp_end_cwnd_reduction() end the episode so.
+    void exit_recovery_at_ssthresh() noexcept { set_cwnd(w_.ssthresh); }
+    // The last congestion response was spurious (tcp_undo.h: D-SACK, RFC
+    // 3708; F-RTO, RFC 5682): cwnd = max(cwnd, `prior_cwnd`), ssthresh =
+    // max(ssthresh, `prior_ssthresh`) (Linux's tcp_undo_cwnd_reduction()),
+    // any recovery (or the slow start after a timeout) ends, and recover =
+    // `recover` (below SND.UNA: a real loss may start a new episode at once).
+    // The algorithm's own state (CUBIC's W_max and epoch, NewReno's byte
+    // count) stays as the event left it, as in Linux.
+    void undo(uint32_t prior_cwnd, uint32_t prior_ssthresh, seq_num recover) noexcept;
 
     [[nodiscard]] uint32_t cwnd() const noexcept { return w_.cwnd; }
     [[nodiscard]] uint32_t ssthresh() const noexcept { return w_.ssthresh; }

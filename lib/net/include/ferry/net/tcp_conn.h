@@ -6,8 +6,10 @@
 // RFC 5961 §3-§5 (RST, SYN and ACK hardening, challenge ACKs); RFC 6298
 // (retransmission timer); RFC 5681 + RFC 6582 (congestion control, fast
 // retransmit / NewReno recovery, through tcp_cc; RFC 3042 Limited Transmit);
-// RFC 6675 (SACK-based loss recovery, when SACK was negotiated);
-// RFC 1122 §4.2.3.2 and
+// RFC 6675 (SACK-based loss recovery, when SACK was negotiated), paced by
+// RFC 6937 (PRR, tcp_prr.h), undone when RFC 2883 D-SACKs show it spurious
+// (RFC 3708, tcp_undo.h), with RFC 8985 RACK-TLP (tcp_rack.h) and RFC 5682
+// F-RTO after a timeout; RFC 1122 §4.2.3.2 and
 // RFC 5681 §4.2 (delayed ACKs); RFC 7323 (window scale, timestamps, PAWS);
 // RFC 2018 (SACK: blocks generated as a receiver, used by the sender);
 // RFC 1122 §4.2.3.6 (keep-alives).
@@ -51,13 +53,23 @@
 //    retransmission). Blocks not within (SND.UNA, SND.MAX] or empty are
 //    ignored and counted (sack_blocks_invalid: D-SACKs below SND.UNA land
 //    here). A DupAck is an ACK that
-//    SACKs new octets or an RFC 5681 duplicate; recovery starts on DupThresh
+//    SACKs new octets or an RFC 5681 duplicate (not one whose only news is a
+//    D-SACK); recovery starts on DupThresh
 //    (3) of them or once IsLost(SND.UNA) holds (more than 2*SMSS or 3 ranges
-//    SACKed above), with cwnd = ssthresh from tcp_cc. It retransmits holes
+//    SACKed above), with ssthresh from tcp_cc. It retransmits holes
 //    first (NextSeg rule 1: the lowest lost octet above HighRxt, never into a
 //    SACKed range), then new data, then not-yet-lost holes (rule 3), while
-//    cwnd - pipe >= SMSS, and ends when the cumulative ACK covers the
-//    RecoveryPoint. Rule 4's rescue retransmission is not done (it would send
+//    pipe + SMSS fits the limit PRR (RFC 6937, PRR-SSRB; tcp_prr.h) sets on
+//    each ACK, pipe + sndcnt (cfg.prr off: cwnd = ssthresh, RFC 6675 alone),
+//    and ends when the cumulative ACK covers the RecoveryPoint, with cwnd =
+//    ssthresh (RFC 6582's min(ssthresh, FlightSize + SMSS) without PRR).
+//    When D-SACKs (RFC 2883) report every retransmission of the recovery as
+//    a duplicate, it was spurious and is undone (RFC 3708: cwnd and ssthresh
+//    as before it, dsack_undos); a D-SACK also widens RACK's reordering
+//    window (RFC 8985 §6.2 step 4). After a first timeout outside recovery,
+//    F-RTO (RFC 5682 §3) sends two new segments before going back and undoes
+//    the timeout if the next ACK shows the originals arrived (frto_undos).
+//    Rule 4's rescue retransmission is not done (it would send
 //    a hole a second time; tail losses are left to the RTO). The send queue
 //    is still freed by SND.UNA only, so a peer that reneges on SACKed data
 //    (RFC 2018 §8) is served by the RTO, which clears the scoreboard
@@ -70,8 +82,9 @@
 //    late duplicate with RST must not turn that into a reset for the
 //    application (counted in resets_ignored).
 //  - not handled: data in a SYN or SYN-ACK (dropped; the peer resends it),
-//    the urgent pointer (RFC 9293 §3.8.5, ignored), D-SACK (generating it,
-//    or using it to undo), sender-side SWS avoidance and Nagle, a FIN-WAIT-2
+//    the urgent pointer (RFC 9293 §3.8.5, ignored), generating D-SACK as a
+//    receiver (it is only used as a sender), F-RTO without SACK (RFC 5682
+//    §2), sender-side SWS avoidance and Nagle, a FIN-WAIT-2
 //    timeout for orphaned connections (the owner's policy), a global
 //    challenge-ACK rate limit (RFC 5961 §7), ECN.
 //  - memory: the queues and the SACK scoreboard are fixed arrays inside the
@@ -93,10 +106,12 @@
 #include "ferry/net/tcp.h"
 #include "ferry/net/tcp_cc.h"
 #include "ferry/net/tcp_conn_queues.h"
+#include "ferry/net/tcp_prr.h"
 #include "ferry/net/tcp_rack.h"
 #include "ferry/net/tcp_rtt.h"
 #include "ferry/net/tcp_seq.h"
 #include "ferry/net/tcp_tuple.h"
+#include "ferry/net/tcp_undo.h"
 
 // Per-lcore TCP connection counters, shared by every tcp_conn of an lcore.
 // clang-format off
@@ -150,7 +165,12 @@
     X(rack_lost,             "octets RACK marked lost (RFC 8985): a later segment was delivered")  \
     X(rack_retransmits,      "segments retransmitted because RACK marked them lost")               \
     X(tlp_probes,            "tail loss probes sent (RFC 8985 §7) instead of waiting for the RTO")  \
-    X(rack_unrecorded,       "segments sent without a RACK record (record ring full)")
+    X(rack_unrecorded,       "segments sent without a RACK record (record ring full)")           \
+    X(prr_episodes,          "SACK recoveries paced by Proportional Rate Reduction (RFC 6937)")   \
+    X(dsacks_received,       "D-SACK blocks received (RFC 2883): the peer got a segment twice")   \
+    X(dsack_undos,           "recoveries undone: every retransmission D-SACKed (RFC 3708)")       \
+    X(frto_undos,            "retransmission timeouts undone: found spurious by F-RTO (RFC 5682)") \
+    X(reo_wnd_grown,         "RACK reordering window grown on a D-SACK (RFC 8985 §6.2 step 4)")
 // clang-format on
 
 namespace ferry::net {
@@ -252,6 +272,8 @@ struct tcp_conn_config {
     bool timestamps = true;         // RFC 7323 §3
     bool sack = true;               // RFC 2018 blocks as a receiver, RFC 6675 recovery as a sender
     bool rack = true;               // with SACK: RACK-TLP loss detection (RFC 8985) as a sender
+    bool prr = true;                // with SACK: Proportional Rate Reduction (RFC 6937) in recovery
+    bool frto = true;               // with SACK: F-RTO (RFC 5682) tells a spurious timeout
     uint32_t ts_offset = 0;         // added to the ms clock in TSval (RFC 7323 §5.4 randomizes)
     rtt_config rtt;
     uint64_t time_wait_ns = 60'000'000'000;  // 2*MSL, RFC 9293 §3.10.8
@@ -425,6 +447,9 @@ public:
     void set_ts_offset(uint32_t off) noexcept { cfg_.ts_offset = off; }
     [[nodiscard]] uint32_t ts_offset() const noexcept { return cfg_.ts_offset; }
     [[nodiscard]] const tcp_rack &rack() const noexcept { return rack_; }
+    // PRR (RFC 6937) of the current or last SACK recovery; its undo episode.
+    [[nodiscard]] const tcp_prr &prr() const noexcept { return prr_; }
+    [[nodiscard]] const tcp_undo &undo() const noexcept { return undo_; }
     // SACK-based recovery (RFC 6675): the scoreboard, HighRxt + 1, the
     // DupAcks count and pipe (SetPipe() now, with HighRxt outside recovery
     // taken as SND.UNA).
@@ -468,22 +493,45 @@ private:
     // SACK (RFC 6675). Update() with the segment's blocks; returns the octets
     // newly SACKed.
     [[nodiscard]] uint32_t take_sack_blocks(const tcp_repr &h) noexcept;
-    // §5: DupAcks and the entry into recovery, for an ACK that passed the
-    // RFC 5961 check (after SND.UNA moved and the scoreboard was updated).
-    void sack_on_ack(bool advanced, bool dup, uint64_t now) noexcept;
+    // §5 for an ACK that passed the RFC 5961 check, after SND.UNA moved:
+    // the scoreboard's Update() with its blocks, D-SACK (take_dsack()),
+    // DupAcks (`dup`: an RFC 5681 duplicate) and the entry into recovery,
+    // PRR's sndcnt (RFC 6937) in recovery.
+    void sack_on_ack(const tcp_repr &h, bool advanced, bool dup, uint64_t now) noexcept;
+    // RFC 2883 D-SACK on this ACK: counted, reported to the undo episode
+    // (RFC 3708: the recovery may be undone) and to RACK's reordering window
+    // (RFC 8985 §6.2 step 4). `exiting`: this ACK ended a recovery. Returns
+    // whether the ACK carried a D-SACK.
+    bool take_dsack(const tcp_repr &h, bool exiting) noexcept;
+    // RFC 6937 §3 on an ACK of the recovery (`delivered`: its DeliveredData):
+    // PRR's sending limit for output().
+    void prr_on_ack(uint32_t delivered) noexcept;
+    // What output() counts in flight: SetPipe (sack_pipe()), less in recovery
+    // what RACK knows is lost (RFC 8985 §9.2).
+    [[nodiscard]] uint32_t send_pipe() const noexcept;
+    // The RTO's part of recovery (tcp_conn_recovery.cpp), before tcp_cc's:
+    // the scoreboard, DupAcks, RACK's records and the probe are reset, PRR
+    // and the undo episode end, and F-RTO (RFC 5682) starts if it applies.
+    void recovery_on_rto() noexcept;
+    // F-RTO's steps 2 and 3 on an ACK (`sacked_below`: it SACKed octets
+    // below RecoveryPoint): the go-back stops for new data, resumes, or the
+    // timeout is undone.
+    void frto_on_ack(bool advanced, bool sacked_below) noexcept;
     // Retransmits [start, end) (not SACKed, at most one segment), moving
     // HighRxt past what was sent. Returns the octets sent. `hole`: counted
     // in sack_retransmits (not a tail loss probe).
     uint32_t sack_retransmit(seq_num start, seq_num end, uint64_t now, bool hole = true) noexcept;
-    // RFC 6675 §5 step (4): recovery begins, the first hole is resent.
-    // False when it cannot begin (going back after an RTO, or §5.1).
-    bool enter_sack_recovery(uint64_t now) noexcept;
+    // RFC 6675 §5 step (4): recovery begins (PRR and an undo episode with
+    // it; `delivered`: the DeliveredData of the ACK that starts it, 0 on a
+    // timer), the first hole is resent. False when it cannot begin (going
+    // back after an RTO, or §5.1).
+    bool enter_sack_recovery(uint64_t now, uint32_t delivered) noexcept;
     // The first octets from SND.UNA up to the first SACKed one, at most one
     // SMSS: what step (4.3) and a probe in recovery resend.
     void first_hole(seq_num &start, seq_num &end) const noexcept;
     // RACK-TLP (RFC 8985, tcp_rack.h; tcp_conn_recovery.cpp): loss
     // detection after an ACK or the reordering timer, the probe timer.
-    void rack_detect(uint64_t now) noexcept;
+    void rack_detect(uint64_t now, uint32_t delivered = 0) noexcept;
     void on_rack_timer(uint64_t now) noexcept;
     void arm_pto(uint64_t now) noexcept;
     void on_pto(uint64_t now) noexcept;
@@ -543,10 +591,10 @@ private:
     rtt_estimator rtt_;
     tcp_cc cc_;
     bool rtt_timing_ = false;  // Karn: timing one segment that was sent once
+    bool syn_retransmitted_ = false;
     seq_num rtt_seq_;
     uint64_t rtt_sent_at_ = 0;
     uint32_t retries_ = 0;  // RTOs since the last new ACK
-    bool syn_retransmitted_ = false;
     uint32_t persist_backoff_ = 0;
     uint32_t limited_tx_ = 0;  // RFC 3042: bytes allowed beyond cwnd after 1 or 2 dup ACKs
 
@@ -554,24 +602,32 @@ private:
     tcp_sack_scoreboard sack_sb_;
     seq_num rxt_high_;           // HighRxt + 1: one past the highest octet resent in this recovery
     uint32_t sack_dupacks_ = 0;  // DupAcks (§5): reset by a cumulative ACK, an RTO
+    // With SACK: Proportional Rate Reduction (RFC 6937) paces a recovery
+    // (when cfg_.prr; its DeliveredData and episode are kept either way:
+    // prr_.active() is "in SACK recovery" as this TCB last saw it), and the
+    // recovery's undo episode (RFC 2883 D-SACK, RFC 3708).
+    tcp_prr prr_;
+    tcp_undo undo_;
     // RACK-TLP (RFC 8985), used when sack_ok_.
     tcp_rack rack_;
     uint64_t pto_at_ = never;   // the tail loss probe's timer
-    bool pto_restart_ = false;  // new data sent or SND.UNA advanced: arm_pto() re-arms
-    bool tlp_out_ = false;      // a probe is unanswered (TLP.end_seq below)
+    // One-bit flags, in one byte (sizeof(tcp_conn) is a per-connection cost).
+    bool pto_restart_ : 1 = false;  // new data sent or SND.UNA advanced: arm_pto() re-arms
+    bool tlp_out_ : 1 = false;      // a probe is unanswered (TLP.end_seq below)
+    // (Flags of the sections below.)
+    bool ack_now_ : 1 = false;      // ACK policy
+    bool oow_acked_ : 1 = false;    // rate limit on ACKs for out-of-window pure ACKs
+    bool dupack_now_ : 1 = false;   // the ACK owed is a duplicate ACK (RFC 5681 §4.2): not deferred
+    bool output_owed_ : 1 = false;  // defer_output: flush_output() has something to send
     seq_num tlp_end_;
 
     // ACK policy.
-    bool ack_now_ = false;
-    bool dupack_now_ = false;   // the ACK owed is a duplicate ACK (RFC 5681 §4.2): not deferred
-    bool output_owed_ = false;  // defer_output: flush_output() has something to send
     uint32_t segs_unacked_ = 0;
 
     // Keep-alive.
     uint32_t ka_probes_ = 0;
 
     // Rate limit on ACKs for out-of-window pure ACKs.
-    bool oow_acked_ = false;
     uint64_t last_oow_ack_at_ = 0;
 
     // Timers: absolute ns, `never` when stopped.

@@ -62,12 +62,20 @@ public:
     // newly delivers (RACK.xmit_ts, RACK.end_seq, RACK.rtt, RACK.min_RTT,
     // reordering seen). Records of delivered segments are dropped.
     void on_ack(seq_num una, const tcp_sack_scoreboard &sb, uint64_t now) noexcept;
+    // Step 4's adaptation of the reordering window, on an ACK before
+    // detect_loss(): a D-SACK round ends once SND.UNA (`una`) reaches it; a
+    // D-SACK on this ACK (`dsack`) outside a round starts one
+    // (RACK.dsack_round = SND.NXT, `snd_nxt`), adds one to RACK.reo_wnd_mult
+    // and sets RACK.reo_wnd_persist = 16; "Else if exiting Fast or RTO
+    // recovery" (`exiting_recovery`) RACK.reo_wnd_persist drops by one, and
+    // at 0 the multiplier is 1 again. Returns whether the multiplier grew.
+    bool update_reo_wnd(seq_num una, seq_num snd_nxt, bool dsack, bool exiting_recovery) noexcept;
     // Steps 4 and 5: the reordering window, then every segment sent before
     // the most recently delivered one and outstanding longer than RACK.rtt +
     // the window is marked lost; the others set the reordering timer
-    // (deadline()). `srtt_ns` caps the window; in recovery, or after
-    // `dup_acks` >= 3, the window is 0 unless reordering was seen. Returns
-    // the octets newly marked lost.
+    // (deadline()). The window is RACK.reo_wnd_mult * RACK.min_RTT / 4,
+    // capped by `srtt_ns`; in recovery, or after `dup_acks` >= 3, it is 0
+    // unless reordering was seen. Returns the octets newly marked lost.
     uint32_t detect_loss(uint64_t now, uint64_t srtt_ns, bool in_recovery,
                          uint32_t dup_acks) noexcept;
     // The lowest segment marked lost that is still outstanding: the part of
@@ -92,6 +100,8 @@ public:
     [[nodiscard]] uint64_t rack_rtt() const noexcept { return rack_rtt_; }
     [[nodiscard]] uint64_t min_rtt() const noexcept { return min_rtt_; }
     [[nodiscard]] bool reordering_seen() const noexcept { return reord_; }
+    [[nodiscard]] uint32_t reo_wnd_mult() const noexcept { return reo_wnd_mult_; }
+    [[nodiscard]] uint32_t reo_wnd_persist() const noexcept { return reo_wnd_persist_; }
     [[nodiscard]] std::size_t records() const noexcept { return n_; }
     [[nodiscard]] bool holds_block() const noexcept { return ring_ != nullptr; }
     [[nodiscard]] uint64_t unrecorded() const noexcept { return unrecorded_; }
@@ -129,15 +139,22 @@ private:
     std::size_t nrtx_ = 0;   // records of retransmissions, not done
     uint64_t unrecorded_ = 0;
     // RFC 8985 §6.1.
-    bool have_rack_ = false;
     uint64_t rack_xmit_ = 0;
-    seq_num rack_end_;
     uint64_t rack_rtt_ = 0;
     uint64_t min_rtt_ = UINT64_MAX;
-    seq_num fack_;  // highest end of a delivered segment (RACK.fack)
+    uint64_t reo_at_ = never;
+    seq_num rack_end_;
+    seq_num fack_;         // highest end of a delivered segment (RACK.fack)
+    seq_num dsack_round_;  // RACK.dsack_round, when have_dsack_round_
+    bool have_rack_ = false;
     bool have_fack_ = false;
     bool reord_ = false;
-    uint64_t reo_at_ = never;
+    bool have_dsack_round_ = false;
+    // Step 4: RACK.reo_wnd_mult ("initialized to 1"), RACK.reo_wnd_persist
+    // ("initialized to 16"). The multiplier stops at 255; the window is
+    // capped by SRTT long before.
+    uint8_t reo_wnd_mult_ = 1;
+    uint8_t reo_wnd_persist_ = 16;
 };
 
 }  // namespace ferry::net

@@ -202,22 +202,18 @@ std::size_t tcp_conn::recv(std::span<tcp_rx_piece> out, uint64_t now) noexcept {
     if (n == 0 || !synchronized(state_)) {
         return n;
     }
-    // A window update when reading opened the window enough to matter:
-    // offer_window() only moves the right edge by min(RCV.BUFF/2, MSS) or
-    // more (RFC 9293 §3.8.6.2.2 receiver SWS avoidance), and a pure update is
-    // news only when the peer's window was down to half the buffer or less,
-    // or it grows by a quarter of the buffer or more (Linux sends one only
-    // in the first case, when it also doubles: tcp_cleanup_rbuf). A right
-    // edge creeping forward by an MSS under a window the peer is nowhere near
-    // filling (a keep-alive connection's small responses) goes with the next
-    // ACK instead of in a frame of its own.
+    // A window update when reading opened the window enough to matter
+    // (RFC 9293 §3.8.6.2.2 receiver SWS avoidance: offer_window() only moves
+    // the right edge by min(RCV.BUFF/2, MSS) or more). Sent even when the
+    // peer seems far from the edge: suppressing such updates (Linux's
+    // doubling rule, or the room past the highest octet seen) stalled lossy
+    // transfers until an RTO in TcpConnSackLink's simulation (issue 17).
     const uint32_t offer = offer_window();
     switch (state_) {
         case tcp_state::established:
         case tcp_state::fin_wait_1:
         case tcp_state::fin_wait_2:
-            if (offer > before && (uint64_t{before} * 2 <= cfg_.rcv_buf ||
-                                   uint64_t{offer - before} * 4 >= cfg_.rcv_buf)) {
+            if (offer > before) {
                 ctr_.window_updates.inc();
                 ack_now_ = true;
                 output_soon(now);

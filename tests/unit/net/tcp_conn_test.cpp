@@ -186,36 +186,6 @@ TEST(TcpConnData, ReceiveInOrder) {
     EXPECT_EQ(t.conn->rcv().nxt.value(), P + 151);
 }
 
-// A pure window update is sent only when it is news (issue 17): the window
-// the peer has fell to half the buffer, or it grows by a quarter of it.
-// Small requests read one by one move the right edge by an MSS now and then
-// under a window the peer is nowhere near filling: no frame for that.
-TEST(TcpConnData, WindowUpdatesOnlyWhenTheyAreNews) {
-    tcp_harness t;  // a 10000-byte buffer, MSS 1000
-    t.establish_passive();
-    uint32_t seq = P + 1;
-    for (int i = 0; i < 25; ++i) {  // 25 x 100 bytes, each read at once
-        t.send_seg({ACK | PSH, seq, L + 1, 20000, pattern(100)});
-        seq += 100;
-        t.expect_seg({ACK, L + 1, seq, t.conn->rcv_wnd()});
-        EXPECT_EQ(t.app_recv().size(), 100u);
-        t.expect_nothing();
-    }
-    // (The edge moved with the ACKs of later data.)
-    EXPECT_EQ(t.ctr.window_updates.get(), 0u);
-    // 6000 bytes unread take the window under half; reading them is news.
-    for (int i = 0; i < 6; ++i) {
-        t.send_seg({ACK, seq, L + 1, 20000, pattern(1000)});
-        seq += 1000;
-        t.expect_seg({ACK, L + 1, seq, t.conn->rcv_wnd()});
-    }
-    ASSERT_LE(uint64_t{t.conn->rcv_wnd()} * 2, 10000u);
-    EXPECT_EQ(t.app_recv().size(), 6000u);
-    t.expect_seg({ACK, L + 1, seq, 10000});
-    t.expect_nothing();
-    EXPECT_EQ(t.ctr.window_updates.get(), 1u);
-}
-
 TEST(TcpConnData, DuplicateAndPartiallyOldSegments) {
     tcp_harness t;
     t.establish_passive();

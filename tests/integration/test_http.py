@@ -231,20 +231,26 @@ def phase_local(tmp):
         # on (http.server): the body waits until the head is acknowledged. ferry
         # acknowledges it as soon as it has read it and waits for the body
         # (quick_acks), not at its 40 ms delayed-ACK timeout (issue 17).
-        q0 = f.telemetry("/ferry/tcp")["sum"]["quick_acks"]
+        t0 = f.telemetry("/ferry/tcp")["sum"]
         script = ("import http.client, time\n"
                   f"c = http.client.HTTPConnection('{FERRY_ADDR}', 8080, timeout=10)\n"
                   "ts = []\n"
                   "for i in range(20):\n"
                   "    t = time.monotonic(); c.request('GET', '/hello'); c.getresponse().read()\n"
                   "    ts.append(time.monotonic() - t)\n"
-                  "print(f'{sorted(ts)[10] * 1000:.2f}')\n")
+                  "print(f'{sorted(ts)[10] * 1000:.2f} (max {max(ts) * 1000:.2f})')\n")
         r = ns.run(["python3", "-c", script], check=False)
-        q = f.telemetry("/ferry/tcp")["sum"]["quick_acks"] - q0
+        t1 = f.telemetry("/ferry/tcp")["sum"]
+        q, d = (t1[k] - t0[k] for k in ("quick_acks", "delayed_acks"))
         print(f"info: 20 keep-alive GETs from the Nagle origin, median {r.stdout.strip()} ms "
-              "(the issue measured 41-43 ms before quick ACKs)")
-        check(r.returncode == 0 and q >= 20,
-              f"each head from the Nagle origin acknowledged at once ({q} quick ACKs)")
+              f"(the issue measured 41-43 ms before quick ACKs); {q} quick ACKs")
+        # Without quick ACKs each body waits for ferry's delayed-ACK timer.
+        # A head and body that arrive together need no quick ACK, so q may be
+        # below 20 (18-20 here); the delayed-ACK count is printed, not checked:
+        # other connections' timers (the earlier requests') fire in the window.
+        check(r.returncode == 0 and q >= 10,
+              f"the Nagle origin's heads acknowledged at once ({q} quick ACKs; "
+              f"{d} delayed-ACK timeouts on any connection meanwhile)")
 
         # (b)
         up = os.path.join(tmp, "up.bin")

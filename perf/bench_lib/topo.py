@@ -230,6 +230,13 @@ class Topology:
                 util.run(["ip", "-n", self.proxy, "link", "set", dev, "master", br])
                 util.run(["ip", "-n", self.proxy, "link", "set", dev, "up"])
             util.run(["ip", "-n", self.proxy, "link", "set", br, "up"])
+        # ferry's gratuitous ARP went out before the bridge existed: a client
+        # or origin that knew an earlier ferry (another group of the same
+        # run: each net_tap gets a new MAC) would keep sending to that MAC,
+        # which the bridge floods and ferry drops, until its neighbour entry
+        # expires. They ask again instead.
+        for ns in (self.client, self.origin):
+            util.run(["ip", "-n", ns, "neigh", "flush", "all"], check=False)
 
     def unbridge(self, bridges):
         for br in bridges:

@@ -114,16 +114,22 @@ def proc_ctx_switches(pid):
     return total
 
 
-def interrupts():
-    """{"RES": n, "CAL": n} summed over CPUs."""
-    out = {"RES": 0, "CAL": 0}
+def interrupts_per_cpu():
+    """{"RES": [n per CPU], "CAL": [n per CPU]} from /proc/interrupts."""
+    out = {"RES": [], "CAL": []}
     with open("/proc/interrupts") as f:
         ncpu = len(f.readline().split())
         for line in f:
             parts = line.split()
             if parts and parts[0].rstrip(":") in out:
-                out[parts[0].rstrip(":")] = sum(int(x) for x in parts[1:1 + ncpu] if x.isdigit())
+                out[parts[0].rstrip(":")] = [int(x) if x.isdigit() else 0
+                                             for x in parts[1:1 + ncpu]]
     return out
+
+
+def interrupts():
+    """{"RES": n, "CAL": n} summed over CPUs."""
+    return {k: sum(v) for k, v in interrupts_per_cpu().items()}
 
 
 def proc_stat():

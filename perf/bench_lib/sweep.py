@@ -125,16 +125,8 @@ def h2load_errors(text):
 def ipis_per_cpu():
     """RES+CAL interrupts per CPU: which CPU was woken (ferry's, or the
     client's and origin's)."""
-    with open("/proc/interrupts") as f:
-        ncpu = len(f.readline().split())
-        out = [0] * ncpu
-        for line in f:
-            parts = line.split()
-            if parts and parts[0].rstrip(":") in ("RES", "CAL"):
-                for k, x in enumerate(parts[1:1 + ncpu]):
-                    if x.isdigit():
-                        out[k] += int(x)
-    return out
+    irq = M.interrupts_per_cpu()
+    return [r + c for r, c in zip(irq["RES"], irq["CAL"])]
 
 
 POLICY_FIELDS = ("spin_window_ns", "busy_spin_window_ns", "spin_limit_ns", "busy_spin_limit_ns",

@@ -208,8 +208,9 @@ void warn_about_ports(const std::vector<net::port> &ports, config::wakeup_mode m
         if (p.caps.rx_wake_sockets)
             APP_LOG(INFO,
                     "port %s: no rx interrupts (profile %s), but its lcores sleep on the "
-                    "AF_PACKET sockets of their queues (cap_rx_wake_sockets in /ferry/ports)",
-                    p.spec.name.c_str(), p.spec.profile.c_str());
+                    "%s sockets of their queues (cap_rx_wake_sockets in /ferry/ports)",
+                    p.spec.name.c_str(), p.spec.profile.c_str(),
+                    p.driver_name == "net_af_xdp" ? "AF_XDP" : "AF_PACKET");
         else if (mode == config::wakeup_mode::adaptive && !p.caps.rx_interrupts)
             APP_LOG(INFO,
                     "port %s: no rx interrupts (profile %s): in wakeup_mode = adaptive the "

@@ -16,7 +16,11 @@
 
 namespace ferry::net {
 
-std::vector<int> packet_sockets(int ifindex) {
+namespace {
+
+// This process's sockets of `domain`, ascending; `keep` filters them.
+template <class Keep>
+std::vector<int> sockets_of(int domain, Keep keep) {
     std::vector<int> out;
     DIR *d = opendir("/proc/self/fd");
     if (d == nullptr)
@@ -31,22 +35,34 @@ std::vector<int> packet_sockets(int ifindex) {
         if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode))
             continue;
         // SO_DOMAIN first: getsockname of another family fills a different
-        // sockaddr, and sll_ifindex would be read from its bytes.
-        int domain = 0;
-        socklen_t dlen = sizeof domain;
-        if (getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_DOMAIN, &domain, &dlen) != 0 ||
-            domain != AF_PACKET)
+        // sockaddr, and `keep` would read its fields from the wrong bytes.
+        int got = 0;
+        socklen_t dlen = sizeof got;
+        if (getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_DOMAIN, &got, &dlen) != 0 ||
+            got != domain)
             continue;
-        sockaddr_ll sll{};
-        socklen_t len = sizeof sll;
-        if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr *>(&sll), &len) != 0)
-            continue;
-        if (ifindex == 0 || sll.sll_ifindex == ifindex)
+        if (keep(static_cast<int>(fd)))
             out.push_back(static_cast<int>(fd));
     }
     closedir(d);
     std::sort(out.begin(), out.end());
     return out;
+}
+
+}  // namespace
+
+std::vector<int> packet_sockets(int ifindex) {
+    return sockets_of(AF_PACKET, [ifindex](int fd) {
+        sockaddr_ll sll{};
+        socklen_t len = sizeof sll;
+        if (getsockname(fd, reinterpret_cast<sockaddr *>(&sll), &len) != 0)
+            return false;
+        return ifindex == 0 || sll.sll_ifindex == ifindex;
+    });
+}
+
+std::vector<int> xdp_sockets() {
+    return sockets_of(AF_XDP, [](int) { return true; });
 }
 
 uint64_t socket_mapped_bytes(int fd) {

@@ -119,6 +119,30 @@ void find_rx_wake_sockets(port &p) {
     p.caps.rx_wake_sockets = true;
 }
 
+// Sets p.rx_wake_fds and p.caps.rx_wake_sockets for a started net_af_xdp
+// port. `opened[q]` are the AF_XDP sockets rx_queue_setup(q) opened (the PMD
+// creates a queue's XSK there). xsk_poll() (net/xdp/xsk.c) reports a socket
+// readable while its rx ring holds a descriptor, and the kernel wakes its
+// waiters (sk_data_ready) whenever it flushes frames into that ring: the same
+// contract as an AF_PACKET ring. A queue that opened other than one socket
+// (another PMD version, a shared socket) leaves the port polled (or napped).
+void find_xdp_wake_sockets(port &p, const std::vector<std::vector<int>> &opened) {
+    if (p.driver_name != "net_af_xdp" || p.caps.rx_interrupts) return;
+    std::vector<int> out;
+    for (uint16_t q = 0; q < p.queues; ++q) {
+        if (q >= opened.size() || opened[q].size() != 1) {
+            PORT_LOG(NOTICE,
+                     "%s: rx queue %u opened %zu AF_XDP sockets (1 expected): its lcore polls "
+                     "instead of sleeping on it",
+                     p.spec.name.c_str(), q, q < opened.size() ? opened[q].size() : size_t{0});
+            return;
+        }
+        out.push_back(opened[q].front());
+    }
+    p.rx_wake_fds = std::move(out);
+    p.caps.rx_wake_sockets = true;
+}
+
 std::string fail(const port &p, const char *call, int rc) {
     return "port '" + p.spec.name + "' (" + p.dev_name + "): " + call +
            " failed: " + std::strerror(rc < 0 ? -rc : rc);
@@ -279,13 +303,22 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
         return unexpected{fail(p, "rte_pktmbuf_pool_create", rte_errno)};
     }
 
+    // net_af_xdp creates each queue's XDP socket in rx_queue_setup: the
+    // sockets that appear across the call are the queue's (step 5).
+    const bool af_xdp = p.driver_name == "net_af_xdp";
+    std::vector<std::vector<int>> xdp_opened(af_xdp ? queues : 0);
     for (uint16_t q = 0; q < queues; ++q) {
         rte_eth_rxconf rxc = info.default_rxconf;
         rxc.offloads = p.rx_offloads;
+        const std::vector<int> xdp_before = af_xdp ? xdp_sockets() : std::vector<int>{};
         if (rc = rte_eth_rx_queue_setup(p.id, q, p.rx_desc, socket, &rxc, p.pool); rc != 0) {
             port_close(p);
             return unexpected{fail(p, "rte_eth_rx_queue_setup", rc)};
         }
+        if (af_xdp)
+            for (int fd : xdp_sockets())
+                if (!std::binary_search(xdp_before.begin(), xdp_before.end(), fd))
+                    xdp_opened[q].push_back(fd);
         rte_eth_txconf txc = info.default_txconf;
         txc.offloads = p.tx_offloads;
         if (rc = rte_eth_tx_queue_setup(p.id, q, p.tx_desc, socket, &txc); rc != 0) {
@@ -323,6 +356,7 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
     }
 
     find_rx_wake_sockets(p);
+    find_xdp_wake_sockets(p, xdp_opened);
 
     // 6. Steering: make the queue of every kernel->ferry flow computable.
     if (queues < 2) {

@@ -73,6 +73,8 @@ PROFILE_CASES = {
                 [HUGE_16K, "# port p0: vdev profile net_tap, nothing to bind"]),
     "net_af_packet": ({"iface": "veth0"},
                       [HUGE_16K, "# port p0: vdev profile net_af_packet, nothing to bind"]),
+    "net_af_xdp": ({"iface": "veth0"},
+                   [HUGE_16K, "# port p0: vdev profile net_af_xdp, nothing to bind"]),
     "net_memif": ({},
                   [HUGE_16K, "# port p0: vdev profile net_memif, nothing to bind"]),
 }

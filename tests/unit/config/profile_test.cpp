@@ -74,6 +74,22 @@ TEST(shipped_profiles, net_af_packet) {
     EXPECT_EQ(eal_device(*r, port, 2), "net_af_packet_veth0,iface=fpa0,qpairs=2,framecnt=256");
 }
 
+TEST(shipped_profiles, net_af_xdp) {
+    auto r = load_profile(drivers_dir, "net_af_xdp");
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->bus_kind, bus::vdev);
+    EXPECT_EQ(r->driver, "net_af_xdp");
+    EXPECT_FALSE(r->rx_interrupts);  // lcores sleep on the AF_XDP sockets instead
+    EXPECT_NE(r->caveats.find("cap_rx_wake_sockets"), std::string::npos);
+    EXPECT_NE(r->caveats.find("combined channels"), std::string::npos);
+    port_config port;
+    port.name = "x0";
+    port.profile = "net_af_xdp";
+    port.iface = "fx0";
+    EXPECT_FALSE(check_port(port, *r, 1).has_value());
+    EXPECT_EQ(expand_devargs(*r, port, 1), "iface=fx0,start_queue=0,queue_count=1");
+}
+
 TEST(shipped_profiles, only_af_packet_has_kernel_rings) {
     for (const auto &f : fs::directory_iterator(drivers_dir)) {
         if (f.path().extension() != ".toml")
@@ -165,8 +181,8 @@ TEST(load_profile, unknown_name_lists_the_available_profiles) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().to_string(),
               drivers_dir +
-                  ": unknown profile 'net_tab' (available: net_af_packet, net_i40e, net_ice, "
-                  "net_ixgbe, net_memif, net_mlx5, net_tap, net_virtio)");
+                  ": unknown profile 'net_tab' (available: net_af_packet, net_af_xdp, net_i40e, "
+                  "net_ice, net_ixgbe, net_memif, net_mlx5, net_tap, net_virtio)");
 }
 
 TEST(load_profile, name_must_not_be_a_path) {

@@ -38,6 +38,11 @@ namespace ferry::net {
 // is skipped. Empty when /proc/self/fd cannot be read.
 [[nodiscard]] std::vector<int> packet_sockets(int ifindex);
 
+// This process's AF_XDP sockets, in ascending fd order (an XDP socket names
+// neither its interface nor its queue: callers compare before and after the
+// call that creates one).
+[[nodiscard]] std::vector<int> xdp_sockets();
+
 // Bytes of this process's mappings of socket `fd` (an mmap'ed packet ring: rx
 // and tx), from /proc/self/maps; 0 when it has none or on error.
 [[nodiscard]] uint64_t socket_mapped_bytes(int fd);

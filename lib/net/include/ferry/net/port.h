@@ -28,8 +28,8 @@ namespace ferry::net {
 
 struct port_caps {
     bool rx_interrupts = false;  // every rx queue has an event fd we can sleep on
-    // No rx interrupts, but every rx queue reads an AF_PACKET socket's mmap'ed
-    // ring, and the socket polls readable while the ring holds a frame: a
+    // No rx interrupts, but every rx queue reads an AF_PACKET or AF_XDP
+    // socket's mmap'ed ring, and the socket polls readable while the ring holds a frame: a
     // sleeping lcore can wait on it (port::rx_wake_fds) as on an interrupt fd.
     bool rx_wake_sockets = false;
     bool rss = false;            // the NIC spreads flows over queues by hash
@@ -84,7 +84,7 @@ struct port {
     // counts on them (kernel_rings.h); null for every other driver. Heap-held:
     // its address is the EAL alarm's argument while the port moves.
     std::unique_ptr<kernel_rings> kernel;
-    // Per queue, the AF_PACKET socket its rx ring belongs to, when
+    // Per queue, the AF_PACKET or AF_XDP socket its rx ring belongs to, when
     // caps.rx_wake_sockets (else empty). Owned by the PMD.
     std::vector<int> rx_wake_fds;
     bool created = false;  // a vdev this process hot-plugged (removed on close)
@@ -100,7 +100,7 @@ struct port {
                                                   uint32_t workers, bool want_rx_intr);
 
 // The fd an lcore sleeping on rx queue `queue` waits on: the queue's rx
-// interrupt fd (caps.rx_interrupts), its AF_PACKET socket
+// interrupt fd (caps.rx_interrupts), its AF_PACKET or AF_XDP socket
 // (caps.rx_wake_sockets), or -1: the queue must be polled.
 [[nodiscard]] int rx_wake_fd(const port &p, uint16_t queue) noexcept;
 

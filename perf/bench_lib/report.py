@@ -202,6 +202,7 @@ def markdown_matrix(doc):
             out.append(f"| {x['body']} | {x['conns']} | {x['peer']} | {_x(x['rps'])} | "
                        f"{_x(x['p99'])} | {_x(x['cpu_per_req'])} |")
         out.append("")
+    out += cpu_at_lines(doc)
     out += noise_lines(doc)
     failed = [r for r in doc["runs"] if r.get("error")]
     if failed:
@@ -212,6 +213,49 @@ def markdown_matrix(doc):
         out += ["", f"**Stopped early**: {doc['truncated']}"]
     out.append("")
     return "\n".join(out)
+
+
+def cpu_summary(runs):
+    """Medians per (body, system) of the fixed-load runs, and ferry / haproxy."""
+    groups = {}
+    for r in runs:
+        if not r.get("error") and r.get("cpu_us_per_req") is not None:
+            groups.setdefault((r["body"], r["system"]), []).append(r)
+    rows = []
+    for (body, name), rs in sorted(groups.items()):
+        rows.append({"body": body, "system": name, "n": len(rs),
+                     "cpu_us_per_req": _median(r["cpu_us_per_req"] for r in rs),
+                     "cpu_pct": _median(r["cpu_pct"] for r in rs),
+                     "achieved_rps": _median(r["achieved_rps"] for r in rs),
+                     "p99_us": _median(r["p99_us"] for r in rs),
+                     "errors": sum(r["errors"] for r in rs),
+                     "wakeup_mode": rs[0].get("wakeup_mode")})
+    idx = {(r["body"], r["system"]): r for r in rows}
+    for r in rows:
+        h = idx.get((r["body"], "haproxy"))
+        r["vs_haproxy"] = _ratio(r["cpu_us_per_req"], h["cpu_us_per_req"]) if h else None
+    return rows
+
+
+def cpu_at_lines(doc):
+    rows = doc.get("cpu_summary")
+    if not rows:
+        return []
+    rate = doc["params"].get("cpu_at")
+    out = ["", f"## Proxy CPU per request at {rate:g} req/s offered", "",
+           "An open-loop client (perf/openloop, constant rate) below saturation: the proxy's "
+           "utime+stime from /proc over the window, per completed request. ferry runs in "
+           "the wakeup mode in the table (set at run time, --cpu-mode), whatever the "
+           "saturation runs use: a polling core costs 100% at any load. Medians over the "
+           "rounds.", "",
+           "| body | system | CPU µs/req | vs haproxy | CPU % | achieved req/s | p99 ms | "
+           "errors | ferry mode | runs |", "|" + "---|" * 10]
+    for r in rows:
+        out.append(f"| {r['body']} | {r['system']} | {_f(r['cpu_us_per_req'], 1)} | "
+                   f"{_x(r['vs_haproxy'])} | {_f(r['cpu_pct'], 1)} | "
+                   f"{_f(r['achieved_rps'], 0)} | {_ms(r['p99_us'])} | {r['errors']} | "
+                   f"{r['wakeup_mode'] or '–'} | {r['n']} |")
+    return out + [""]
 
 
 def offered_lines(doc):

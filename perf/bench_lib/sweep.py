@@ -23,8 +23,9 @@ from /proc/interrupts, ferry's run minus the no-proxy run at the same rate),
 wake_floor_p99_us (perf/wake_floor, this round: the machine's cost of waking
 a sleeping thread), and the ferry counters behind them.
 
-On af_packet the queues have no rx interrupts, but ferry's lcores sleep on
-the queues' AF_PACKET sockets (cap_rx_wake_sockets): all modes are measured.
+On af_packet and af_xdp the queues have no rx interrupts, but ferry's lcores
+sleep on the queues' AF_PACKET or AF_XDP sockets (cap_rx_wake_sockets): all
+modes are measured. af_xdp takes one queue per veth, so only 1 lcore there.
 A ferry whose lcores cannot sleep (can_sleep 0 in /ferry/lcores) runs only
 poll and adaptive (timed naps): conditional and always would be poll there.
 """
@@ -50,6 +51,11 @@ LCORE_FIELDS = ("doorbells_rung", "doorbells_suppressed", "sleeps", "naps", "wak
                 "wakeups_doorbell", "wakeups_rx", "wakeups_timer", "msgs_out",
                 "adaptive_gaps", "adaptive_spins_paid", "adaptive_sleeps_short",
                 "adaptive_sleeps_long")
+
+
+# Port kinds without rx interrupts (their lcores sleep on the queues' sockets,
+# or nap): the issue's af_packet bars apply to both.
+NO_IRQ_PORTS = ("af_packet", "af_xdp")
 
 
 def parse_points(s):
@@ -150,9 +156,10 @@ def snapshot(pids, fp):
 
 
 def openloop_args(exe, url, rate, duration_s, warmup_s):
-    hostport = url.split("//", 1)[1].split("/", 1)[0]
+    hostport, _, path = url.split("//", 1)[1].partition("/")
     host, _, port = hostport.partition(":")
-    return [exe, host, port or "80", "/", f"{rate:g}", str(duration_s), "--warmup", str(warmup_s)]
+    return [exe, host, port or "80", "/" + path, f"{rate:g}", str(duration_s),
+            "--warmup", str(warmup_s)]
 
 
 def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None):
@@ -481,8 +488,8 @@ def checks(sm, nap_budget_us=100):
             lim = max(1.1 * min(best), min(best) + 0.2)
             res.append((where, "CPU/lcore <= 1.1 x min(conditional, always)",
                         f"{cpu:.1f}% vs {min(best):.1f}% (limit {lim:.1f})", cpu <= lim))
-        if port == "af_packet" and pt != "saturation" and pt <= 1000 and cpu is not None:
-            res.append((where, "af_packet CPU/lcore < 25% at <= 1k req/s", f"{cpu:.1f}%",
+        if port in NO_IRQ_PORTS and pt != "saturation" and pt <= 1000 and cpu is not None:
+            res.append((where, f"{port} CPU/lcore < 25% at <= 1k req/s", f"{cpu:.1f}%",
                         cpu < 25.0))
         if pt == 0:
             w = c["wakeups_per_s"]
@@ -497,9 +504,9 @@ def checks(sm, nap_budget_us=100):
                             f"(limit {1.2 * pp:.0f})", p99 <= 1.2 * pp))
             else:
                 wf = c["wake_floor_p99_us"] or 0
-                extra = max(wf, nap_budget_us) if port == "af_packet" else wf
+                extra = max(wf, nap_budget_us) if port in NO_IRQ_PORTS else wf
                 res.append((where, "p99 <= poll p99 + one wake (wake floor p99"
-                            + (" or nap budget" if port == "af_packet" else "") + ")",
+                            + (" or nap budget" if port in NO_IRQ_PORTS else "") + ")",
                             f"{p99} vs {pp} + {extra:g} us", p99 <= pp + extra))
         wk = c.get("wakeups_per_1k")
         if wk is not None and pt != "saturation" and pt < 4000:

@@ -4,17 +4,23 @@
   sudo python3 perf/tcp_bench.py [--build build] [--rounds 3] [--lcores 0-1]
                                  [--conns 8] [--mib 32] [--churn 3000]
                                  [--loss PCT] [--systems ferry,kernel]
+                                 [--port tap|af_packet|af_xdp]
 
 Systems, interleaved round by round (A B A B ...) so drift is shared:
   ferry   kernel client -> net_tap -> ferry's [tcp_test] echo service
+          (--port af_packet|af_xdp: a veth pair in the client's namespace,
+          ferry on one end with that profile; af_xdp takes one lcore)
   kernel  kernel client -> veth -> a kernel echo server (tcpload.py server) in
           another namespace: the kernel-to-kernel baseline
   ferry-norack  ferry with [tcp] rack = false (RFC 6675 recovery alone)
 Each round measures bulk echo throughput (N connections x M MiB each way,
 sha256-checked) and connection churn (open, 64 bytes echoed, close; --churn 0
-skips it). --loss drops that percentage of TCP segments both ways in the
+skips it). --loss drops that percentage of TCP frames both ways in the
 client's namespace (nftables, numgen random: there is no netem here), the
-same for every system. Prints
+same for every system, with TSO and GSO off on the kernel's devices of that
+link: a 64 KiB GSO packet would otherwise be one "frame" to the rule, and the
+kernel baseline saw ~1/45 of ferry's loss events (so it was until 2026-12-05;
+bench_lib/loss.py). Prints
 one JSON line per measurement and a summary line with medians and the ratio
 ferry / kernel. All traffic stays inside namespaces created and deleted here.
 """
@@ -32,6 +38,9 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from testbed import FERRY_ADDR, Ferry, Netns  # noqa: E402
 
+sys.path.insert(0, HERE)
+from bench_lib import loss  # noqa: E402
+
 LOAD = os.path.join(ROOT, "tests", "integration", "tcpload.py")
 ECHO = 7
 CONFIG = """
@@ -43,10 +52,19 @@ rack = {rack}
 echo_port = {echo}
 [[port]]
 name = "tap0"
-profile = "net_tap"
-iface = "ferry0"
+profile = "{profile}"
+iface = "{iface}"
 address = "10.77.0.1/24"
 mbufs = 65536
+"""
+
+# `ethtool -K <dev> tx off` through SIOCETHTOOL: a veth peer otherwise hands
+# af_packet/af_xdp frames with an unfilled TCP checksum (the profiles' caveats).
+TX_OFF_PY = r"""
+import array, fcntl, socket, struct, sys
+s = socket.socket()
+val = array.array("B", struct.pack("II", 0x17, 0))
+fcntl.ioctl(s.fileno(), 0x8946, struct.pack("16sQ", sys.argv[1].encode(), val.buffer_info()[0]))
 """
 
 
@@ -58,23 +76,19 @@ def tcpload(ns, *args, timeout=300):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def add_loss(ns, pct):
-    """Drops pct % of the TCP segments entering and leaving the client's namespace."""
-    if pct <= 0:
-        return
-    n = int(round(pct * 100))  # per 10000
-    rules = f"""table inet benchloss {{
-  chain in {{ type filter hook input priority 0; policy accept;
-    meta l4proto tcp numgen random mod 10000 < {n} drop; }}
-  chain out {{ type filter hook output priority 0; policy accept;
-    meta l4proto tcp numgen random mod 10000 < {n} drop; }}
-}}
-"""
-    ns.run(["nft", "-f", "-"], input=rules)
+def add_loss(ns, pct, kernel_devs=()):
+    """Drops pct % of the TCP frames entering and leaving the client's
+    namespace. kernel_devs: (namespace name, device) of the kernel senders on
+    that link, whose TSO and GSO go off so they send wire frames
+    (bench_lib/loss.py)."""
+    if pct > 0:
+        for n, dev in kernel_devs:
+            loss.segmentation_off(n, dev)
+        ns.run(["nft", "-f", "-"], input=loss.rules(pct))
 
 
-def measure(ns, addr, a):
-    add_loss(ns, a.loss)
+def measure(ns, addr, a, kernel_devs):
+    add_loss(ns, a.loss, kernel_devs)
     bulk = tcpload(ns, "echo", addr, ECHO, "--conns", a.conns, "--bytes", a.mib << 20,
                    timeout=a.timeout)
     r = {"gbit_s": bulk["gbit_s_each_way"], "max_stall_s": bulk["max_stall_s"],
@@ -89,17 +103,31 @@ def measure(ns, addr, a):
 
 def run_ferry(a, rack=True):
     os.environ.setdefault("FERRY_BIN", os.path.join(ROOT, a.build, "app", "ferry"))
-    config = CONFIG.format(rack="true" if rack else "false", echo=ECHO)
-    with Netns("b") as ns, Ferry(ns, lcores=a.lcores, config=config) as f:
+    tap = a.port == "tap"
+    config = CONFIG.format(rack="true" if rack else "false", echo=ECHO,
+                           profile=f"net_{a.port}", iface="ferry0" if tap else "fxb0")
+    with Netns("b") as ns:
+        peer = "ferry0"
+        if not tap:
+            peer = "fxb1"
+            ns.run(["ip", "link", "add", "fxb0", "type", "veth", "peer", "name", peer])
+            ns.run(["ip", "link", "set", "fxb0", "up"])
+            ns.run([sys.executable, "-c", TX_OFF_PY, peer])
+        with Ferry(ns, lcores=a.lcores, config=config, peer_iface=peer) as f:
+            return ferry_measure(ns, f, a, tap)
+
+
+def ferry_measure(ns, f, a, tap):
+    if tap:
         # The tap's kernel-side queue (tun's ring) drops when the box is busy;
         # a real NIC has its own rings: give the tap a comparable one.
         ns.run(["ip", "link", "set", "ferry0", "txqueuelen", "10000"])
-        r = measure(ns, FERRY_ADDR, a)
-        r["handoffs"] = f.port()["tcp_handoff_out"]
-        tcp = f.telemetry("/ferry/tcp")["sum"]
-        for k in ("rto_fired", "retransmits", "tlp_probes", "rack_lost"):
-            r[k] = tcp[k]
-        return r
+    r = measure(ns, FERRY_ADDR, a, [(ns.name, "ferry0" if tap else "fxb1")])
+    r["handoffs"] = f.port("tap0")["tcp_handoff_out"]
+    tcp = f.telemetry("/ferry/tcp")["sum"]
+    for k in ("rto_fired", "retransmits", "tlp_probes", "rack_lost"):
+        r[k] = tcp[k]
+    return r
 
 
 def run_kernel(a):
@@ -120,7 +148,7 @@ def run_kernel(a):
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             try:
                 server.stdout.readline()  # "listening"
-                return measure(ns, "10.78.0.2", a)
+                return measure(ns, "10.78.0.2", a, [(ns.name, "kv0"), (srv, "kv1")])
             finally:
                 server.kill()  # our own child, by pid
                 server.wait()
@@ -139,6 +167,8 @@ def main():
     ap.add_argument("--loss", type=float, default=0.0, help="percent of TCP segments dropped each way")
     ap.add_argument("--systems", default="ferry,kernel")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per measurement")
+    ap.add_argument("--port", choices=["tap", "af_packet", "af_xdp"], default="tap",
+                    help="ferry's port (default tap; af_xdp needs --lcores with one lcore)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("tcp_bench: needs root (network namespaces)")
@@ -158,7 +188,7 @@ def main():
     med = {k: {m: statistics.median(x[m] for x in v) for m in ("gbit_s", "conn_s")}
            for k, v in res.items()}
     summary = {"summary": True, "rounds": a.rounds, "conns": a.conns, "mib_each": a.mib,
-               "loss_pct": a.loss, "ferry_lcores": a.lcores,
+               "loss_pct": a.loss, "ferry_lcores": a.lcores, "ferry_port": a.port,
                "all_ok": all(x["ok"] for v in res.values() for x in v)}
     for k in systems:
         summary[f"{k}_gbit_s"] = med[k]["gbit_s"]

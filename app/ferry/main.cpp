@@ -137,6 +137,9 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
     tc.conn.time_wait_ns = uint64_t(cfg.tcp.time_wait_ms) * 1'000'000u;
     tc.active_keepalive_ns = uint64_t(cfg.tcp.upstream_keepalive_ms) * 1'000'000u;
     tc.conn.rack = cfg.tcp.rack;
+    tc.conn.prr = cfg.tcp.prr;
+    tc.conn.frto = cfg.tcp.frto;
+    tc.conn.dsack = cfg.tcp.dsack;
     // What a loop iteration queues on a connection goes out at its end
     // (worker.cpp flush_tx): fewer, fuller segments, ACKs on the answers.
     tc.conn.defer_output = true;

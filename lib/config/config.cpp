@@ -197,6 +197,9 @@ private:
             {"upstream_keepalive_ms", false, r_.integer_into(c.upstream_keepalive_ms, 0, 3600000)},
             {"tx_checksum_offload", false, r_.boolean_into(c.tx_checksum_offload)},
             {"rack", false, r_.boolean_into(c.rack)},
+            {"prr", false, r_.boolean_into(c.prr)},
+            {"frto", false, r_.boolean_into(c.frto)},
+            {"dsack", false, r_.boolean_into(c.dsack)},
         };
         return r_.walk(**t, key, fields);
     }

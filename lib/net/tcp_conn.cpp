@@ -34,9 +34,9 @@ tcp_conn::tcp_conn(const tcp_conn_config &cfg, const tcp_tuple &tuple, seq_num i
       ctr_(counters),
       rtt_(cfg.rtt),
       cc_(cfg.cc, iss),
+      rack_(cfg.blocks),
       sq_(cfg.snd_buf, cfg.blocks),
-      rq_(cfg.blocks),
-      rack_(cfg.blocks) {
+      rq_(cfg.blocks) {
     snd_.iss = iss;
     snd_.una = iss;
     snd_.nxt = iss;
@@ -418,6 +418,9 @@ void tcp_conn::input_synchronized(const tcp_repr &h, rte_mbuf *payload, uint32_t
             return;
         }
         ctr_.rcv_unacceptable.inc();
+        if (const seq_num d = h.seq + (h.has(tcp_flag::syn) ? 1 : 0);
+            h.payload_len > 0 && d + static_cast<int32_t>(h.payload_len) <= rcv_.nxt)
+            note_duplicate(d, d + static_cast<int32_t>(h.payload_len));
         if (state_ == tcp_state::time_wait && h.has(tcp_flag::fin)) {
             // A retransmitted FIN (RCV.NXT is past it): "Acknowledge it, and
             // restart the 2 MSL timeout" (fifth step, TIME-WAIT).
@@ -463,6 +466,7 @@ void tcp_conn::input_synchronized(const tcp_repr &h, rte_mbuf *payload, uint32_t
             --cut;
         }
         cut = std::min(cut, len);
+        if (cut > 0) note_duplicate(rcv_.nxt - static_cast<int32_t>(cut), rcv_.nxt);
         off += cut;
         len -= cut;
         seq = rcv_.nxt;
@@ -754,6 +758,7 @@ void tcp_conn::process_text(seq_num seq, rte_mbuf *payload, uint32_t off, uint32
                     break;
                 case tcp_recv_queue::ooo_result::duplicate:
                     ctr_.ooo_duplicate.inc();
+                    note_duplicate(seq, seq + static_cast<int32_t>(len));
                     break;
                 case tcp_recv_queue::ooo_result::full:
                     ctr_.ooo_drop_full.inc();
@@ -919,10 +924,7 @@ void tcp_conn::fill_options(tcp_options &o, bool syn, uint64_t now) const noexce
     if (ts_ok_) {
         o.timestamps = tcp_timestamps{ts_clock(now), ts_recent_};
     }
-    if (sack_ok_ && !rq_.ooo_empty()) {
-        o.sack_count = static_cast<uint8_t>(
-            rq_.sack_blocks(std::span(o.sack).first(ts_ok_ ? 3 : tcp_options::max_sack_blocks)));
-    }
+    fill_sack(o, ts_ok_ ? 3 : tcp_options::max_sack_blocks);
 }
 
 uint32_t tcp_conn::emit_segment(uint8_t flags, seq_num seq, uint32_t off, uint32_t len,
@@ -936,6 +938,10 @@ uint32_t tcp_conn::emit_segment(uint8_t flags, seq_num seq, uint32_t off, uint32
     if ((flags & tcp_flag::rst) == 0) {
         fill_options(r.options, syn, now);
         r.window = window_field(syn);
+        if (dsack_owed_ && r.options.sack_count > 0) {
+            dsack_owed_ = false;
+            ctr_.dsacks_sent.inc();
+        }
     }
     if ((flags & tcp_flag::ack) != 0) {
         r.ack = rcv_.nxt;

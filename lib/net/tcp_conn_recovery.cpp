@@ -432,4 +432,27 @@ void tcp_conn::retransmit_head(uint64_t now) noexcept {
     (void)emit_segment(flags, snd_.una, off, len, now);
 }
 
+// ---- D-SACK as a receiver (RFC 2883) ----
+
+void tcp_conn::note_duplicate(seq_num left, seq_num right) noexcept {
+    // §4: "each duplicate contiguous sequence of data received is reported in
+    // at most one D-SACK block", the first of the ACK that answers it; a
+    // later duplicate replaces one not yet reported. Without SACK the peer
+    // would not understand it.
+    if (!sack_ok_ || !cfg_.dsack || !(left < right)) return;
+    dsack_ = tcp_sack_block{left, right};
+    dsack_owed_ = true;
+    ack_now_ = true;  // its sender learns now that the retransmission was not needed
+}
+
+void tcp_conn::fill_sack(tcp_options &o, std::size_t room) const noexcept {
+    if (!sack_ok_ || room == 0 || (!dsack_owed_ && rq_.ooo_empty())) return;
+    std::size_t n = 0;
+    if (dsack_owed_) o.sack[n++] = dsack_;
+    // §4: the block that holds a duplicate of out-of-order data comes next:
+    // the queue puts the block of the segment it received last first.
+    n += rq_.sack_blocks(std::span(o.sack).subspan(n, room - n));
+    o.sack_count = static_cast<uint8_t>(n);
+}
+
 }  // namespace ferry::net

@@ -516,7 +516,8 @@ TEST(config_parse, disjoint_subnets_and_distinct_ifaces_are_accepted) {
 TEST(config_parse, tcp_sections) {
     auto r = parse(with_port("[tcp]\nmax_connections = 64\nsyn_backlog = 4\nsyn_cookies = false\n"
                              "time_wait_ms = 1000\ntx_checksum_offload = true\n"
-                             "upstream_keepalive_ms = 0\nrack = false\n"
+                             "upstream_keepalive_ms = 0\nrack = false\nprr = false\n"
+                             "frto = false\ndsack = false\n"
                              "[tcp_test]\necho_port = 7\ndiscard_port = 9\nsource_port = 19\n"
                              "source_bytes = 4096\n"),
                    "t.toml");
@@ -528,6 +529,9 @@ TEST(config_parse, tcp_sections) {
     EXPECT_TRUE(r->tcp.tx_checksum_offload);
     EXPECT_EQ(r->tcp.upstream_keepalive_ms, 0u);
     EXPECT_FALSE(r->tcp.rack);
+    EXPECT_FALSE(r->tcp.prr);
+    EXPECT_FALSE(r->tcp.frto);
+    EXPECT_FALSE(r->tcp.dsack);
     EXPECT_EQ(r->tcp_test.echo_port, 7);
     EXPECT_EQ(r->tcp_test.discard_port, 9);
     EXPECT_EQ(r->tcp_test.source_port, 19);
@@ -537,6 +541,7 @@ TEST(config_parse, tcp_sections) {
     EXPECT_EQ(d->tcp.max_connections, 1024u);
     EXPECT_EQ(d->tcp.upstream_keepalive_ms, 5000u);
     EXPECT_TRUE(d->tcp.rack);
+    EXPECT_TRUE(d->tcp.prr && d->tcp.frto && d->tcp.dsack);
     EXPECT_TRUE(d->tcp.syn_cookies);
     EXPECT_EQ(d->tcp_test.echo_port, 0);
 }

@@ -342,6 +342,9 @@ struct tcp_config {
     uint32_t upstream_keepalive_ms = 5000;  // 0 = off
     bool tx_checksum_offload = false;
     bool rack = true;  // RACK-TLP loss detection (RFC 8985) with SACK
+    bool prr = true;    // Proportional Rate Reduction (RFC 6937) in SACK recovery
+    bool frto = true;   // F-RTO (RFC 5682): undo a spurious retransmission timeout
+    bool dsack = true;  // report duplicate data to the sender (RFC 2883 D-SACK)
 };
 
 struct tcp_test_config {

@@ -168,6 +168,7 @@
     X(rack_unrecorded,       "segments sent without a RACK record (record ring full)")           \
     X(prr_episodes,          "SACK recoveries paced by Proportional Rate Reduction (RFC 6937)")   \
     X(dsacks_received,       "D-SACK blocks received (RFC 2883): the peer got a segment twice")   \
+    X(dsacks_sent,           "D-SACK blocks sent (RFC 2883): a segment came twice; its sender may undo") \
     X(dsack_undos,           "recoveries undone: every retransmission D-SACKed (RFC 3708)")       \
     X(frto_undos,            "retransmission timeouts undone: found spurious by F-RTO (RFC 5682)") \
     X(reo_wnd_grown,         "RACK reordering window grown on a D-SACK (RFC 8985 §6.2 step 4)")
@@ -274,6 +275,7 @@ struct tcp_conn_config {
     bool rack = true;               // with SACK: RACK-TLP loss detection (RFC 8985) as a sender
     bool prr = true;                // with SACK: Proportional Rate Reduction (RFC 6937) in recovery
     bool frto = true;               // with SACK: F-RTO (RFC 5682) tells a spurious timeout
+    bool dsack = true;              // with SACK: report duplicate data (RFC 2883) as a receiver
     uint32_t ts_offset = 0;         // added to the ms clock in TSval (RFC 7323 §5.4 randomizes)
     rtt_config rtt;
     uint64_t time_wait_ns = 60'000'000'000;  // 2*MSL, RFC 9293 §3.10.8
@@ -475,6 +477,12 @@ private:
     void process_fin(uint64_t now) noexcept;
 
     void take_syn_options(const tcp_options &o, uint64_t now) noexcept;
+    // RFC 2883 §4: data [left, right) arrived again; the next ACK reports it
+    // first in its SACK option (sent at once: its sender may undo).
+    void note_duplicate(seq_num left, seq_num right) noexcept;
+    // The SACK option of an ACK: the owed D-SACK, then the receive queue's
+    // blocks (RFC 2018 §4), in `room` blocks at most.
+    void fill_sack(tcp_options &o, std::size_t room) const noexcept;
     void update_ts_recent(const tcp_repr &h, uint64_t now) noexcept;
 
     // Output.
@@ -561,6 +569,7 @@ private:
 
     tcp_conn_config cfg_;
     tcp_tuple tuple_;
+    uint32_t ka_probes_ = 0;  // keep-alive probes unanswered (here: the padding after tuple_)
     tcp_emit_fn emit_;
     void *emit_ctx_;
     tcp_counters &ctr_;
@@ -586,6 +595,7 @@ private:
     uint32_t ts_recent_ = 0;
     uint64_t ts_recent_at_ = 0;
     seq_num last_ack_sent_;
+    seq_num tlp_end_;  // RFC 8985 TLP.end_seq, while tlp_out_ (below; here: padding)
 
     // Retransmission (RFC 6298) and congestion control.
     rtt_estimator rtt_;
@@ -619,13 +629,12 @@ private:
     bool oow_acked_ : 1 = false;    // rate limit on ACKs for out-of-window pure ACKs
     bool dupack_now_ : 1 = false;   // the ACK owed is a duplicate ACK (RFC 5681 §4.2): not deferred
     bool output_owed_ : 1 = false;  // defer_output: flush_output() has something to send
-    seq_num tlp_end_;
+    bool dsack_owed_ : 1 = false;   // dsack_ leads the next segment's SACK option
+    // RFC 2883: the duplicate data last received, reported once (D-SACK).
+    tcp_sack_block dsack_{};
 
     // ACK policy.
     uint32_t segs_unacked_ = 0;
-
-    // Keep-alive.
-    uint32_t ka_probes_ = 0;
 
     // Rate limit on ACKs for out-of-window pure ACKs.
     uint64_t last_oow_ack_at_ = 0;

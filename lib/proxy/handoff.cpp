@@ -356,6 +356,7 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
             r.q[(r.qh + r.qn) % xcore_window] = m.mbuf;
             ++r.qn;
             m.mbuf = nullptr;
+            if (m.flags & xf_end) r.end = true;  // the body's last bytes
             if (u != nullptr) pump_req(r, *u, now);
             break;
         case op_req_end:

@@ -107,5 +107,47 @@ TEST(Backlog, OverflowIsCountedAndFailsTheRequestWithTheGap) {
     }
 }
 
+// test_http's shared phase failed about 1 run in 8: a client got
+// RemoteDisconnected after a POST. Its body's last bytes went to the owner in
+// one message and the request's end in another (req_end); when the second
+// was held back (a full lane, retried on the next poll), the owner could see
+// the origin's whole response first, take the request for unfinished, and
+// end the client's keep-alive connection after a response that had not said
+// so. The end now rides on the last bytes (xf_end): no message can come
+// between them.
+TEST(Handoff, TheLastBodyBytesCarryTheRequestsEnd) {
+    fake_peer peer;
+    peer.full = false;
+    {
+        proxy_bed bed(shared_bed(peer, 0));
+        const std::string body(3000, 'b');
+        // Two requests: worker 0 keeps the first (k = 0) and hands the
+        // second to worker 1; each body arrives after its head.
+        std::vector<size_t> cl;
+        for (int i = 0; i < 2; ++i) {
+            cl.push_back(bed.connect());
+            bed.send(cl.back(), "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3000\r\n\r\n");
+            bed.send(cl.back(), body);
+        }
+        const auto &c = bed.ctr();
+        ASSERT_EQ(c.xcore_requests_out.get(), 1u);
+        int heads = 0, bodies = 0, ends = 0, with_end = 0;
+        for (const auto &m : peer.got) {
+            heads += m.opcode == op_req_head;
+            bodies += m.opcode == op_req_body;
+            ends += m.opcode == op_req_end;
+            with_end += m.opcode == op_req_body && (m.flags & xf_end) != 0;
+        }
+        EXPECT_EQ(heads, 1);
+        EXPECT_GE(bodies, 1);
+        EXPECT_EQ(with_end, 1) << "the last body message says the request is complete";
+        EXPECT_EQ(ends, 0) << "no end of its own, to be overtaken";
+        EXPECT_EQ(c.xcore_lone_req_end.get(), 0u);
+        for (size_t i : cl) bed.close(i);
+        bed.advance(2000 * ms, 100 * ms);
+        peer.drop();
+    }
+}
+
 }  // namespace
 }  // namespace ferry::proxy::test

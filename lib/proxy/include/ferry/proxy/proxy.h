@@ -92,8 +92,11 @@
 //                      xf_retry (idempotent, no body: B may retry it once on a
 //                      fresh connection if a reused one fails before the head)
 //           req_body   mbuf = request body bytes (zero-copy: the client's rx
-//                      chains, trimmed; several pieces batched up to 32 KiB)
-//           req_end    the request body is complete
+//                      chains, trimmed; several pieces batched up to 32 KiB),
+//                      flags = xf_end on the batch with the body's last bytes
+//           req_end    the request body is complete (only when no batch could
+//                      carry xf_end: the last one had left before the end was
+//                      seen; counted in xcore_lone_req_end)
 //           req_abort  the client is gone (or A gave up): B aborts the upstream
 //                      connection if the request is on it (the response
 //                      cannot be resynchronised), or drops it from the FIFO
@@ -241,6 +244,7 @@ namespace ferry::proxy {
     X(xcore_msgs_out,           "proxy messages handed to the cross-core outbox")                      \
     X(xcore_msgs_in,            "proxy messages received from other lcores")                           \
     X(xcore_stale,              "proxy messages for a request or client that is gone (mbufs freed)")   \
+    X(xcore_lone_req_end,       "handed-over request bodies whose end went alone (after the last bytes)") \
     X(xcore_aborted,            "requests handed over here whose client went away (upstream side aborted)") \
     X(xcore_send_retry,         "proxy messages the outbox refused (lane full): kept and retried")    \
     X(xcore_backlog_full,       "proxy messages dropped: the lane and the peer's backlog were full (request failed)") \
@@ -599,6 +603,12 @@ private:
         rte_mbuf *acc = nullptr;     // the batch being built (its credit taken)
         uint32_t acc_len = 0;
         bool framing = true;  // send the framer's canonical framing (false: dechunk)
+        // Remote: the flag the batch with the body's last bytes carries (a
+        // request's xf_end), so that the end cannot trail its bytes in a
+        // message of its own; end_sent: it went (else the caller sends the
+        // end alone: the last batch had left before the body was seen to end).
+        uint16_t end_flag = 0;
+        bool at_end = false, end_sent = false;
     };
     // Body bytes that came with a head, in a head buffer: their payload and
     // canonical framing as one copied chain (m: nullptr when there is none).

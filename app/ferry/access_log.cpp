@@ -214,6 +214,8 @@ void format_access_line(std::string &out, config::log_format format, const proxy
         out += (r.flags & rec::f_aborted) ? " ab=1" : " ab=0";
         out += " to=";
         out += name(r.timeout);
+        out += " reason=";
+        out += name(r.reason);
         out += '\n';
         return;
     }
@@ -295,6 +297,14 @@ void format_access_line(std::string &out, config::log_format format, const proxy
     } else {
         out += '"';
         out += name(r.timeout);
+        out += '"';
+    }
+    out += ",\"reason\":";
+    if (r.reason == proxy::term_reason::none) {
+        out += "null";
+    } else {
+        out += '"';
+        out += name(r.reason);
         out += '"';
     }
     out += parsed ? ",\"parsed\":true" : ",\"parsed\":false";

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "access_log.h"
+#include "event_log.h"
 #include "app.h"
 #include "cli.h"
 #include "ferry/base/log.h"
@@ -435,6 +436,7 @@ int run(int argc, char **argv) {
     const uint32_t nworkers = l.cfg.workers ? l.cfg.workers : lcores;
     int rc = 1;
     std::unique_ptr<telemetry::exporter> metrics;  // [admin] metrics_address
+    std::unique_ptr<event_log_writer> events;       // server down/up lines (with listeners)
     if (nworkers > lcores) {
         // Each worker owns one lcore and one queue pair per port: two workers cannot
         // share an lcore, so this is fatal, not a warning.
@@ -518,8 +520,19 @@ int run(int argc, char **argv) {
             goto out;
         }
     }
+    if (app.proxy_shared) {
+        // One event ring per worker: server down/up lines (event_log.h).
+        events = std::make_unique<event_log_writer>(l.cfg, *app.proxy_shared);
+        for (auto &w : app.workers)
+            if (w->proxy) w->proxy->set_event_log(events->add_sink());
+        if (std::string err = events->start(); !err.empty()) {
+            std::fprintf(stderr, "ferry: %s\n", err.c_str());
+            goto out;
+        }
+    }
     // After the workers are set up (the view points into them), before "ready".
     view = telemetry_view(app);
+    view.draining = &stop_requested.flag();
     view.memory = plan_memory(app, base_rss, base_heap);
     APP_LOG(INFO,
             "memory: bound %.1f MiB = base %.1f + DPDK heap %.1f (mbuf pools, rings) + TCP %.1f "
@@ -577,6 +590,7 @@ out:
     // The proxies are gone (their destructors may have logged the requests
     // still open): the writer drains every ring, writes and closes the file.
     if (alog) alog->stop();
+    if (events) events->stop();
     for (auto &p : app.ports) net::port_close(p);
     rte_eal_cleanup();
     return rc;

@@ -218,9 +218,28 @@ int worker_main(void *) {
     // the stop flag until its next timer otherwise.
     wake_all_workers();
     if (w->proxy) {
+        uint64_t now = reactor::reactor::now_ns();
+        the_app->proxy_shared->draining.store(true, std::memory_order_relaxed);
+        if (const uint32_t grace = the_app->cfg.http.drain_grace_ms; grace != 0) {
+            // The grace: readiness (/healthz) answers 503 from the stop request
+            // on, and ferry goes on serving, new connections too, while a
+            // balancer in front notices. The loop runs as before (it may
+            // sleep) until the grace timer ends it.
+            w->proxy->begin_grace();
+            std::atomic<bool> over{false};
+            reactor::timer t;
+            t.set_callback(
+                [](void *ctx, uint64_t) {
+                    static_cast<std::atomic<bool> *>(ctx)->store(true, std::memory_order_relaxed);
+                },
+                &over);
+            w->loop->timers().arm(t, now + uint64_t(grace) * 1'000'000u);
+            w->loop->run(over);
+            w->loop->timers().cancel(t);
+            now = reactor::reactor::now_ns();
+        }
         // Graceful shutdown: no new connections, in-flight requests finish
         // (their clients are closed after the response), up to drain_timeout.
-        uint64_t now = reactor::reactor::now_ns();
         w->proxy->begin_drain(now);
         const uint64_t deadline = now + uint64_t(the_app->cfg.http.drain_timeout_ms) * 1'000'000u;
         while (w->proxy->open_connections() != 0 && now < deadline) {

@@ -211,6 +211,7 @@ std::optional<error> proxy_reader::read_http(const toml::node &n, const std::str
         {"max_headers", false, r_.integer_into(h.max_headers, 8, 512)},
         {"max_body_bytes", false, r_.integer_into(h.max_body_bytes, 0, int64_t{1} << 62)},
         {"drain_timeout_ms", false, r_.integer_into(h.drain_timeout_ms, 0, 600000)},
+        {"drain_grace_ms", false, r_.integer_into(h.drain_grace_ms, 0, 600000)},
         {"via", false,
          checked_string(
              r_, h.via, via_node, [](std::string_view s) { return is_simple_token(s, 32); },
@@ -604,8 +605,9 @@ std::string describe_proxy(const ferry_config &c) {
            ", max_header_bytes " + std::to_string(h.max_header_bytes) + ", max_headers " +
            std::to_string(h.max_headers) + ", max_body_bytes " +
            (h.max_body_bytes ? std::to_string(h.max_body_bytes) : std::string("unlimited")) +
-           ", drain " +
-           ms(h.drain_timeout_ms) + ", via " + h.via + ", x-forwarded " +
+           ", drain " + ms(h.drain_timeout_ms) +
+           (h.drain_grace_ms ? " after a grace of " + ms(h.drain_grace_ms) : std::string()) +
+           ", via " + h.via + ", x-forwarded " +
            (h.add_x_forwarded ? "on" : "off") +
            (h.access_log.empty() ? std::string()
                                  : ", access_log " + h.access_log + " (" +

@@ -35,6 +35,12 @@ access_record &worker_proxy::al_rec(const client &c) noexcept {
     return al_pending_[clients_.index_of(c)];
 }
 
+void worker_proxy::al_reason(client &c, term_reason why) noexcept {
+    if (!c.al_open) return;
+    access_record &r = al_rec(c);
+    if (r.reason == term_reason::none) r.reason = why;
+}
+
 // Everything the line needs of the head, copied now: the head buffer is
 // reused for the next request.
 void worker_proxy::al_begin(client &c, const http::request &req, uint64_t now) noexcept {
@@ -47,6 +53,7 @@ void worker_proxy::al_begin(client &c, const http::request &req, uint64_t now) n
     r.upstream = r.server = -1;
     r.uct_ns = r.urt_ns = access_record::no_time;
     r.timeout = timeout_kind::none;
+    r.reason = term_reason::none;
     std::string_view referer, agent;
     for (const http::header &h : req.headers) {
         if (referer.empty() && iequals(h.name, "referer"))
@@ -79,6 +86,7 @@ void worker_proxy::al_unparsed(client &c, uint64_t now) noexcept {
     r.upstream = r.server = -1;
     r.uct_ns = r.urt_ns = access_record::no_time;
     r.timeout = timeout_kind::none;
+    r.reason = term_reason::none;
     r.method_len = 0;
     r.host_len = r.referer_len = r.user_agent_len = 0;
     const std::string_view buf(c.buf, c.buf_len);

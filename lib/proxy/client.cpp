@@ -169,6 +169,7 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
                         : 0;
     const int server = pick_server(upstream, c.balance_key, now);
     if (server < 0) {
+        al_reason(c, term_reason::no_healthy_server);
         reject_generated(c, 503, now);
         return c.state == client::st::head && c.used;  // kept: go on with the next
     }
@@ -413,6 +414,7 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
         case pump_end::eof:
             // The client went away mid-body: the request cannot complete.
             ctr_.client_gone.inc();
+            al_reason(c, term_reason::client_aborted);
             if (u != nullptr) {
                 close_upconn(*u, true, now);
                 c.up = none;
@@ -434,6 +436,7 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
                 close_upconn(*u, true, now);
                 c.up = none;
             }
+            al_reason(c, term_reason::no_resources);
             abort_client(c, now);  // aborts the remote side
             return;
     }
@@ -449,6 +452,7 @@ void worker_proxy::pending_head_begin(client &c, uint64_t now) noexcept {
         client &old = clients_[ph_head_];
         ctr_.clients_evicted.inc();
         if (alog_ != nullptr && !old.al_open) al_unparsed(old, now);
+        al_reason(old, term_reason::evicted);
         abort_client(old, now);  // leaves the list
     }
     const uint32_t idx = static_cast<uint32_t>(&c - clients_.data());
@@ -509,6 +513,24 @@ bool worker_proxy::send_answer(client &c, uint16_t status, bool keep, uint64_t n
                                            keep && c.head_method);
     const bool sent = push(c, chain_of(scratch_.get(), static_cast<uint32_t>(n), c.port), now);
     if (c.al_open) {
+        // A generated answer whose cause was not said where it was found.
+        switch (status) {
+            case 404:
+                al_reason(c, term_reason::no_route);
+                break;
+            case 408:
+                al_reason(c, term_reason::client_timeout);
+                break;
+            case 503:
+                al_reason(c, term_reason::no_resources);
+                break;
+            case 502:
+            case 504:
+                break;  // upstream failures say theirs (upconn_failed)
+            default:
+                al_reason(c, term_reason::bad_request);
+                break;
+        }
         c.al_status = status;
         al_end(c, status, false, now);
     }
@@ -606,7 +628,10 @@ void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
 void worker_proxy::free_client(client &c, uint64_t now) noexcept {
     // Still open: the client closed or reset before its response was complete
     // (499, as nginx logs it, when no response head went out).
-    if (c.al_open) al_end(c, 499, true, now);
+    if (c.al_open) {
+        al_reason(c, term_reason::client_aborted);
+        al_end(c, 499, true, now);
+    }
     pending_head_end(c);
     timers_.cancel(c.timer);
     abort_remote(c);  // B aborts its upstream side

@@ -232,9 +232,11 @@ void worker_proxy::on_client_message(unsigned from, xcore::message &m, uint64_t 
             break;
         case op_resp_error: {
             end_remote(c);
-            // arg = status | the timeout_kind that failed it << 16.
+            // arg = status | the timeout_kind that failed it << 16 | the
+            // term_reason << 24 (0: none said; send_answer picks one by status).
             const uint16_t status = static_cast<uint16_t>(m.arg);
             if (c.al_open) al_rec(c).timeout = static_cast<timeout_kind>((m.arg >> 16) & 0xff);
+            al_reason(c, static_cast<term_reason>((m.arg >> 24) & 0xff));
             if (c.response_started) {
                 abort_client(c, now);
                 break;

@@ -194,7 +194,15 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
             const bool refused = n.reason == net::tcp_close_reason::refused ||
                                  (u.state == upconn::st::connecting);
             if (refused) ctr_.upstream_connect_failed.inc();
-            upconn_failed(u, n.reason == net::tcp_close_reason::timed_out ? 504 : 502, true, now);
+            term_reason why = term_reason::upstream_reset;
+            if (n.reason == net::tcp_close_reason::timed_out)
+                why = term_reason::upstream_timeout;
+            else if (refused)
+                why = term_reason::upstream_connect_refused;
+            else if (clean)
+                why = term_reason::upstream_closed;
+            upconn_failed(u, n.reason == net::tcp_close_reason::timed_out ? 504 : 502, why, true,
+                          now);
             return;
         }
         if (n.events & net::tcp_event::connected && u.state == upconn::st::connecting) {
@@ -291,6 +299,7 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     slot_owner_[port][n.h.index] = idx;
     ++listener_active_[li];
     ctr_.client_accepted.inc();
+    if (grace_) ctr_.drain_grace_accepted.inc();
     timers_.arm(c.timer, header_deadline(now));
     pending_head_begin(c, now);
     if (n.events & net::tcp_event::peer_fin) c.eof = true;
@@ -515,7 +524,7 @@ void worker_proxy::upconn_timer_cb(void *ctx, uint64_t now) noexcept {
             if (u.total_at != 0 && now >= u.total_at) k = timeout_kind::total;
             if (u.state == upconn::st::connecting) px.ctr_.upstream_connect_failed.inc();
             px.count_timeout(u.health ? timeout_kind::none : k);
-            px.upconn_failed(u, 504, true, now, u.health ? timeout_kind::none : k);
+            px.upconn_failed(u, 504, term_reason::upstream_timeout, true, now, k);
             break;
         }
     }
@@ -639,6 +648,8 @@ uint32_t worker_proxy::open_connections() const noexcept {
 void worker_proxy::abort_all(uint64_t now) noexcept {
     for (uint32_t i = 0; i < clients_.made(); ++i)
         if (clients_[i].used && clients_[i].h.valid()) {
+            if (clients_[i].al_open && al_rec(clients_[i]).reason == term_reason::none)
+                al_rec(clients_[i]).reason = term_reason::drain_timeout;
             al_end(clients_[i], 444, true, now);  // the drain timeout cut it
             ctr_.drained.inc();
             ports_[clients_[i].port].layer->abort(clients_[i].h, now);

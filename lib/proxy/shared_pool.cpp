@@ -270,7 +270,7 @@ void worker_proxy::shared_release(upconn &u, bool reusable, uint64_t now) noexce
     u.cred_mask = 0;
     if (!reusable || u.eof || !u.h.valid() || u.slot == none) {
         u.state = upconn::st::body;
-        close_upconn(u, !reusable, now);
+        close_upconn(u, must_abort(u, reusable), now);
         return;
     }
     u.state = upconn::st::idle;

@@ -1,8 +1,8 @@
 // The upstream side: picking a server (balance.h over a snapshot), getting a
 // connection from this lcore's pool (idle keep-alive first, else a new one),
 // reading the response head and handing it on, the response body, failures
-// (retry, 502/504, passive health), the idle pool, closing; and the active
-// health checks.
+// (retry, 502/504, counted for passive health: health.cpp), the idle pool,
+// closing.
 #include "internal.h"
 
 #include <rte_mbuf.h>
@@ -110,7 +110,7 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
             upconn &cand = upconns_[us.idle_head[server]];
             unaccount(cand);  // off the idle list
             if (cand.eof || !cand.h.valid()) {
-                close_upconn(cand, true, now);
+                close_upconn(cand, false, now);  // the origin closed it: our FIN answers
                 continue;
             }
             u = &cand;
@@ -207,7 +207,7 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
                                                 std::span(u.fields, limits_.max_headers), limits_);
             if (r.st == http::parse_result::status::error) {
                 ctr_.upstream_bad_response.inc();
-                upconn_failed(u, 502, true, now);
+                upconn_failed(u, 502, term_reason::upstream_bad_response, true, now);
                 return false;
             }
             if (r.st == http::parse_result::status::done) {
@@ -217,21 +217,21 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
             }
             if (u.buf_len >= u.cap) {
                 ctr_.upstream_bad_response.inc();
-                upconn_failed(u, 502, true, now);
+                upconn_failed(u, 502, term_reason::upstream_bad_response, true, now);
                 return false;
             }
         }
         if (u.in_n == 0 && pull(u, now) == 0) {
             if (u.eof) {
                 // Closed before (the rest of) a response head.
-                upconn_failed(u, 502, true, now);
+                upconn_failed(u, 502, term_reason::upstream_closed, true, now);
             } else if (u.buf_len != 0) {
                 want_more(u, now);  // part of a head
             }
             return false;
         }
         if (!attach_head(u)) {
-            upconn_failed(u, 502, false, now);
+            upconn_failed(u, 502, term_reason::no_resources, false, now);
             return false;
         }
         u.fill_buf();
@@ -248,15 +248,25 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     const http::response &resp = u.resp;
     if (u.health) {
         const bool ok = resp.status >= 200 && resp.status < 400;
-        if (!ok) ctr_.health_check_failed.inc();
         ups_[u.upstream]->hc_conn[u.server] = none;
-        health_result(u.upstream, u.server, ok, now);
-        close_upconn(u, true, now);
+        if (ok) {
+            health_ok(u.upstream, u.server, now);
+        } else {
+            ctr_.health_check_failed.inc();
+            server_event ev;
+            ev.status = resp.status;
+            ev.check = true;
+            health_failed(u.upstream, u.server, now, ev);
+        }
+        // The check is over: a FIN, not a reset (the probe asked for
+        // Connection: close, and a reset would count as upstream_aborted).
+        // What else the origin sends is read and dropped while closing.
+        close_upconn(u, false, now);
         return head_next::stop;
     }
     if (resp.status == 101) {  // no upgrades through ferry
         ctr_.upstream_bad_response.inc();
-        upconn_failed(u, 502, false, now);
+        upconn_failed(u, 502, term_reason::upstream_bad_response, false, now);
         return head_next::stop;
     }
     auto &sc = srv_ctr_[u.upstream][u.server];
@@ -264,13 +274,8 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
         sc.latency_ns.inc(now - u.t_sent);
         sc.responses.inc();
         // An answer: the server is alive (it may have been tried while marked
-        // down, when_all_down = "try"). Written only on a change: the words are
-        // shared by every lcore.
-        auto &h = shared_.health[u.upstream][u.server];
-        if (h.consecutive_fails.load(std::memory_order_relaxed) != 0)
-            h.consecutive_fails.store(0, std::memory_order_relaxed);
-        if (h.down_until.load(std::memory_order_relaxed) != 0)
-            h.down_until.store(0, std::memory_order_relaxed);
+        // down, when_all_down = "try").
+        health_ok(u.upstream, u.server, now);
     }
     const bool until_close = resp.body == http::body_kind::until_close;
     // An HTTP/1.0 client cannot receive chunked coding (RFC 9112 §6.1; ferry
@@ -292,7 +297,9 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     if (head == nullptr) {
         // Too large to forward (502), or no mbuf (503, no_buffer).
         if (hl == 0) ctr_.upstream_bad_response.inc();
-        upconn_failed(u, hl == 0 ? 502 : 503, false, now);
+        upconn_failed(u, hl == 0 ? 502 : 503,
+                      hl == 0 ? term_reason::upstream_bad_response : term_reason::no_resources,
+                      false, now);
         return head_next::stop;
     }
     // Remote: the head leaves with the body bytes that came with it (one
@@ -305,7 +312,7 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
         if (c.al_open) al_head(c, u, resp.status, now);
         if (!push(c, head, now)) {  // the client's out queue is full
             ctr_.no_buffer.inc();
-            upconn_failed(u, 503, false, now);
+            upconn_failed(u, 503, term_reason::no_resources, false, now);
             return head_next::stop;
         }
         c.response_started = true;
@@ -375,7 +382,7 @@ bool worker_proxy::head_body(upconn &u, client *cp, rreq *rp, rte_mbuf *rhead, u
         if (fr.error) {
             rte_pktmbuf_free(rhead);
             ctr_.upstream_bad_response.inc();
-            upconn_failed(u, 502, true, now);
+            upconn_failed(u, 502, term_reason::upstream_bad_response, true, now);
             return false;
         }
         if (b.m != nullptr || b.no_buffer) {
@@ -383,13 +390,13 @@ bool worker_proxy::head_body(upconn &u, client *cp, rreq *rp, rte_mbuf *rhead, u
             if (cp != nullptr) {
                 if (body == nullptr || !push(*cp, body, now)) {  // the head went: abort the client
                     if (body != nullptr) ctr_.no_buffer.inc();
-                    upconn_failed(u, 502, false, now);
+                    upconn_failed(u, 502, term_reason::no_resources, false, now);
                     return false;
                 }
             } else if (body == nullptr || !net::chain_append(rhead, body)) {
                 rte_pktmbuf_free(body);
                 rte_pktmbuf_free(rhead);
-                upconn_failed(u, 503, false, now);
+                upconn_failed(u, 503, term_reason::no_resources, false, now);
                 return false;
             }
         }
@@ -402,7 +409,7 @@ bool worker_proxy::head_body(upconn &u, client *cp, rreq *rp, rte_mbuf *rhead, u
         }
         if (extra) {
             ctr_.upstream_bad_response.inc();
-            upconn_failed(u, 502, true, now);
+            upconn_failed(u, 502, term_reason::upstream_bad_response, true, now);
             return false;
         }
     }
@@ -476,14 +483,17 @@ void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
                 finish(false);
                 return;
             }
-            [[fallthrough]];  // closed mid-body: the response is truncated
+            // Closed mid-body: the response is truncated.
+            ctr_.upstream_bad_response.inc();
+            upconn_failed(u, 502, term_reason::upstream_closed, true, now);
+            return;
         case pump_end::bad_framing:
         case pump_end::too_large:
             ctr_.upstream_bad_response.inc();
-            upconn_failed(u, 502, true, now);
+            upconn_failed(u, 502, term_reason::upstream_bad_response, true, now);
             return;
         case pump_end::no_buffer:
-            upconn_failed(u, 502, false, now);
+            upconn_failed(u, 502, term_reason::no_resources, false, now);
             return;
     }
 }
@@ -537,12 +547,16 @@ void worker_proxy::begin_total(upconn &u, uint64_t now) noexcept {
     // connecting: the connect timer stays, capped by the total at connect.
 }
 
-void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health, uint64_t now,
-                                 timeout_kind tk) noexcept {
+void worker_proxy::upconn_failed(upconn &u, uint16_t status, term_reason why, bool count_health,
+                                 uint64_t now, timeout_kind tk) noexcept {
+    server_event ev;
+    ev.why = why;
+    ev.timeout = tk;
     if (u.health) {
         ctr_.health_check_failed.inc();
         ups_[u.upstream]->hc_conn[u.server] = none;
-        health_result(u.upstream, u.server, false, now);
+        ev.check = true;
+        health_failed(u.upstream, u.server, now, ev);
         close_upconn(u, true, now);
         return;
     }
@@ -560,10 +574,14 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health, 
     const http::request_info ri = u.ri;
     if (cp != nullptr && cp->al_open && (reused || u.t_conn != 0))
         al_rec(*cp).uct_ns = reused ? 0 : u.t_conn - std::min(u.t_conn, u.t_sent);
-    if (cp != nullptr && cp->al_open) al_rec(*cp).timeout = tk;
+    if (cp != nullptr && cp->al_open) {
+        access_record &rec = al_rec(*cp);
+        rec.timeout = tk;
+        if (rec.reason == term_reason::none) rec.reason = why;
+    }
     if (count_health && !reused) {
         srv_ctr_[upstream][server].failures.inc();
-        health_result(upstream, server, false, now);
+        health_failed(upstream, server, now, ev);
     }
     // A handed-over request: detach it first (close_upconn would answer 502).
     rreq *rp = rreq_of(u);
@@ -591,7 +609,8 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, bool count_health, 
                 return;
             r.queued = false;
         }
-        xsend(r.from, op_resp_error, r.handle, 0, status | uint32_t(tk) << 16, nullptr);
+        xsend(r.from, op_resp_error, r.handle, 0,
+              status | uint32_t(tk) << 16 | uint32_t(why) << 24, nullptr);
         free_rreq(r);
         return;
     }
@@ -653,6 +672,17 @@ bool worker_proxy::framed_toward_client(const upconn &u) noexcept {
     return u.resp.body != http::body_kind::until_close && !u.dechunk;
 }
 
+// A connection that cannot be reused after a complete response ends with a
+// FIN when the origin ended it (Connection: close, a body delimited by the
+// close, its FIN): nothing is wrong, and a reset there is what made a clean
+// load run count upstream_aborted (nginx says Connection: close on the
+// keepalive_requests-th response of a connection). It is reset when it is out
+// of step: bytes past the response, or an early response before the request
+// body was all sent.
+bool worker_proxy::must_abort(const upconn &u, bool reusable) noexcept {
+    return !reusable && u.resp_keep_alive && !u.eof;
+}
+
 void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexcept {
     upstream_state &us = *ups_[u.upstream];
     busy_end(u.upstream, u.server);
@@ -664,7 +694,7 @@ void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexce
     const auto &uc = cfg_.upstreams[u.upstream];
     if (!reusable || draining_ || u.eof || us.nidle[u.server] >= uc.max_idle) {
         u.state = upconn::st::body;  // so close_upconn does not touch the idle list
-        close_upconn(u, !reusable, now);
+        close_upconn(u, must_abort(u, reusable), now);
         return;
     }
     u.state = upconn::st::idle;
@@ -743,6 +773,7 @@ void worker_proxy::close_upconn(upconn &u, bool abort, uint64_t now) noexcept {
         u.state = upconn::st::closing;
         return;
     }
+    ctr_.upstream_closed.inc();
     u.state = upconn::st::closing;
     u.closing = true;
     flush(u, now);
@@ -770,63 +801,6 @@ void worker_proxy::free_upconn(upconn &u, uint64_t now) noexcept {
     u.shared = false;
     u.idle_next = u.idle_prev = none;
     upconns_.give(upconns_.index_of(u));
-}
-
-void worker_proxy::health_result(int upstream, int server, bool ok, uint64_t now) noexcept {
-    auto &h = shared_.health[upstream][server];
-    const auto &uc = cfg_.upstreams[upstream];
-    if (ok) {
-        h.consecutive_fails.store(0, std::memory_order_relaxed);
-        if (h.down_until.load(std::memory_order_relaxed) != 0)
-            h.down_until.store(0, std::memory_order_relaxed);
-        return;
-    }
-    const uint32_t f = h.consecutive_fails.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (uc.max_fails != 0 && f >= uc.max_fails) {
-        h.down_until.store(now + uc.fail_timeout_ms * ms, std::memory_order_relaxed);
-        h.consecutive_fails.store(0, std::memory_order_relaxed);
-        h.marked_down.fetch_add(1, std::memory_order_relaxed);
-    }
-}
-
-void worker_proxy::run_health_checks(uint64_t now) noexcept {
-    uint64_t next = UINT64_MAX;
-    for (size_t ui = 0; ui < cfg_.upstreams.size(); ++ui) {
-        const auto &uc = cfg_.upstreams[ui];
-        if (uc.health_check_path.empty()) continue;
-        next = std::min<uint64_t>(next, now + uc.health_check_interval_ms * ms);
-        upstream_state &us = *ups_[ui];
-        for (size_t s = 0; s < uc.servers.size(); ++s) {
-            if (us.hc_conn[s] != none) continue;  // still running (its timer ends it)
-            if (upconns_.available() == 0) return;
-            const auto &srv = uc.servers[s];
-            upconn *hc = open_upconn(static_cast<int>(ui), static_cast<int>(s), now);
-            if (hc == nullptr) continue;
-            upconn &u = *hc;
-            const uint16_t port = u.port;
-            u.health = true;
-            us.hc_conn[s] = static_cast<uint32_t>(hc - upconns_.data());
-            ctr_.health_checks.inc();
-            char host[32];
-            std::snprintf(host, sizeof host, "%u.%u.%u.%u:%u", srv.addr >> 24,
-                          (srv.addr >> 16) & 255, (srv.addr >> 8) & 255, srv.addr & 255, srv.port);
-            const int n = std::snprintf(
-                scratch_.get(), scratch_size,
-                "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: ferry-health-check\r\n"
-                "Connection: close\r\n\r\n",
-                uc.health_check_path.c_str(),
-                uc.health_check_host.empty() ? host : uc.health_check_host.c_str());
-            if (!push(u, chain_of(scratch_.get(), static_cast<uint32_t>(n), port), now)) {
-                // No mbuf for the check: say nothing about the server's health.
-                us.hc_conn[s] = none;
-                u.health = false;
-                close_upconn(u, true, now);
-                continue;
-            }
-            timers_.arm(u.timer, now + uc.health_check_timeout_ms * ms);
-        }
-    }
-    if (next != UINT64_MAX && !draining_) timers_.arm(health_timer_, next);
 }
 
 }  // namespace ferry::proxy

@@ -419,6 +419,15 @@ int exporter_cmd(const process_view &v, rte_tel_data *d) {
     return 0;
 }
 
+// The event log (server down/up lines): what its writer logged and
+// suppressed; {} without [[listener]].
+int events_cmd(const process_view &v, rte_tel_data *d) {
+    rte_tel_data_start_dict(d);
+    if (v.proxy_shared != nullptr)
+        add_counters(d, v.proxy_shared->events, proxy::event_log_counter_fields);
+    return 0;
+}
+
 // DPDK's callbacks carry no context: one adapter per command, reading the
 // published view.
 template <int (*Fn)(const process_view &, rte_tel_data *)>
@@ -462,6 +471,8 @@ constexpr command commands[] = {
      "ring_full events."},
     {"/ferry/memory", reader<memory_cmd>,
      "Resident bytes now and at peak; the bound (base, DPDK heap, TCP, proxy, slack)."},
+    {"/ferry/events", reader<events_cmd>,
+     "The event log: server down/up lines written, suppressed by the rate limit, events seen."},
     {"/ferry/exporter", reader<exporter_cmd>,
      "The [admin] metrics listener: connections, requests, scrapes, rejected, timeouts."},
 };

@@ -208,7 +208,18 @@ bool exporter::serve(int fd) noexcept {
     std::string body;
     switch (reply.what) {
         case admin_reply::body::metrics: body = render_metrics(view_); break;
-        case admin_reply::body::healthz: body = "ok\n"; break;
+        case admin_reply::body::healthz:
+            // Readiness: unready from the stop request on, so a balancer in
+            // front stops sending new connections during drain_grace_ms.
+            if (reply.status == 200 && view_.draining != nullptr &&
+                view_.draining->load(std::memory_order_relaxed)) {
+                ctr_.healthz_draining.inc();
+                reply.status = 503;
+                body = "draining\n";
+            } else {
+                body = "ok\n";
+            }
+            break;
         case admin_reply::body::status_text:
             body = std::string(http::reason_phrase(reply.status)) + "\n";
             break;

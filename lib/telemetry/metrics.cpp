@@ -379,6 +379,15 @@ void render_exporter(exposition &e, const process_view &v) {
                   std::vector<std::pair<std::string, const exporter_counters *>>{{"", v.exporter}});
 }
 
+// The event log's counters (no labels: one writer).
+void render_events(exposition &e, const process_view &v) {
+    if (v.proxy_shared == nullptr)
+        return;  // no [[listener]]: no proxy
+    counter_group(e, "events", proxy::event_log_counter_fields,
+                  std::vector<std::pair<std::string, const proxy::event_log_counters *>>{
+                      {"", &v.proxy_shared->events}});
+}
+
 }  // namespace
 
 std::string render_metrics(const process_view &v) {
@@ -394,6 +403,7 @@ std::string render_metrics(const process_view &v) {
     render_upstreams(e, v);
     render_rings(e, v);
     render_exporter(e, v);
+    render_events(e, v);
     const resident r = read_resident();
     e.family("ferry_memory_resident_bytes", "gauge", "resident memory (VmRSS)");
     e.sample("", r.now);

@@ -7,6 +7,7 @@
   POST /sha  (or PUT)        reads the body (Content-Length or chunked) and
                              answers "<sha256 hex> <length>"
   GET  /slow                 answers after 30 s (for response timeouts)
+  GET  /delay/<ms>           answers "delayed" after <ms> milliseconds
   GET  /health               200 "ok"
   GET  /count                how many connections this origin accepted so far
   anything else              200 with the method and path echoed
@@ -115,6 +116,9 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/slow":
             time.sleep(30)
             self.reply(200, b"late\n")
+        elif path.startswith("/delay/"):
+            time.sleep(int(path[7:]) / 1000)
+            self.reply(200, b"delayed\n")
         elif path == "/health":
             self.reply(200, b"ok\n")
         elif path == "/count":

@@ -126,13 +126,14 @@ COMBINED = re.compile(
     rf'"(?P<referer>{Q})" "(?P<ua>{Q})" rt=(?P<rt>\d+\.\d{{3}}) '
     rf'uct=(?P<uct>\d+\.\d{{3}}|-) urt=(?P<urt>\d+\.\d{{3}}|-) up=(?P<up>[a-z0-9_]+|-) '
     rf'us=(?P<us>{IP}:\d{{1,5}}|-) lc=(?P<lc>\d+) xc=(?P<xc>[01]) ab=(?P<ab>[01]) '
-    rf'to=(?P<to>-|header|body|connect|write|response|read|total)$')
+    rf'to=(?P<to>-|header|body|connect|write|response|read|total) '
+    rf'reason=(?P<reason>-|[a-z_]+)$')
 
 JSON_KEYS = ["time", "timestamp", "client", "client_port", "request", "method", "target",
              "version", "host", "referer", "user_agent", "status", "bytes_sent",
              "request_body_bytes", "request_time", "upstream", "upstream_addr",
              "upstream_connect_time", "upstream_header_time", "lcore", "cross_core", "aborted",
-             "timeout", "parsed", "truncated"]
+             "timeout", "reason", "parsed", "truncated"]
 
 
 def settle(f):
@@ -284,6 +285,15 @@ def phase_combined(tmp):
         check(to["to"] == "response" and to["urt"] == "-" and float(to["rt"]) >= 1.4,
               f"{t}: 504 to=response (rt {to['rt']}, xc={to['xc']})")
     check(all(x["to"] == "-" for x in recs if x["status"] == "200"), "200 lines: to=-")
+    # Termination reasons (issue 19): one per failed request, "-" otherwise.
+    for t, why in (("/dead?id=c-502", "upstream_connect_refused"), ("/nothing?id=c-404", "no_route"),
+                   ("/sha?id=c-smuggle", "bad_request"), ("/slow?id=c-gone", "client_aborted"),
+                   ("/slow?id=c-timeout", "upstream_timeout"),
+                   ("/slow?id=c-xtimeout", "upstream_timeout")):
+        rq = only(recs, lambda x: target(x) == t, t)
+        check(rq["reason"] == why, f"{t}: reason={rq['reason']} (want {why})")
+    check(all(x["reason"] == "-" for x in recs if x["status"] == "200" and x["ab"] == "0"),
+          "complete 200 lines: reason=-")
     shared = [x for x in recs if x["request"].startswith("GET /shared/")]
     xc = sorted({x["xc"] for x in shared})
     check(len(shared) == 12 and xc == ["0", "1"] and all(x["up"] == "pys" for x in shared)
@@ -356,8 +366,13 @@ def phase_json(tmp):
     check(len(lg["target"]) == 512 and len(lg["user_agent"]) == 256 and lg["truncated"],
           "target cut to 512 bytes, user agent to 256, truncated true")
     gone = only(recs, lambda x: x["target"] == "/slow?id=j-gone", "client gone")
-    check(gone["status"] == 499 and gone["aborted"] and gone["timeout"] is None,
-          "client gone: 499, aborted, no timeout")
+    check(gone["status"] == 499 and gone["aborted"] and gone["timeout"] is None
+          and gone["reason"] == "client_aborted",
+          "client gone: 499, aborted, no timeout, reason client_aborted")
+    dead = only(recs, lambda x: x["target"] == "/dead?id=j-502", "502")
+    check(dead["reason"] == "upstream_connect_refused", f"502: reason {dead['reason']}")
+    check(all(o["reason"] is None for o in recs if o["status"] == 200 and not o["aborted"]),
+          "complete 200s: reason null")
     for t in ("/slow?id=j-timeout", "/slow?id=j-xtimeout"):
         to = only(recs, lambda x: x["target"] == t, t)
         check(to["status"] == 504 and to["timeout"] == "response", f"{t}: 504, timeout response")

@@ -289,7 +289,7 @@ def check_keys(d, spec, what):
 
 
 EXPORTER_COUNTERS = ("connections", "reads", "requests", "scrapes", "rejected", "read_timeouts",
-                     "closed_early", "write_failed")
+                     "closed_early", "write_failed", "healthz_draining")
 
 
 def exporter(f):
@@ -317,7 +317,8 @@ def check_telemetry(f, requests_sent, rejected_sent):
           f"'/' lists the commands ({len(listed)})")
     expected = {"/ferry/version", "/ferry/config", "/ferry/ports", "/ferry/net", "/ferry/tcp",
                 "/ferry/lcores", "/ferry/wakeup_mode", "/ferry/idle_threshold_us",
-                "/ferry/http", "/ferry/upstreams", "/ferry/rings", "/ferry/exporter"}
+                "/ferry/http", "/ferry/upstreams", "/ferry/rings", "/ferry/exporter",
+                "/ferry/events"}
     ferry_cmds = {c for c in listed if c.startswith("/ferry/")}
     check(expected <= ferry_cmds, f"'/' lists every ferry command (missing {expected - ferry_cmds})")
     out = {}
@@ -443,6 +444,10 @@ def check_telemetry(f, requests_sent, rejected_sent):
         check(d["depth"] <= d["high_water"] <= d["capacity"],
               f"/ferry/rings.{k}: depth {d['depth']} <= high_water {d['high_water']} <= "
               f"capacity {d['capacity']}")
+    ev = out["/ferry/events"]
+    check(isinstance(ev, dict) and set(ev) == {"lines", "suppressed", "server_down", "server_up"}
+          and all(is_uint(v) for v in ev.values()),
+          f"/ferry/events: lines, suppressed, server_down, server_up ({ev})")
     x = out["/ferry/exporter"]
     check_counter_dict(x, "/ferry/exporter", EXPORTER_COUNTERS)
     check(set(x) == set(EXPORTER_COUNTERS), f"/ferry/exporter: exactly its counters ({set(x)})")

@@ -481,6 +481,8 @@ const range_case range_cases[] = {
      [](const ferry_config &c) -> uint64_t { return c.http.max_body_bytes; }},
     {"drain_timeout_ms", "[http]\n", "", "drain_timeout_ms", "http", 7, 0, 600000,
      [](const ferry_config &c) -> uint64_t { return c.http.drain_timeout_ms; }},
+    {"drain_grace_ms", "[http]\n", "", "drain_grace_ms", "http", 7, 0, 600000,
+     [](const ferry_config &c) -> uint64_t { return c.http.drain_grace_ms; }},
     {"listener_port", "[[listener]]\nname = \"web\"\n", "", "port", "listener[0]", 8, 1, 65535,
      [](const ferry_config &c) -> uint64_t { return c.listeners[0].port; }},
     {"listener_max_connections", "[[listener]]\nname = \"web\"\nport = 80\n", "", "max_connections",
@@ -744,6 +746,7 @@ TEST(proxy_config, defaults_without_proxy_tables) {
     EXPECT_EQ(h.max_headers, 64u);
     EXPECT_EQ(h.max_body_bytes, 0u);
     EXPECT_EQ(h.drain_timeout_ms, 10000u);
+    EXPECT_EQ(h.drain_grace_ms, 0u);
     EXPECT_EQ(h.via, "ferry");
     EXPECT_TRUE(h.add_x_forwarded);
     EXPECT_TRUE(r->listeners.empty());

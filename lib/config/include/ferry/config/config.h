@@ -113,6 +113,10 @@
 //   the ones behind wait unread in TCP's receive window: no queue to bound.)
 //   drain_timeout_ms = 10000        # 0..600000: on SIGTERM, how long open connections may
 //                                   #   finish their requests
+//   drain_grace_ms = 0              # 0..600000: on SIGTERM, how long ferry still accepts
+//                                   #   new connections (readiness, /healthz, already
+//                                   #   answers 503) before the drain begins: the time a
+//                                   #   balancer needs to see it unready (docs/OPERATIONS.md)
 //   via = "ferry"                   # the Via header's pseudonym: 1..32 of [A-Za-z0-9._-]
 //   add_x_forwarded = true          # add X-Forwarded-For and X-Forwarded-Proto
 //   access_log = "/var/log/ferry/access.log"  # "" (default) = no access log; else an
@@ -382,6 +386,7 @@ struct http_config {
     uint16_t max_headers = 64;
     uint64_t max_body_bytes = 0;  // 0 = unlimited
     uint32_t drain_timeout_ms = 10000;
+    uint32_t drain_grace_ms = 0;
     std::string via = "ferry";
     bool add_x_forwarded = true;
     std::string access_log;  // "" = no access log; else an absolute path

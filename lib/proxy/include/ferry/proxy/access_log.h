@@ -18,10 +18,9 @@
 // CLOCK_REALTIME.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <cstring>
-#include <memory>
+
+#include "ferry/base/record_ring.h"
 
 namespace ferry::proxy {
 
@@ -37,6 +36,60 @@ enum class timeout_kind : uint8_t { none, header, body, connect, write, response
     constexpr const char *names[] = {"-",     "header",   "body", "connect",
                                      "write", "response", "read", "total"};
     const auto i = static_cast<unsigned>(k);
+    return i < sizeof names / sizeof names[0] ? names[i] : "?";
+}
+
+// Why a request ended without its response complete, or with a generated
+// answer (access_record::reason; `reason=` in the combined line, "reason" in
+// JSON; docs/OPERATIONS.md "Access log"). The first cause found is kept.
+// Like HAProxy's termination state and Envoy's response flags, a small set:
+//   upstream_connect_refused  the server answered the SYN with a reset (502)
+//   upstream_reset            the upstream connection was reset (502, or cut)
+//   upstream_closed           the origin closed before its response ended (502, or cut)
+//   upstream_timeout          an upstream timeout; `to=` says which (504, or cut)
+//   upstream_bad_response     the response did not parse or frame (502, or cut)
+//   no_healthy_server         every server of the upstream down (503)
+//   no_resources              no mbuf, connection slot, head buffer or queue room (503)
+//   no_route                  no route and no default upstream (404)
+//   bad_request               the request was rejected (400, 413, 414, 431, 501, 505)
+//   client_timeout            the request did not arrive in time (408)
+//   client_aborted            the client closed or reset first (499, or cut)
+//   evicted                   a slow head reset to make room (slowloris, 444)
+//   drain_timeout             still open when drain_timeout_ms passed (444)
+enum class term_reason : uint8_t {
+    none,
+    upstream_connect_refused,
+    upstream_reset,
+    upstream_closed,
+    upstream_timeout,
+    upstream_bad_response,
+    no_healthy_server,
+    no_resources,
+    no_route,
+    bad_request,
+    client_timeout,
+    client_aborted,
+    evicted,
+    drain_timeout,
+};
+
+// "-" for none, else the enumerator's name.
+[[nodiscard]] constexpr const char *name(term_reason r) noexcept {
+    constexpr const char *names[] = {"-",
+                                     "upstream_connect_refused",
+                                     "upstream_reset",
+                                     "upstream_closed",
+                                     "upstream_timeout",
+                                     "upstream_bad_response",
+                                     "no_healthy_server",
+                                     "no_resources",
+                                     "no_route",
+                                     "bad_request",
+                                     "client_timeout",
+                                     "client_aborted",
+                                     "evicted",
+                                     "drain_timeout"};
+    const auto i = static_cast<unsigned>(r);
     return i < sizeof names / sizeof names[0] ? names[i] : "?";
 }
 
@@ -72,6 +125,7 @@ struct access_record {
     uint8_t flags = 0;
     uint8_t method_len = 0;
     timeout_kind timeout = timeout_kind::none;  // the timeout that ended it, if one did
+    term_reason reason = term_reason::none;     // why it ended badly, if it did
     uint16_t target_len = 0, host_len = 0, referer_len = 0, user_agent_len = 0;
     char method[method_cap];
     char target[target_cap];
@@ -81,80 +135,18 @@ struct access_record {
 };
 static_assert(sizeof(access_record) <= 1280, "keep the ring's footprint predictable");
 
-// An SPSC ring of access_records: producer = the worker lcore that owns the
-// proxy, consumer = the access-log writer thread. Capacity is a power of two,
-// allocated once at construction.
-class access_log_sink {
+// The SPSC ring of access_records (ferry/base/record_ring.h): producer = the
+// worker lcore that owns the proxy, consumer = the access-log writer thread.
+class access_log_sink : public record_ring<access_record> {
 public:
     // `capacity` is rounded up to a power of two (at least 2). `lcore` is the
     // EAL lcore id of the producer, for the writer's `lc=` field.
     access_log_sink(uint32_t capacity, unsigned lcore)
-        : cap_(round_up(capacity)),
-          mask_(cap_ - 1),
-          lcore_(lcore),
-          slots_(std::make_unique<access_record[]>(cap_)) {}
-    access_log_sink(const access_log_sink &) = delete;
-    access_log_sink &operator=(const access_log_sink &) = delete;
-
-    [[nodiscard]] uint32_t capacity() const noexcept { return cap_; }
+        : record_ring<access_record>(capacity), lcore_(lcore) {}
     [[nodiscard]] unsigned lcore() const noexcept { return lcore_; }
 
-    // Producer: the next free slot to fill, or nullptr when the ring is full.
-    // A non-null slot becomes visible to the consumer only at commit().
-    access_record *reserve() noexcept {
-        const uint64_t t = tail_.load(std::memory_order_relaxed);
-        if (t - head_cache_ == cap_) {
-            // Pairs with the consumer's release store of head_: every read it
-            // made of the slots it released happened before we overwrite them.
-            head_cache_ = head_.load(std::memory_order_acquire);
-            if (t - head_cache_ == cap_)
-                return nullptr;
-        }
-        return &slots_[t & mask_];
-    }
-    // Producer: publishes the slot reserve() returned.
-    void commit() noexcept {
-        // Release: the record's bytes are written before the consumer can see
-        // the new tail (its acquire load below).
-        tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-    }
-
-    // Consumer: calls f(const access_record &) for up to `max` records in
-    // order, then frees their slots. Returns how many.
-    template <class F>
-    uint32_t consume(uint32_t max, F &&f) {
-        const uint64_t h = head_.load(std::memory_order_relaxed);
-        // Acquire: pairs with commit()'s release; the records up to t are complete.
-        const uint64_t t = tail_.load(std::memory_order_acquire);
-        const uint64_t n = t - h < max ? t - h : max;
-        for (uint64_t i = 0; i < n; ++i)
-            f(static_cast<const access_record &>(slots_[(h + i) & mask_]));
-        // Release: our reads of these slots are done before the producer may
-        // reuse them (its acquire load in reserve()).
-        head_.store(h + n, std::memory_order_release);
-        return static_cast<uint32_t>(n);
-    }
-    // Any thread: records waiting (approximate while the producer runs).
-    [[nodiscard]] uint64_t depth() const noexcept {
-        return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
-    }
-
 private:
-    static uint32_t round_up(uint32_t n) noexcept {
-        uint32_t c = 2;
-        while (c < n && c < (1u << 30))
-            c <<= 1;
-        return c;
-    }
-
-    const uint32_t cap_, mask_;
     const unsigned lcore_;
-    std::unique_ptr<access_record[]> slots_;
-    // The producer's line: its position and its last view of the consumer's.
-    alignas(64) std::atomic<uint64_t> tail_{0};
-    uint64_t head_cache_ = 0;
-    // The consumer's line.
-    alignas(64) std::atomic<uint64_t> head_{0};
 };
 
 }  // namespace ferry::proxy

@@ -48,7 +48,9 @@
 // fail_timeout_ms — process-wide, through one relaxed atomic per server, so
 // every lcore skips it (passive). With health_check_path, lcore 0 sends a GET
 // to every server each interval (active); a 2xx/3xx marks it up, anything
-// else or no answer in time marks it down.
+// else or no answer in time marks it down. Every change (down, up) is written
+// to the event log (events.h) by the one lcore that made it. An answered
+// check ends with a FIN, not a reset (upstream_closed, not upstream_aborted).
 //
 // Single-threaded: everything here runs on the owning lcore; the telemetry
 // thread reads only the counters (relaxed atomics), the health words and the
@@ -105,7 +107,8 @@
 //                      the body bytes that came with it), or body chains
 //                      (zero-copy, batched); flags xf_interim: a complete 1xx
 //           resp_end   arg = 1 if the client may stay keep-alive
-//           resp_error arg = status: A answers 502/503/504 if nothing of the
+//           resp_error arg = status | timeout_kind << 16 | term_reason << 24
+//                      (access_log.h; for A's record): A answers 502/503/504 if nothing of the
 //                      response was sent to the client yet, else aborts (RST)
 //           credit     arg = n: n more req_head/req_body may be sent
 //
@@ -186,6 +189,7 @@
 #include "ferry/http/parser.h"
 #include "ferry/net/tcp_layer.h"
 #include "ferry/proxy/access_log.h"
+#include "ferry/proxy/events.h"
 #include "ferry/reactor/timer_wheel.h"
 #include "ferry/xcore/message.h"
 
@@ -217,7 +221,8 @@ namespace ferry::proxy {
     X(upstream_reused,          "requests sent on an idle keep-alive upstream connection")             \
     X(upstream_closed_idle,     "idle upstream connections closed (by the origin, or over max_idle)")  \
     X(upstream_bad_response,    "upstream responses rejected by the parser")                           \
-    X(upstream_aborted,         "upstream connections aborted (client gone, error, timeout)")          \
+    X(upstream_aborted,         "upstream connections ferry reset (client gone, error, timeout, out of step)") \
+    X(upstream_closed,          "upstream connections ferry closed with a FIN (idle, origin said close, health check done)") \
     X(client_aborted,           "client connections ended mid-response (upstream failed after the head)") \
     X(client_cut_closed,        "... of them closed with a FIN: the response's framing shows the cut (else reset)") \
     X(client_gone,              "clients that closed or reset before their response was complete")     \
@@ -251,7 +256,10 @@ namespace ferry::proxy {
     X(shared_queue_full,        "503: a shared connection's request FIFO (or the remote-request pool) was full") \
     X(shared_reconnects,        "shared upstream connections reopened after a close")          \
     X(access_log_records,       "access-log records handed to the log writer (one per request)")   \
-    X(access_log_dropped,       "access-log records dropped: the lcore's ring was full (writer behind)")
+    X(access_log_dropped,       "access-log records dropped: the lcore's ring was full (writer behind)") \
+    X(events_written,           "server down/up events handed to the event-log writer")                 \
+    X(events_dropped,           "server down/up events dropped: the lcore's event ring was full (writer behind)") \
+    X(drain_grace_accepted,     "connections accepted during drain_grace_ms after SIGTERM (readiness already 503)")
 
 struct alignas(64) http_counters {
     FERRY_HTTP_COUNTERS(FERRY_COUNTER_MEMBER)
@@ -340,8 +348,11 @@ struct shared_state {
     explicit shared_state(const config::ferry_config &cfg);
     // health[u][s] for upstream u, server s.
     std::vector<std::unique_ptr<server_health[]>> health;
-    // Set by the app on SIGTERM/SIGINT: stop accepting, finish in-flight work.
+    // Set by the app's workers when SIGTERM/SIGINT ends their loop (before
+    // drain_grace_ms); readiness (/healthz) reads the stop request itself.
     std::atomic<bool> draining{false};
+    // The event-log writer's counters (events.h; its thread writes them).
+    event_log_counters events;
     // Drain words of the shared pools, one row per worker, written by that
     // worker only: requests it handed to each other worker and not finished,
     // and (once it drains) its open clients (UINT32_MAX before it drains).
@@ -375,6 +386,9 @@ public:
     // slot. The sink must outlive the proxy (its destructor may still log
     // requests that were open).
     void set_access_log(access_log_sink *sink);
+    // The event log's ring of this lcore (null = none: events are not
+    // written, the default). The sink must outlive the proxy (events.h).
+    void set_event_log(event_sink *sink) noexcept { events_ = sink; }
     // A message another worker sent (opcode op_first..op_last); takes its mbuf.
     void on_message(unsigned from, xcore::message &m, uint64_t now) noexcept;
 
@@ -397,6 +411,9 @@ public:
     // True if a layer has events (the reactor's pre-sleep check).
     [[nodiscard]] bool pending() const noexcept;
 
+    // SIGTERM came, drain_grace_ms has begun: connections are still
+    // accepted (and counted as drain_grace_accepted) until begin_drain().
+    void begin_grace() noexcept { grace_ = true; }
     // Graceful shutdown: stops listening, closes idle clients and idle
     // upstream connections, lets in-flight requests finish (their clients
     // are closed after the response). Idempotent.
@@ -494,6 +511,9 @@ private:
     void al_head(client &c, const upconn &u, uint16_t status, uint64_t now) noexcept;
     void al_end(client &c, uint16_t status_if_none, bool aborted, uint64_t now) noexcept;
     access_record &al_rec(const client &c) noexcept;
+    // The record's termination reason, unless one was found before (the
+    // first cause is the one logged); a no-op without an open record.
+    void al_reason(client &c, term_reason r) noexcept;
 
     // Upstream side. pick_server: the upstream's balancer over a snapshot of
     // its servers' health and load (balance.h), `key` the request's hash key
@@ -513,8 +533,11 @@ private:
                    uint64_t now) noexcept;
     void count_response(uint16_t status) noexcept;
     void upconn_body(upconn &u, uint64_t now) noexcept;  // the response body (pump_body)
-    void upconn_failed(upconn &u, uint16_t status, bool count_health, uint64_t now,
-                       timeout_kind tk = timeout_kind::none) noexcept;
+    // u failed: `status` for the client if nothing of the response went
+    // out, `why` for its access-log record (and, counted for health, for the
+    // server's down line), `tk` the timeout that failed it.
+    void upconn_failed(upconn &u, uint16_t status, term_reason why, bool count_health,
+                       uint64_t now, timeout_kind tk = timeout_kind::none) noexcept;
     // Upstream timers (upstream.cpp): arm_upconn arms u's timer for kind k
     // (connect, write, response, read), never past u.total_at; arm_sending
     // arms write or response, by whether the request is all sent (only in
@@ -539,6 +562,9 @@ private:
     void begin_total(upconn &u, uint64_t now) noexcept;
     [[nodiscard]] bool request_sent(upconn &u) noexcept;
     void release_upconn(upconn &u, bool reusable, uint64_t now) noexcept;
+    // Whether a connection not reused after a complete response is reset
+    // (out of step with its origin) rather than closed with a FIN.
+    static bool must_abort(const upconn &u, bool reusable) noexcept;
     void unaccount(upconn &u) noexcept;
     // A request starts or ends on `server` of `upstream` (its busy count:
     // the balancers' load) or handed to worker `peer` (inflight_to_,
@@ -551,7 +577,14 @@ private:
     void detach_upconn(upconn &u) noexcept;
     void close_upconn(upconn &u, bool abort, uint64_t now) noexcept;
     void free_upconn(upconn &u, uint64_t now) noexcept;
-    void health_result(int upstream, int server, bool ok, uint64_t now) noexcept;
+    // Health (health.cpp). health_ok: the server answered (a response head,
+    // or a passing check): up again if it was down. health_failed: a failure
+    // counted for health (`ev` says its cause); max_fails of them in a row
+    // mark it down. Each change is made by one exchange on the shared health
+    // word, so exactly one lcore sees it and writes its event (emit_event).
+    void health_ok(int upstream, int server, uint64_t now) noexcept;
+    void health_failed(int upstream, int server, uint64_t now, const server_event &ev) noexcept;
+    void emit_event(const server_event &ev) noexcept;
     void run_health_checks(uint64_t now) noexcept;
 
     // Shared pools.
@@ -676,6 +709,7 @@ private:
     reactor::timer_wheel &timers_;
     http::limits limits_;
     bool draining_ = false;
+    bool grace_ = false;  // begin_grace() was called
     // The time of the latest call in (poll, message, timer): for the
     // destructor, which gets none.
     uint64_t last_now_ = 0;
@@ -749,6 +783,7 @@ private:
 
     // Access log: the sink, and a record in the making per client slot.
     access_log_sink *alog_ = nullptr;
+    event_sink *events_ = nullptr;  // the event log (events.h), or none
     side_array<access_record> al_pending_;  // per client slot, made with it
 };
 

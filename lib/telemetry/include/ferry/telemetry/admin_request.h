@@ -7,7 +7,7 @@
 // HTTP version 505, a head over max_head bytes 431. What the exporter answers
 // to a valid head (docs/OPERATIONS.md "Metrics"):
 //   GET or HEAD /metrics   200, the text exposition format 0.0.4
-//   GET or HEAD /healthz   200 "ok"
+//   GET or HEAD /healthz   200 "ok" (the exporter: 503 "draining" after SIGTERM)
 //   another method there   405 with Allow: GET, HEAD
 //   any other path         404
 // The query is ignored; an absolute-form target counts by its path (RFC 9112

@@ -1,6 +1,7 @@
 // The Prometheus exporter of [admin] metrics_address (docs/OPERATIONS.md
 // "Metrics"): a kernel TCP socket served by one control thread that answers
-// GET /metrics with render_metrics() (metrics.h) and GET /healthz with "ok".
+// GET /metrics with render_metrics() (metrics.h) and GET /healthz with "ok"
+// (200), or "draining" (503) once SIGTERM came (process_view::draining).
 //
 // The thread is a DPDK control thread, never a worker lcore, and it reads
 // only what the telemetry thread reads: per-lcore counters with relaxed
@@ -36,7 +37,8 @@ namespace ferry::telemetry {
     X(rejected, "requests the HTTP parser rejected (answered 400, 414, 431, 501 or 505)")        \
     X(read_timeouts, "clients answered 408: no whole request head within the read timeout")      \
     X(closed_early, "clients that closed or reset before sending a whole request head")          \
-    X(write_failed, "responses not sent in full: the client reset or read too slowly")
+    X(write_failed, "responses not sent in full: the client reset or read too slowly")           \
+    X(healthz_draining, "GET /healthz answered 503 draining: SIGTERM came (drain_grace_ms, drain)")
 
 struct alignas(64) exporter_counters {
     FERRY_EXPORTER_COUNTERS(FERRY_COUNTER_MEMBER)

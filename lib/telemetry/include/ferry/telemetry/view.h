@@ -16,6 +16,7 @@
 // and a getsockopt per socket, never touching a worker).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -102,6 +103,9 @@ struct process_view {
     memory_plan memory;
     // The [admin] exporter's counters; null without metrics_address.
     const exporter_counters *exporter = nullptr;
+    // Set from SIGTERM/SIGINT on (the stop request): readiness (GET /healthz)
+    // answers 503 "draining". Null: never.
+    const std::atomic<bool> *draining = nullptr;
 };
 
 }  // namespace ferry::telemetry

@@ -1,0 +1,135 @@
+"""Upstream health in the logs (issue 19, docs/OPERATIONS.md "Event log"): ferry
+on 2 lcores (net_tap) with active health checks every 200 ms and an access log,
+the Python origin on the tap's kernel side.
+
+(a) With the origin up, 10+ probes: none failed, none reset (ferry's TCP sent no
+    RST, upstream_aborted stays 0: a probe ends with a FIN, upstream_closed).
+(b) The origin is killed: requests get 502 (connect refused) until the server is
+    marked down, then 503; ferry's log says
+      ferry.events: server py/10.77.0.2:9000 down: connect refused (3 checks|failures in a row)
+    once; the access log's lines say reason=upstream_connect_refused for the 502s
+    and reason=no_healthy_server for the 503s.
+(c) The origin comes back: the next passing probe logs
+      ferry.events: server py/10.77.0.2:9000 up (down <s> s)
+    and requests are answered 200 again. /ferry/events counts the lines (none
+    suppressed), /ferry/http the events the lcores handed over.
+"""
+
+import os
+import re
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check,  # noqa: E402
+                     require_root, status_of, wait_for)
+
+PY_PORT = 9000
+
+
+def config(log):
+    return f"""
+[http]
+access_log = "{log}"
+
+[[listener]]
+name = "web"
+port = 8080
+default_upstream = "py"
+
+[[upstream]]
+name = "py"
+retries = 0
+max_fails = 3
+fail_timeout_ms = 60000
+when_all_down = "refuse"
+health_check_path = "/health"
+health_check_interval_ms = 200
+health_check_timeout_ms = 500
+  [[upstream.server]]
+  address = "{PEER_ADDR}:{PY_PORT}"
+
+[[port]]
+name = "tap0"
+profile = "net_tap"
+iface = "ferry0"
+address = "{FERRY_ADDR}/24"
+"""
+
+
+DOWN = re.compile(rf"ferry\.events: server py/{re.escape(PEER_ADDR)}:{PY_PORT} down: "
+                  r"connect refused \((\d+) (checks|failures) in a row\)")
+UP = re.compile(rf"ferry\.events: server py/{re.escape(PEER_ADDR)}:{PY_PORT} up "
+                r"\(down \d+\.\d s\)")
+
+
+def main():
+    require_root()
+    with Netns() as ns, tempfile.TemporaryDirectory(prefix="ferry-health-log-") as tmp:
+        log = os.path.join(tmp, "access.log")
+        with Ferry(ns, lcores="0-1", config=config(log)) as f:
+            base = f"http://{FERRY_ADDR}:8080"
+            with PyOrigin(ns, PEER_ADDR, PY_PORT):
+                check(status_of(ns, f"{base}/hello?id=first") == "200", "a request, origin up")
+                h = wait_for(lambda: f.telemetry("/ferry/http")["sum"],
+                             lambda s: s["health_checks"] >= 12, timeout=20)
+                time.sleep(0.6)  # the last probe's close is through
+                h = f.telemetry("/ferry/http")["sum"]
+                tcp = f.telemetry("/ferry/tcp")["sum"]
+                print(f"  probes {h['health_checks']} failed {h['health_check_failed']} "
+                      f"upstream_aborted {h['upstream_aborted']} upstream_closed "
+                      f"{h['upstream_closed']} resets_sent {tcp['resets_sent']}")
+                check(h["health_checks"] >= 12 and h["health_check_failed"] == 0,
+                      "12+ probes, none failed")
+                check(h["upstream_aborted"] == 0 and tcp["resets_sent"] == 0,
+                      "no probe reset (upstream_aborted 0, resets_sent 0)")
+                check(h["upstream_closed"] >= h["health_checks"] - 1,
+                      f"probes closed with a FIN (upstream_closed {h['upstream_closed']})")
+            # The origin is gone (killed by its pid).
+            codes = []
+            for i in range(10):
+                codes.append(status_of(ns, f"{base}/hello?id=dead{i}", timeout=10))
+                time.sleep(0.1)
+            print(f"  answers with the origin dead: {codes}")
+            check(set(codes) <= {"502", "503"} and codes[0] == "502" and codes[-1] == "503",
+                  "502 (refused) until marked down, then 503")
+            text = wait_for(f.log_text, lambda t: DOWN.search(t) is not None, timeout=5)
+            downs = DOWN.findall(text)
+            print("  " + "\n  ".join(x for x in text.splitlines() if "ferry.events" in x))
+            check(len(downs) == 1 and int(downs[0][0]) == 3,
+                  f"one down line, after 3 failures: {downs}")
+            u = f.telemetry("/ferry/upstreams")["py/0"]
+            check(u["state"] == "down", f"/ferry/upstreams: down ({u['state']})")
+            time.sleep(1.0)  # more failing probes: no more lines
+            check(len(DOWN.findall(f.log_text())) == 1, "a server that stays dead: one line")
+            with PyOrigin(ns, PEER_ADDR, PY_PORT):
+                text = wait_for(f.log_text, lambda t: UP.search(t) is not None, timeout=10)
+                m = UP.search(text)
+                check(m is not None, f"up line: {m.group(0) if m else None}")
+                check(status_of(ns, f"{base}/hello?id=back") == "200", "served again")
+                ev = f.telemetry("/ferry/events")
+                hs = f.telemetry("/ferry/http")["sum"]
+                print(f"  /ferry/events {ev}; events_written {hs['events_written']} "
+                      f"dropped {hs['events_dropped']}")
+                check(ev["lines"] >= 2 and ev["suppressed"] == 0 and ev["server_down"] == 1
+                      and ev["server_up"] == 1, "/ferry/events: lines, none suppressed")
+                check(hs["events_written"] == 2 and hs["events_dropped"] == 0,
+                      "events_written 2, none dropped")
+        check(f.exit_code == 0, f"ferry exited 0 ({f.exit_code})")
+        with open(log) as fh:
+            lines = fh.read().splitlines()
+        dead = [x for x in lines if "id=dead" in x]
+        check(len(dead) == 10, f"10 access-log lines of the dead phase ({len(dead)})")
+        for x in dead:
+            st = x.split('" ')[1].split(" ")[0]
+            want = {"502": "reason=upstream_connect_refused",
+                    "503": "reason=no_healthy_server"}[st]
+            check(x.endswith(want), f"{st}: {want} ({x[-60:]})")
+        ok = [x for x in lines if "id=first" in x or "id=back" in x]
+        check(len(ok) == 2 and all(x.endswith(" reason=-") for x in ok), "200 lines: reason=-")
+
+
+
+if __name__ == "__main__":
+    main()

@@ -2,7 +2,7 @@
 on 2 lcores (net_tap) with [admin] metrics_address and [http] drain_grace_ms =
 2000, the Python origin on the tap's kernel side.
 
-Before SIGTERM /healthz answers 200 "ok". A request that takes 4 s is in flight
+Before SIGTERM /healthz answers 200 "ok". A request that takes 8 s is in flight
 when SIGTERM comes. From then on /healthz answers 503 "draining" (counted as
 healthz_draining); during the grace, new connections are still accepted and
 served (drain_grace_accepted); after it, new connections are refused while the
@@ -19,11 +19,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check,  # noqa: E402
-                     require_root, status_of)
+                     require_root, status_of, wait_for)
 
 PY_PORT = 9000
 METRICS = "127.0.0.1:9180"
 GRACE_MS = 2000
+# The request in flight at SIGTERM: it must outlast the grace and the checks
+# after it (a refused connection may take its 2 s connect timeout to say so).
+SLOW_MS = 8000
 
 CONFIG = f"""
 [admin]
@@ -70,12 +73,12 @@ def main():
         st, body = healthz(ns)
         check(st == 200 and body == "ok\n", f"/healthz before SIGTERM: 200 ok ({st}, {body!r})")
         slow = ns.popen(["curl", "-s", "-o", "-", "-w", " %{http_code}", "--max-time", "30",
-                         f"{base}/delay/4000"], stdout=subprocess.PIPE, text=True)
-        time.sleep(0.5)  # the slow request is out to the origin
+                         f"{base}/delay/{SLOW_MS}"], stdout=subprocess.PIPE, text=True)
+        # The slow request is out to the origin: ferry counted it.
+        wait_for(lambda: f.telemetry("/ferry/http")["sum"]["requests"], lambda n: n >= 2)
         t0 = time.monotonic()
         f.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        st, body = healthz(ns)
+        st, body = wait_for(lambda: healthz(ns), lambda v: v[0] == 503, timeout=5)
         check(st == 503 and body == "draining\n",
               f"/healthz right after SIGTERM: 503 draining ({st}, {body!r})")
         served = 0
@@ -90,9 +93,9 @@ def main():
         check(h["drain_grace_accepted"] >= served,
               f"drain_grace_accepted {h['drain_grace_accepted']} >= {served}")
         # Past the grace: the drain refuses new connections; the slow request holds it.
-        while time.monotonic() - t0 < GRACE_MS / 1000 + 0.5:
-            time.sleep(0.1)
-        code = status_of(ns, f"{base}/hello?late", "--connect-timeout", "2", timeout=10)
+        code = wait_for(lambda: status_of(ns, f"{base}/hello?late", "-H", "Connection: close",
+                                          "--connect-timeout", "2", timeout=10),
+                        lambda c: c == "000", timeout=10, interval=0.2)
         check(code == "000", f"a new connection after the grace is refused ({code})")
         st, body = healthz(ns)
         check(st == 503 and body == "draining\n",

@@ -172,7 +172,9 @@ TEST_P(Limiter, AdmitsABurstPerWindowAndSummarisesTheRest) {
         last_down = down;
     });
     EXPECT_EQ(got, c.suppressed);
-    if (got != 0) EXPECT_EQ(last_down, c.at_ms.size() % 2 == 1);
+    if (got != 0) {
+        EXPECT_EQ(last_down, c.at_ms.size() % 2 == 1);
+    }
     // Summarised once only.
     uint64_t again = 0;
     lim.summaries(c.summary_at_ms * ms, [&](size_t, uint64_t n, bool) { again += n; });

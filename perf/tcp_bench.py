@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from testbed import FERRY_ADDR, Ferry, Netns  # noqa: E402
 
 sys.path.insert(0, HERE)
-from bench_lib import loss  # noqa: E402
+from bench_lib import loss, topo  # noqa: E402
 
 LOAD = os.path.join(ROOT, "tests", "integration", "tcpload.py")
 ECHO = 7
@@ -56,15 +56,6 @@ profile = "{profile}"
 iface = "{iface}"
 address = "10.77.0.1/24"
 mbufs = 65536
-"""
-
-# `ethtool -K <dev> tx off` through SIOCETHTOOL: a veth peer otherwise hands
-# af_packet/af_xdp frames with an unfilled TCP checksum (the profiles' caveats).
-TX_OFF_PY = r"""
-import array, fcntl, socket, struct, sys
-s = socket.socket()
-val = array.array("B", struct.pack("II", 0x17, 0))
-fcntl.ioctl(s.fileno(), 0x8946, struct.pack("16sQ", sys.argv[1].encode(), val.buffer_info()[0]))
 """
 
 
@@ -112,7 +103,9 @@ def run_ferry(a, rack=True):
             peer = "fxb1"
             ns.run(["ip", "link", "add", "fxb0", "type", "veth", "peer", "name", peer])
             ns.run(["ip", "link", "set", "fxb0", "up"])
-            ns.run([sys.executable, "-c", TX_OFF_PY, peer])
+            # The veth peer would hand ferry frames with an unfilled TCP
+            # checksum (the profiles' caveats).
+            topo.tx_checksum_off(ns.name, peer)
         with Ferry(ns, lcores=a.lcores, config=config, peer_iface=peer) as f:
             return ferry_measure(ns, f, a, tap)
 

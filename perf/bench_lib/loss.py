@@ -14,17 +14,7 @@ on a wire (it costs the kernel its per-byte saving, which ferry's ports do
 not have either). The rules then drop p % of frames, both ways.
 """
 
-from . import util
-
-# ETHTOOL_STSO, ETHTOOL_SGSO through SIOCETHTOOL (ethtool is not installed
-# everywhere): `ethtool -K <dev> tso off gso off`.
-SEG_OFF_PY = r"""
-import array, fcntl, socket, struct, sys
-s = socket.socket()
-for cmd in (0x1f, 0x24):
-    val = array.array("B", struct.pack("II", cmd, 0))
-    fcntl.ioctl(s.fileno(), 0x8946, struct.pack("16sQ", sys.argv[1].encode(), val.buffer_info()[0]))
-"""
+from . import topo
 
 
 def rules(pct, table="benchloss"):
@@ -39,5 +29,4 @@ def rules(pct, table="benchloss"):
 
 def segmentation_off(ns, dev):
     """TSO and GSO off on dev in namespace ns (a name, or None for this one)."""
-    import sys
-    util.run([sys.executable, "-c", SEG_OFF_PY, dev], ns=ns)
+    topo.ethtool_off(ns, dev, [topo.ETHTOOL_STSO, topo.ETHTOOL_SGSO])

@@ -75,22 +75,33 @@ http {{
 """
 
 
-# ETHTOOL_STXCSUM through SIOCETHTOOL, for machines without ethtool (it is not
-# in deploy/install-deps.sh); the same as `ethtool -K <dev> tx off`.
-_TX_OFF_PY = r"""
+# Legacy ethtool "set" commands through SIOCETHTOOL (struct ethtool_value with
+# data 0: the feature off), for machines without ethtool (it is not in
+# deploy/install-deps.sh). argv: the device, then the commands in hex.
+_ETHTOOL_OFF_PY = r"""
 import array, fcntl, socket, struct, sys
-val = array.array("B", struct.pack("II", 0x17, 0))
-ifr = struct.pack("16sP", sys.argv[1].encode(), val.buffer_info()[0]).ljust(40, b"\0")
 with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-    fcntl.ioctl(s.fileno(), 0x8946, ifr)
+    for cmd in sys.argv[2:]:
+        val = array.array("B", struct.pack("II", int(cmd, 16), 0))
+        ifr = struct.pack("16sP", sys.argv[1].encode(), val.buffer_info()[0]).ljust(40, b"\0")
+        fcntl.ioctl(s.fileno(), 0x8946, ifr)
 """
+ETHTOOL_STXCSUM, ETHTOOL_STSO, ETHTOOL_SGSO = 0x17, 0x1f, 0x24
+_ETHTOOL_K = {ETHTOOL_STXCSUM: "tx", ETHTOOL_STSO: "tso", ETHTOOL_SGSO: "gso"}
+
+
+def ethtool_off(ns, dev, cmds):
+    """`ethtool -K dev <feature> off` for each ETHTOOL_S* command in cmds, in
+    namespace ns (a name; None: this one)."""
+    if shutil.which("ethtool"):
+        util.run(["ethtool", "-K", dev] + [w for c in cmds for w in (_ETHTOOL_K[c], "off")],
+                 ns=ns)
+    else:
+        util.run([sys.executable, "-c", _ETHTOOL_OFF_PY, dev] + [hex(c) for c in cmds], ns=ns)
 
 
 def tx_checksum_off(ns, dev):
-    if shutil.which("ethtool"):
-        util.run(["ethtool", "-K", dev, "tx", "off"], ns=ns)
-    else:
-        util.run([sys.executable, "-c", _TX_OFF_PY, dev], ns=ns)
+    ethtool_off(ns, dev, [ETHTOOL_STXCSUM])
 
 
 class Topology:

@@ -114,10 +114,10 @@ bool worker_proxy::sink_put(body_sink &s, rte_mbuf *m, uint32_t len, uint64_t no
     return true;
 }
 
-void worker_proxy::sink_flush(body_sink &s) noexcept {
+void worker_proxy::sink_flush(body_sink &s, bool at_end) noexcept {
     if (s.acc == nullptr) return;
     if (s.sent != nullptr) *s.sent = true;
-    const uint16_t flags = s.at_end ? s.end_flag : 0;
+    const uint16_t flags = at_end ? s.end_flag : 0;
     if (flags != 0) s.end_sent = true;
     xsend(s.peer, s.op, s.handle, flags, 0, s.acc);
     s.acc = nullptr;
@@ -169,8 +169,7 @@ worker_proxy::pump_result worker_proxy::pump_body(endpoint &src, body_sink &sink
         }
         if (fr.done) {
             note_body_end(src.framer, sink.framing);
-            sink.at_end = true;
-            sink_flush(sink);
+            sink_flush(sink, true);
             return {pump_end::done};
         }
     }

@@ -641,7 +641,7 @@ private:
         // message of its own; end_sent: it went (else the caller sends the
         // end alone: the last batch had left before the body was seen to end).
         uint16_t end_flag = 0;
-        bool at_end = false, end_sent = false;
+        bool end_sent = false;
     };
     // Body bytes that came with a head, in a head buffer: their payload and
     // canonical framing as one copied chain (m: nullptr when there is none).
@@ -667,7 +667,8 @@ private:
                           uint64_t not_after, uint64_t now) noexcept;
     bool sink_ready(body_sink &s, uint64_t now) noexcept;
     bool sink_put(body_sink &s, rte_mbuf *m, uint32_t len, uint64_t now) noexcept;
-    void sink_flush(body_sink &s) noexcept;
+    // at_end: the batch holds the body's last bytes (it carries s.end_flag).
+    void sink_flush(body_sink &s, bool at_end = false) noexcept;
 
     // Endpoint plumbing.
     uint32_t pull(endpoint &e, uint64_t now) noexcept;

@@ -1092,6 +1092,16 @@ void tcp_conn::output(uint64_t now) noexcept {
         uint32_t len = std::min({avail, room, uint32_t{snd_mss_}});
         if (len > 0 && snd_.nxt < snd_.max) {
             len = sack_sb_.unsacked_run(snd_.nxt, len);  // (empty without SACK)
+        } else if (len < snd_mss_ && len < avail && in_flight > 0) {
+            // Sender-side SWS avoidance (RFC 9293 §3.8.6.2.1): new data that
+            // the window (cwnd, a byte count, or the peer's) cuts short of a
+            // full segment waits for the ACK that is on its way, as Linux's
+            // tcp_snd_wnd_test() and its cwnd in whole packets have it; a
+            // tail of a few hundred octets per window was a frame for
+            // little, and, never full-sized, it did not count toward the
+            // peer's ACK-every-second-segment.
+            ctr_.sws_held.inc();
+            len = 0;
         }
         // The FIN goes with the last data, or alone once all data is out
         // (it takes no window space).

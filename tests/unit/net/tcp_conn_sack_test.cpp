@@ -987,31 +987,40 @@ TEST(TcpConnSackLink, FourMiBWithLossAndReorderingFewerRetransmissionsWithSack) 
     ASSERT_NE(g_pool, nullptr);
     const unsigned pool_before = rte_mempool_avail_count(g_pool);
     constexpr uint64_t total = 4ull * 1024 * 1024;
-    link_result r[2];
-    for (int use_sack = 0; use_sack < 2; ++use_sack) {
-        lossy_link l(use_sack != 0, 42, total, 0.05, 10 * ms, 4 * ms);
-        r[use_sack] = l.run();
-        if (HasFatalFailure()) {
-            return;
+    // Summed over seeds: on one seed the two can tie within a few segments
+    // at 5% loss, where either must resend at least 5%.
+    uint64_t resent[2] = {0, 0};
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+        link_result r[2];
+        for (int use_sack = 0; use_sack < 2; ++use_sack) {
+            lossy_link l(use_sack != 0, seed, total, 0.05, 10 * ms, 4 * ms);
+            r[use_sack] = l.run();
+            if (HasFatalFailure()) {
+                return;
+            }
+            const link_result &x = r[use_sack];
+            EXPECT_EQ(x.received, total) << (use_sack ? "sack" : "no sack") << " seed " << seed;
+            EXPECT_TRUE(x.closed_normally) << (use_sack ? "sack" : "no sack") << " seed " << seed;
+            EXPECT_GE(x.payload_sent, total);
+            resent[use_sack] += x.payload_sent - total;
+            std::printf(
+                "[ link     ] seed %llu %-8s: %llu octets retransmitted (%.1f%% of %llu), %llu "
+                "segments (%llu holes by SACK), %llu RTOs, %llu SACK recoveries, %.2f s to "
+                "transfer\n",
+                static_cast<unsigned long long>(seed), use_sack ? "SACK" : "NewReno",
+                static_cast<unsigned long long>(x.payload_sent - total),
+                100.0 * static_cast<double>(x.payload_sent - total) / total,
+                static_cast<unsigned long long>(total),
+                static_cast<unsigned long long>(x.retransmits),
+                static_cast<unsigned long long>(x.sack_retransmits),
+                static_cast<unsigned long long>(x.rto),
+                static_cast<unsigned long long>(x.sack_episodes), x.transfer);
         }
-        const link_result &x = r[use_sack];
-        EXPECT_EQ(x.received, total) << (use_sack ? "sack" : "no sack");
-        EXPECT_TRUE(x.closed_normally) << (use_sack ? "sack" : "no sack");
-        EXPECT_GE(x.payload_sent, total);
-        std::printf(
-            "[ link     ] %-8s: %llu octets retransmitted (%.1f%% of %llu), %llu segments "
-            "(%llu holes by SACK), %llu RTOs, %llu SACK recoveries, %.2f s to transfer\n",
-            use_sack ? "SACK" : "NewReno", static_cast<unsigned long long>(x.payload_sent - total),
-            100.0 * static_cast<double>(x.payload_sent - total) / total,
-            static_cast<unsigned long long>(total), static_cast<unsigned long long>(x.retransmits),
-            static_cast<unsigned long long>(x.sack_retransmits),
-            static_cast<unsigned long long>(x.rto),
-            static_cast<unsigned long long>(x.sack_episodes), x.transfer);
+        EXPECT_EQ(r[0].sack_episodes, 0u) << "seed " << seed;
+        EXPECT_GT(r[1].sack_episodes, 0u) << "seed " << seed;
+        EXPECT_EQ(r[1].sacked_resent, 0u) << "seed " << seed;
     }
-    EXPECT_EQ(r[0].sack_episodes, 0u);
-    EXPECT_GT(r[1].sack_episodes, 0u);
-    EXPECT_EQ(r[1].sacked_resent, 0u);
-    EXPECT_LT(r[1].payload_sent - total, r[0].payload_sent - total);
+    EXPECT_LT(resent[1], resent[0]);
     EXPECT_EQ(rte_mempool_avail_count(g_pool), pool_before);
 }
 

@@ -254,12 +254,55 @@ TEST(TcpConnData, SendRespectsPeerWindow) {
     t.establish_passive(1500);
     EXPECT_EQ(t.app_send(pattern(3000)), 3000u);
     t.expect_seg({ACK, L + 1, P + 1, 10000, pattern(1000)});
-    t.expect_seg({ACK, L + 1001, P + 1, 10000, pattern(500, 232)});
+    // The 500 octets the window has left wait for the ACK: a full segment
+    // or nothing while data is in flight (sender SWS avoidance).
     t.expect_nothing();
+    EXPECT_GE(t.ctr.sws_held.get(), 1u);
     // The ACK opens the window again (SND.WL1/WL2 rule).
-    t.send_seg({ACK, P + 1, L + 1501, 1500});
-    t.expect_seg({ACK, L + 1501, P + 1, 10000, pattern(1000, 220)});  // 1500 % 256
-    t.expect_seg({ACK | PSH, L + 2501, P + 1, 10000, pattern(500, 196)});
+    t.send_seg({ACK, P + 1, L + 1001, 1500});
+    t.expect_seg({ACK, L + 1001, P + 1, 10000, pattern(1000, 232)});  // 1000 % 256
+    t.expect_nothing();
+    t.send_seg({ACK, P + 1, L + 2001, 1500});
+    t.expect_seg({ACK | PSH, L + 2001, P + 1, 10000, pattern(1000, 208)});
+}
+
+TEST(TcpConnData, AWindowSmallerThanASegmentIsUsedWhenNothingIsInFlight) {
+    tcp_harness t;
+    t.establish_passive(500);
+    EXPECT_EQ(t.app_send(pattern(1200)), 1200u);
+    // Nothing would open the window otherwise (no ACK is on its way).
+    t.expect_seg({ACK, L + 1, P + 1, 10000, pattern(500)});
+    t.expect_nothing();
+    t.send_seg({ACK, P + 1, L + 501, 500});
+    t.expect_seg({ACK, L + 501, P + 1, 10000, pattern(500, 500 % 256)});
+    t.send_seg({ACK, P + 1, L + 1001, 500});
+    t.expect_seg({ACK | PSH, L + 1001, P + 1, 10000, pattern(200, 1000 % 256)});
+}
+
+TEST(TcpConnData, NewDataWaitsForAWholeSegmentOfCongestionWindow) {
+    tcp_harness t;
+    t.establish_passive(60000);  // the peer's window is not the limit
+    EXPECT_EQ(t.app_send(pattern(15000)), 15000u);
+    for (uint32_t i = 0; i < 10; ++i) {  // IW 10 (RFC 6928)
+        t.expect_seg({ACK, L + 1 + static_cast<int32_t>(1000 * i), P + 1, 10000,
+                      pattern(1000, static_cast<uint8_t>(1000 * i % 256))});
+    }
+    t.expect_nothing();
+    // 2500 octets acknowledged: slow start adds at most 2 SMSS (RFC 5681
+    // §3.1, L = 2), so cwnd is 12000 with 7500 in flight. Four full segments
+    // fit; the 500 octets cwnd leaves wait (they went as a segment of their
+    // own before), though 1000 more are queued.
+    t.send_seg({ACK, P + 1, L + 2501, 60000});
+    for (uint32_t i = 10; i < 14; ++i) {
+        t.expect_seg({ACK, L + 1 + static_cast<int32_t>(1000 * i), P + 1, 10000,
+                      pattern(1000, static_cast<uint8_t>(1000 * i % 256))});
+    }
+    t.expect_nothing();
+    EXPECT_GE(t.ctr.sws_held.get(), 1u);
+    // Everything acknowledged: the last segment goes whole.
+    t.send_seg({ACK, P + 1, L + 14001, 60000});
+    t.expect_seg({ACK | PSH, L + 14001, P + 1, 10000, pattern(1000, 14000 % 256)});
+    t.expect_nothing();
 }
 
 TEST(TcpConnData, AckForUnsentDataIsAnsweredAndDropped) {

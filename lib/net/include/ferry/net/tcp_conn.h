@@ -157,6 +157,7 @@
     X(keepalives,            "keep-alive probes sent")                                            \
     X(keepalive_timeouts,    "connections closed by unanswered keep-alives")                      \
     X(snd_queue_full,        "send() calls refused: send queue full")                             \
+    X(sws_held,              "new data held back: the window left less than a full segment")      \
     X(sack_blocks_received,  "SACK blocks received (connections that negotiated SACK)")           \
     X(sack_blocks_invalid,   "SACK blocks ignored: empty, past SND.MAX, not above SND.UNA")       \
     X(sack_recovery_episodes, "SACK-based loss recoveries entered (RFC 6675)")                    \

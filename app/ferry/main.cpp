@@ -141,6 +141,7 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
     tc.conn.prr = cfg.tcp.prr;
     tc.conn.frto = cfg.tcp.frto;
     tc.conn.dsack = cfg.tcp.dsack;
+    tc.conn.tlp_new_data = cfg.tcp.tlp_new_data;
     // What a loop iteration queues on a connection goes out at its end
     // (worker.cpp flush_tx): fewer, fuller segments, ACKs on the answers.
     tc.conn.defer_output = true;

@@ -200,6 +200,7 @@ private:
             {"prr", false, r_.boolean_into(c.prr)},
             {"frto", false, r_.boolean_into(c.frto)},
             {"dsack", false, r_.boolean_into(c.dsack)},
+            {"tlp_new_data", false, r_.boolean_into(c.tlp_new_data)},
         };
         return r_.walk(**t, key, fields);
     }

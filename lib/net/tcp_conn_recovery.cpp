@@ -388,15 +388,17 @@ void tcp_conn::on_pto(uint64_t now) noexcept {
     const uint32_t avail = sq_.bytes() > off ? sq_.bytes() - off : 0;
     const uint32_t in_flight = distance(snd_.una, snd_.max);
     const uint32_t room = snd_.wnd > in_flight ? snd_.wnd - in_flight : 0;
-    if (!cc_.in_recovery() && avail > 0 && room > 0) {
+    if (cfg_.tlp_new_data && !cc_.in_recovery() && avail > 0 && room > 0) {
         // §7.3: "If a previously unsent segment exists AND the receive window
-        // allows new data to be sent: transmit that new segment" (cwnd aside).
+        // allows new data to be sent: transmit that new segment" (cwnd aside;
+        // only with tlp_new_data: see tcp_conn_config).
         const uint32_t len = emit_segment(tcp_flag::ack, snd_.max, off,
                                           std::min({avail, room, uint32_t{snd_mss_}}), now);
         snd_.nxt = snd_.max = snd_.max + static_cast<int32_t>(len);
         tlp_end_ = snd_.max;
     } else {
-        // "Otherwise, retransmit the last segment" (outside recovery); in
+        // "Otherwise, retransmit the last segment" (outside recovery; always
+        // without tlp_new_data, so that the peer answers at once); in
         // recovery the first outstanding octets instead, the retransmission
         // that nothing else can show lost.
         seq_num start = snd_.una;

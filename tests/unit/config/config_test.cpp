@@ -517,7 +517,7 @@ TEST(config_parse, tcp_sections) {
     auto r = parse(with_port("[tcp]\nmax_connections = 64\nsyn_backlog = 4\nsyn_cookies = false\n"
                              "time_wait_ms = 1000\ntx_checksum_offload = true\n"
                              "upstream_keepalive_ms = 0\nrack = false\nprr = false\n"
-                             "frto = false\ndsack = false\n"
+                             "frto = false\ndsack = false\ntlp_new_data = true\n"
                              "[tcp_test]\necho_port = 7\ndiscard_port = 9\nsource_port = 19\n"
                              "source_bytes = 4096\n"),
                    "t.toml");
@@ -532,6 +532,7 @@ TEST(config_parse, tcp_sections) {
     EXPECT_FALSE(r->tcp.prr);
     EXPECT_FALSE(r->tcp.frto);
     EXPECT_FALSE(r->tcp.dsack);
+    EXPECT_TRUE(r->tcp.tlp_new_data);
     EXPECT_EQ(r->tcp_test.echo_port, 7);
     EXPECT_EQ(r->tcp_test.discard_port, 9);
     EXPECT_EQ(r->tcp_test.source_port, 19);
@@ -542,6 +543,7 @@ TEST(config_parse, tcp_sections) {
     EXPECT_EQ(d->tcp.upstream_keepalive_ms, 5000u);
     EXPECT_TRUE(d->tcp.rack);
     EXPECT_TRUE(d->tcp.prr && d->tcp.frto && d->tcp.dsack);
+    EXPECT_FALSE(d->tcp.tlp_new_data);
     EXPECT_TRUE(d->tcp.syn_cookies);
     EXPECT_EQ(d->tcp_test.echo_port, 0);
 }

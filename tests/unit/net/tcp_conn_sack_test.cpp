@@ -692,11 +692,53 @@ TEST(TcpConnRack, ATailLossIsProbedInsteadOfTimedOut) {
     EXPECT_GE(t.ctr.rack_lost.get(), 1000u);
 }
 
-// Nothing comes back for a whole flight that the congestion window limits:
-// the probe is the next new segment (RFC 8985 §7.3, cwnd aside), not a
-// retransmission, and only one probe goes until an ACK answers.
-TEST(TcpConnRack, AProbeSendsNewDataWhenThereIsSome) {
+// Nothing comes back for a whole flight that the congestion window limits.
+// By default the probe is the last segment sent, again: a receiver answers a
+// duplicate at once (here with a D-SACK, RFC 2883), where it may hold the
+// ACK for new in-order data for its delayed-ACK time (Linux did, for 200 ms,
+// on the af_packet bed). Only one probe goes until an ACK answers, and a
+// probe that the D-SACK shows needless reduces nothing.
+TEST(TcpConnRack, AProbeResendsTheLastSegmentByDefault) {
     tcp_harness t;
+    establish_rack(t);
+    ASSERT_EQ(t.app_send(pattern(20000)), 20000u);
+    std::vector<emitted> first;
+    while (std::optional<emitted> e = t.pop()) first.push_back(std::move(*e));
+    ASSERT_FALSE(first.empty());
+    const uint32_t last = first.back().hdr.seq.value();
+    const uint32_t next = last + 1000;  // the first unsent octet
+    const uint32_t cwnd = t.conn->cc().cwnd();
+    ASSERT_NE(t.conn->probe_deadline(), tcp_conn::never);
+    t.advance_to(t.conn->probe_deadline());
+    std::optional<emitted> probe = t.pop();
+    ASSERT_TRUE(probe.has_value());
+    EXPECT_EQ(probe->hdr.seq.value(), last);  // the last segment again
+    EXPECT_EQ(probe->data, first.back().data);
+    t.expect_nothing();
+    EXPECT_EQ(t.ctr.tlp_probes.get(), 1u);
+    EXPECT_EQ(t.ctr.retransmits.get(), 1u);
+    EXPECT_EQ(t.conn->probe_deadline(), tcp_conn::never);
+    // The peer had it all: the answer acknowledges the flight and reports
+    // the probe's segment as a duplicate. New data follows; no recovery.
+    t.advance(1 * ms);
+    t.send_seg({ACK, P + 1, next, 40000, {}, sack({{last, next}})});
+    EXPECT_EQ(t.ctr.dsacks_received.get(), 1u);
+    EXPECT_EQ(t.ctr.sack_recovery_episodes.get(), 0u);
+    EXPECT_GE(t.conn->cc().cwnd(), cwnd);
+    std::optional<emitted> more = t.pop();
+    ASSERT_TRUE(more.has_value());
+    EXPECT_EQ(more->hdr.seq.value(), next);
+    while (t.pop().has_value()) {
+    }
+    EXPECT_EQ(t.ctr.rto_fired.get(), 0u);
+}
+
+// With [tcp] tlp_new_data the probe is the next new segment (RFC 8985 §7.3's
+// SHOULD, cwnd aside), not a retransmission, and only one probe goes until an
+// ACK answers.
+TEST(TcpConnRack, AProbeSendsNewDataWhenThereIsSomeWithTlpNewData) {
+    tcp_harness t;
+    t.cfg.tlp_new_data = true;
     establish_rack(t);
     ASSERT_EQ(t.app_send(pattern(20000)), 20000u);
     std::vector<emitted> first;

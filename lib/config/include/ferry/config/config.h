@@ -349,6 +349,9 @@ struct tcp_config {
     bool prr = true;    // Proportional Rate Reduction (RFC 6937) in SACK recovery
     bool frto = true;   // F-RTO (RFC 5682): undo a spurious retransmission timeout
     bool dsack = true;  // report duplicate data to the sender (RFC 2883 D-SACK)
+    // A tail loss probe sends new data (RFC 8985 §7.3's SHOULD) instead of the
+    // last segment again (tcp_conn_config::tlp_new_data).
+    bool tlp_new_data = false;
 };
 
 struct tcp_test_config {

@@ -600,18 +600,25 @@ bool tcp_conn::process_ack(const tcp_repr &h, uint64_t now) noexcept {
             snd_.nxt = snd_.una;
         }
         sack_sb_.ack_to(snd_.una);
-        // RTT sample: the timestamp echo (RFC 7323 §4), else the timed
-        // segment if it was sent once (Karn, RFC 6298 §3).
-        if (ts_ok_ && h.options.timestamps && h.options.timestamps->tsecr != 0) {
+        // RTT sample: the timed segment if it was sent once (Karn, RFC 6298
+        // §3), measured in nanoseconds. The timestamp echo (RFC 7323 §4),
+        // which retransmissions do not confuse, only where that has nothing
+        // to give: no sample yet, or after a timeout, until a new timed
+        // segment is answered. Its clock ticks in milliseconds: on a LAN
+        // path of 50-100 us its samples are 0 or 1 ms, and an SRTT of
+        // 0.3-1.2 ms made of them (so it was until 2026-12-05) stretched
+        // every probe timeout (2 * SRTT) and the RACK and CUBIC arithmetic
+        // built on it.
+        if (rtt_timing_ && h.ack > rtt_seq_) {
+            rtt_.on_sample(now - rtt_sent_at_);
+            rtt_timing_ = false;
+        } else if (ts_ok_ && h.options.timestamps && h.options.timestamps->tsecr != 0 &&
+                   (!rtt_.has_sample() || retries_ > 0)) {
             const uint32_t flight = distance(snd_.una, snd_.max);
             const uint32_t expected =
                 std::max<uint32_t>(1, (flight + 2u * snd_mss_ - 1) / (2u * snd_mss_));
             rtt_.on_sample(uint64_t{ts_clock(now) - h.options.timestamps->tsecr} * 1'000'000,
                            expected);
-            rtt_timing_ = false;
-        } else if (rtt_timing_ && h.ack > rtt_seq_) {
-            rtt_.on_sample(now - rtt_sent_at_);
-            rtt_timing_ = false;
         }
         retries_ = 0;
         // persist_backoff_ stays: an ACK that takes a probe's octet while

@@ -190,6 +190,29 @@ TEST(TcpConnOptions, TimestampsEchoAndPaws) {
     t.expect_seg({ACK | PSH, L + 989, P + 201, 9800, pattern(12, 220), ts(1100, 520)});
 }
 
+// With timestamps on, data's RTT still comes from the timed segment, in
+// nanoseconds: the echo's millisecond clock would read 0 for this 0.9 ms.
+TEST(TcpConnOptions, DataRttIsTimedInNanosecondsWithTimestamps) {
+    tcp_harness t;
+    t.cfg.timestamps = true;
+    t.create();
+    t.now = 1 * sec;
+    tcp_options o = ts(500, 0);
+    o.mss = 1000;
+    ASSERT_TRUE(t.conn->open_passive(peer_syn(o), t.now));
+    (void)t.pop();
+    t.now = 1010 * ms;
+    t.send_seg({ACK, P + 1, L + 1, 20000, {}, ts(510, 1000)});
+    ASSERT_EQ(t.conn->rtt().srtt_ns(), 10 * ms);  // no sample yet: the echo's
+    t.now = 2 * sec;
+    EXPECT_EQ(t.app_send(pattern(500)), 500u);
+    t.expect_seg({ACK | PSH, L + 1, P + 1, 10000, pattern(500), ts(2000, 510)});
+    t.now = 2 * sec + 900'000;  // 0.9 ms
+    t.send_seg({ACK, P + 1, L + 501, 20000, {}, ts(530, 2000)});
+    // SRTT + (R - SRTT) / 8 with R = 0.9 ms (with the echo's R = 0: 8.75 ms).
+    EXPECT_EQ(t.conn->rtt().srtt_ns(), 8'862'500u);
+}
+
 TEST(TcpConnOptions, PawsIgnoresTsRecentOlderThan24Days) {
     tcp_harness t;
     t.cfg.timestamps = true;

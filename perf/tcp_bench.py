@@ -11,7 +11,12 @@ Systems, interleaved round by round (A B A B ...) so drift is shared:
           (--port af_packet|af_xdp: a veth pair in the client's namespace,
           ferry on one end with that profile; af_xdp takes one lcore)
   kernel  kernel client -> veth -> a kernel echo server (tcpload.py server) in
-          another namespace: the kernel-to-kernel baseline
+          another namespace: the kernel-to-kernel baseline, with the host's
+          default congestion control (summary: host_cc)
+  kernel-cubic, kernel-bbr  the same with that congestion control on both
+          kernel ends' sockets (TCP_CONGESTION). ferry runs CUBIC: compare
+          the algorithm with kernel-cubic. BBR does not back off on random
+          loss at all, and this VM's default is bbr (Debian's is cubic).
   ferry-norack  ferry with [tcp] rack = false (RFC 6675 recovery alone)
 Each round measures bulk echo throughput (N connections x M MiB each way,
 sha256-checked) and connection churn (open, 64 bytes echoed, close; --churn 0
@@ -20,7 +25,9 @@ client's namespace (nftables, numgen random: there is no netem here), the
 same for every system, with TSO and GSO off on the kernel's devices of that
 link: a 64 KiB GSO packet would otherwise be one "frame" to the rule, and the
 kernel baseline saw ~1/45 of ferry's loss events (so it was until 2026-12-05;
-bench_lib/loss.py). Prints
+bench_lib/loss.py). With loss, each run also reports the frames dropped and
+the echo server's RTOs per 1k dropped frames (ferry's rto_fired; the kernel
+server namespace's TcpExtTCPTimeouts). Prints
 one JSON line per measurement and a summary line with medians and the ratio
 ferry / kernel. All traffic stays inside namespaces created and deleted here.
 """
@@ -78,10 +85,10 @@ def add_loss(ns, pct, kernel_devs=()):
         ns.run(["nft", "-f", "-"], input=loss.rules(pct))
 
 
-def measure(ns, addr, a, kernel_devs):
+def measure(ns, addr, a, kernel_devs, cc_args=()):
     add_loss(ns, a.loss, kernel_devs)
     bulk = tcpload(ns, "echo", addr, ECHO, "--conns", a.conns, "--bytes", a.mib << 20,
-                   timeout=a.timeout)
+                   *cc_args, timeout=a.timeout)
     r = {"gbit_s": bulk["gbit_s_each_way"], "max_stall_s": bulk["max_stall_s"],
          "ok": bulk["ok"] == a.conns, "conn_s": 0.0}
     if a.churn > 0:
@@ -89,7 +96,30 @@ def measure(ns, addr, a, kernel_devs):
                         timeout=a.timeout)
         r["conn_s"] = churn["conn_per_s"]
         r["ok"] = r["ok"] and churn["ok"] == a.churn
+    r["frames_dropped"] = dropped(ns) if a.loss > 0 else 0
     return r
+
+
+def dropped(ns):
+    """Frames the loss rules dropped, both ways (their nft counters)."""
+    out = ns.run(["nft", "list", "table", "inet", "benchloss"]).stdout
+    return sum(int(w[i + 1]) for w in (line.split() for line in out.splitlines())
+               for i, x in enumerate(w) if x == "packets")
+
+
+def kernel_rtos(ns_name):
+    """TcpExtTCPTimeouts of a namespace (its /proc/net/netstat): the RTOs its
+    kernel fired."""
+    out = subprocess.run(["ip", "netns", "exec", ns_name, "cat", "/proc/net/netstat"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    for names, values in zip(out[::2], out[1::2]):
+        if names.startswith("TcpExt:"):
+            return int(dict(zip(names.split()[1:], values.split()[1:]))["TCPTimeouts"])
+    return 0
+
+
+def rtos_per_1k_lost(r):
+    return round(1000.0 * r["rtos"] / r["frames_dropped"], 2) if r["frames_dropped"] else 0.0
 
 
 def run_ferry(a, rack=True):
@@ -120,10 +150,22 @@ def ferry_measure(ns, f, a, tap):
     tcp = f.telemetry("/ferry/tcp")["sum"]
     for k in ("rto_fired", "retransmits", "tlp_probes", "rack_lost"):
         r[k] = tcp[k]
+    # The echo server's RTOs, as kernel_rtos() counts the kernel server's.
+    r["rtos"] = tcp["rto_fired"]
+    r["rtos_per_1k_lost"] = rtos_per_1k_lost(r)
     return r
 
 
-def run_kernel(a):
+def host_cc():
+    with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+        return f.read().strip()
+
+
+def run_kernel(a, cc=None):
+    """cc: the congestion control of both kernel ends' sockets (None: the
+    host's default, which a namespace inherits: this VM's is bbr, Debian's
+    cubic, and bbr shrugs off random loss where cubic and ferry back off)."""
+    cc_args = ["--cc", cc] if cc else []
     with Netns("k") as ns:
         # A second namespace for the server, joined by a veth pair.
         srv = ns.name + "s"
@@ -137,11 +179,14 @@ def run_kernel(a):
                         ["ip", "link", "set", "kv1", "up"], ["ip", "link", "set", "lo", "up"]):
                 subprocess.run(["ip", "netns", "exec", srv] + cmd, check=True)
             server = subprocess.Popen(["ip", "netns", "exec", srv, sys.executable, LOAD, "server",
-                                       "10.78.0.2", str(ECHO)],
+                                       "10.78.0.2", str(ECHO), *cc_args],
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             try:
                 server.stdout.readline()  # "listening"
-                return measure(ns, "10.78.0.2", a, [(ns.name, "kv0"), (srv, "kv1")])
+                r = measure(ns, "10.78.0.2", a, [(ns.name, "kv0"), (srv, "kv1")], cc_args)
+                r["rtos"] = kernel_rtos(srv)
+                r["rtos_per_1k_lost"] = rtos_per_1k_lost(r)
+                return r
             finally:
                 server.kill()  # our own child, by pid
                 server.wait()
@@ -167,7 +212,9 @@ def main():
         print("tcp_bench: needs root (network namespaces)")
         return 1
     runners = {"ferry": run_ferry, "ferry-norack": lambda x: run_ferry(x, rack=False),
-               "kernel": run_kernel}
+               "kernel": run_kernel,
+               "kernel-cubic": lambda x: run_kernel(x, "cubic"),
+               "kernel-bbr": lambda x: run_kernel(x, "bbr")}
     systems = a.systems.split(",")
     res = {k: [] for k in systems}
     for rnd in range(a.rounds):
@@ -178,7 +225,8 @@ def main():
             r.update({"system": name, "round": rnd, "elapsed_s": round(time.monotonic() - t0, 1)})
             res[name].append(r)
             print(json.dumps(r), flush=True)
-    med = {k: {m: statistics.median(x[m] for x in v) for m in ("gbit_s", "conn_s")}
+    med = {k: {m: statistics.median(x[m] for x in v)
+               for m in ("gbit_s", "conn_s", "rtos_per_1k_lost")}
            for k, v in res.items()}
     summary = {"summary": True, "rounds": a.rounds, "conns": a.conns, "mib_each": a.mib,
                "loss_pct": a.loss, "ferry_lcores": a.lcores, "ferry_port": a.port,
@@ -186,11 +234,14 @@ def main():
     for k in systems:
         summary[f"{k}_gbit_s"] = med[k]["gbit_s"]
         summary[f"{k}_conn_s"] = med[k]["conn_s"]
-    if "kernel" in med:
+        summary[f"{k}_rtos_per_1k_lost"] = med[k]["rtos_per_1k_lost"]
+    summary["host_cc"] = host_cc()
+    for base in (k for k in systems if k.startswith("kernel")):
         for k in systems:
-            if k != "kernel":
-                summary[f"ratio_gbit_{k}"] = round(
-                    med[k]["gbit_s"] / max(1e-9, med["kernel"]["gbit_s"]), 3)
+            if not k.startswith("kernel"):
+                suffix = "" if base == "kernel" else base[len("kernel"):]
+                summary[f"ratio_gbit_{k}{suffix}"] = round(
+                    med[k]["gbit_s"] / max(1e-9, med[base]["gbit_s"]), 3)
     print(json.dumps(summary), flush=True)
     return 0 if summary["all_ok"] else 1
 

@@ -39,6 +39,18 @@ def stream_chunk(conn_id, off, n):
     return b
 
 
+# The congestion control of every socket made here (--cc), or None for the
+# namespace's default (the host's: bbr on some machines, cubic on Debian's).
+CC = None
+
+
+def tcp_socket():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if CC:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, CC.encode())
+    return s
+
+
 class Conn:
     def __init__(self, i, addr, port, nbytes):
         self.i = i
@@ -53,7 +65,7 @@ class Conn:
         self.error = None
         self.last = time.monotonic()
         self.max_stall = 0.0
-        self.s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.s = tcp_socket()
         self.s.setblocking(False)
         self.s.connect_ex((addr, port))
 
@@ -175,7 +187,7 @@ def run_churn(addr, port, conns, parallel, timeout):
 
 
 def run_server(addr, port):
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv = tcp_socket()  # accepted sockets inherit its congestion control
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind((addr, port))
     srv.listen(1024)
@@ -213,7 +225,10 @@ def main():
     ap.add_argument("--bytes", type=int, default=1 << 20)
     ap.add_argument("--parallel", type=int, default=8)
     ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--cc", help="congestion control of the sockets (TCP_CONGESTION)")
     a = ap.parse_args()
+    global CC
+    CC = a.cc
     if a.mode == "server":
         run_server(a.addr, a.port)
         return 0

@@ -91,6 +91,34 @@ cli_result parse_cli(int argc, char **argv) {
     return r;
 }
 
+std::string misplaced_options(int argc, int split, char **argv) {
+    std::string eal, ours, first;
+    for (int i = 1; i < split; ++i) {
+        const std::string_view a = argv[i];
+        const bool has_value = a == "--config" || a == "--drivers-dir" ||
+                               (a == "-c" && i + 1 < split &&
+                                std::strpbrk(argv[i + 1], "./") != nullptr);
+        const bool flag = a == "--check" || a == "--print-default-config" ||
+                          a.starts_with("--config=") || a.starts_with("--drivers-dir=");
+        std::string &to = has_value || flag ? ours : eal;
+        to += ' ';
+        to += a;
+        if (has_value && i + 1 < split) {
+            to += ' ';
+            to += argv[++i];
+        }
+        if ((has_value || flag) && first.empty()) first = std::string(a);
+    }
+    if (first.empty()) return "";
+    std::string after;
+    for (int i = split + 1; i < argc; ++i) {
+        after += ' ';
+        after += argv[i];
+    }
+    return "'" + first + "' is a ferry option: ferry's options go after '--', EAL's before it: " +
+           "ferry" + eal + " --" + ours + after;
+}
+
 std::string resolve_drivers_dir(const options &opts) {
     if (!opts.drivers_dir.empty()) return opts.drivers_dir;
     if (const char *env = std::getenv("FERRY_DRIVERS_DIR"); env != nullptr && *env != '\0')

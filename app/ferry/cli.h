@@ -27,6 +27,15 @@ cli_result parse_cli(int argc, char **argv);
 // main can answer without initialising DPDK.
 bool wants_help_or_version(int argc, char **argv);
 
+// ferry's own options given before `--` (argv[1..split), split = argc
+// without one), where EAL would
+// take them: `--check` or `--config` as unknown options with ~100 lines of
+// EAL usage, `-c f.toml` as a bad coremask). Returns the one-line message with
+// the command line rewritten, or "" if there are none. `-c` counts as ferry's
+// when its value cannot be a coremask (it has a '.' or a '/'); `-d` is EAL's
+// too (a driver to load) and is left to EAL.
+std::string misplaced_options(int argc, int split, char **argv);
+
 extern const char usage_text[];
 
 // The driver profile directory: --drivers-dir, else $FERRY_DRIVERS_DIR, else the

@@ -357,6 +357,10 @@ int run(int argc, char **argv) {
         return 0;
     }
 
+    if (const std::string m = misplaced_options(argc, split, argv); !m.empty()) {
+        std::fprintf(stderr, "ferry: %s\n", m.c_str());
+        return 2;
+    }
     cli_result cr = parse_cli(ferry_argc, ferry_argv);
     if (!cr.error.empty()) {
         std::fprintf(stderr, "ferry: %s\n", cr.error.c_str());

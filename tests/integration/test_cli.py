@@ -60,6 +60,19 @@ def main():
     code, out, err = ferry("--", "--check")
     check(code == 0 and "configuration OK" in out, f"--check accepts the embedded default {err}")
 
+    # ferry's options before `--` (issue 19, item 5): one line with the fix,
+    # exit 2, before EAL sees them (it printed ~100 lines of its usage, took
+    # `-c f.toml` for a bad coremask, or ran the demo configuration).
+    for args, fixed in ((["--check", "-c", "f.toml"], "ferry -- --check -c f.toml"),
+                        (["-c", "/etc/ferry/ferry.toml"], "ferry -- -c /etc/ferry/ferry.toml"),
+                        (["-l", "0", "--config=f.toml", "--no-huge", "--", "-d", "x"],
+                         "ferry -l 0 --no-huge -- --config=f.toml -d x")):
+        code, out, err = ferry(*args)
+        lines = err.strip().splitlines()
+        check(code == 2 and len(lines) == 1 and "ferry's options go after '--'" in lines[0]
+              and lines[0].endswith(fixed) and out == "",
+              f"ferry options before '--' are named with the fix: {args} -> {err.strip()}")
+
     with tempfile.TemporaryDirectory() as tmp:
         good = write(tmp, "good.toml", GOOD)
         code, out, err = ferry("--", "--check", "--config", good)

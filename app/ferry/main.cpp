@@ -20,6 +20,7 @@
 #include "event_log.h"
 #include "app.h"
 #include "cli.h"
+#include "preflight.h"
 #include "ferry/base/log.h"
 #include "ferry/telemetry/commands.h"
 #include "ferry/telemetry/exporter.h"
@@ -371,12 +372,25 @@ int run(int argc, char **argv) {
 
     loaded l;
     if (!load_everything(opts, drivers_dir, l)) return 1;
+    if (const std::string e = check_interfaces(l.cfg, l.profiles); !e.empty()) {
+        std::fprintf(stderr, "ferry: %s\n", e.c_str());
+        return 1;
+    }
     if (opts.check) {
         if (!check_ports(l, l.cfg.workers ? l.cfg.workers : 1)) return 1;
         print_effective(l, drivers_dir);
+        // --check does not see the EAL options ferry will run with.
+        if (const std::string h = hugepage_note(); !h.empty())
+            std::printf("note: %s\n", h.c_str());
         std::printf("configuration OK\n");
         return 0;
     }
+    // What EAL and the PMDs would report with a misleading errno.
+    for (const std::string &e : {check_capabilities(l.profiles), check_hugepages(split, argv)})
+        if (!e.empty()) {
+            std::fprintf(stderr, "ferry: %s\n", e.c_str());
+            return 1;
+        }
 
     // [http] access_log: opened now, so a path ferry cannot write fails before
     // anything else starts. Without a [[listener]] there is nothing to log.

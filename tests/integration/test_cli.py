@@ -99,7 +99,63 @@ def main():
         many = write(tmp, "many.toml", GOOD.replace("workers = 2", "workers = 8"))
         code, _, err = ferry("--", "--check", "--config", many)
         check(code == 1 and "queue" in err, f"8 workers on net_tap rejected: {err.strip()}")
+
+        start_up_causes(tmp)
     print("test_cli: all checks passed")
+
+
+def hugepages_free():
+    """Free hugepages of every size (EAL takes any)."""
+    base = "/sys/kernel/mm/hugepages"
+    total = 0
+    for d in os.listdir(base) if os.path.isdir(base) else []:
+        with open(os.path.join(base, d, "free_hugepages")) as f:
+            total += int(f.read())
+    return total
+
+
+def start_up_causes(tmp):
+    """Issue 19, item 4: the real cause and its fix, where DPDK said
+    "Operation not permitted", "Invalid argument" or "Permission denied".
+    Every case ends before EAL starts (or EAL fails at once: no hugepages), so
+    nothing is created and no traffic is sent; the last one also runs in a
+    private network namespace."""
+    eal = ["-l", "0", "--no-pci", "--file-prefix", f"fycli-{os.getpid()}"]
+    # An af_packet port on an interface that does not exist: --check says so
+    # (it said "configuration OK"), and so does a start.
+    nosuch = write(tmp, "nosuch.toml", GOOD.replace('"net_tap"', '"net_af_packet"')
+                   .replace('"ferry0"', '"fynosuch0"'))
+    code, out, err = ferry("--", "--check", "--config", nosuch)
+    check(code == 1 and f"{nosuch}:5:1: key 'port[0].iface'" in err
+          and "interface 'fynosuch0' does not exist" in err and "configuration OK" not in out,
+          f"--check: a missing af_packet interface, with file:line: {err.strip()}")
+    code, _, err = ferry(*eal, "--no-huge", "-m", "512", "--", "--config", nosuch)
+    check(code == 1 and "interface 'fynosuch0' does not exist" in err and "EAL:" not in err and "rte_dev_probe" not in err,
+          f"start: a missing af_packet interface, before EAL: {err.strip()}")
+    if os.geteuid() != 0:
+        print("skip: the capability and hugepage cases need root")
+        return
+    # Without CAP_NET_ADMIN (an unprivileged user): the tap cannot be made.
+    r = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                        FERRY, *eal, "--no-huge", "-m", "512"], text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    check(r.returncode == 1 and "missing CAP_NET_ADMIN (profile net_tap" in r.stderr
+          and "run ferry as root" in r.stderr and "EAL:" not in r.stderr and "initialisation" not in r.stderr,
+          f"start as nobody: the missing capability is named: {r.stderr.strip()}")
+    # No free hugepages and no --no-huge.
+    if hugepages_free() != 0:
+        print("skip: this machine has free hugepages; the no-hugepage case needs none")
+        return
+    ns = f"fycli-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        r = subprocess.run(["ip", "netns", "exec", ns, FERRY, *eal], text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+    check(r.returncode == 1 and "no free hugepages" in r.stderr and "--no-huge -m 512" in r.stderr
+          and "EAL:" not in r.stderr and "initialisation" not in r.stderr,
+          f"start without hugepages: the cause and --no-huge are named: {r.stderr.strip()}")
 
 
 if __name__ == "__main__":

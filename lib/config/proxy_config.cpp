@@ -251,15 +251,21 @@ std::optional<error> proxy_reader::read_listener(const toml::table &t, const std
                                       first_at(*listener_nodes_[j].name) + ")");
              return std::nullopt;
          }},
-        {"port", true,
+        // Two listeners on one TCP port: finish(), once their ports are known.
+        {"port", true, noted_integer(r_, l.port, nodes.port, 1, 65535)},
+        {"on", false,
+         checked_string(r_, l.on, nodes.on, is_name,
+                        "must be a [[port]] name (1..32 characters of [a-z0-9_])")},
+        {"address", false,
          [&](const toml::node &v, const std::string &k) -> std::optional<error> {
-             if (auto e = noted_integer(r_, l.port, nodes.port, 1, 65535)(v, k))
-                 return e;
-             for (const listener_config &o : cfg_.listeners)
-                 if (o.port == l.port)
-                     return r_.at(v, k,
-                                  "port " + std::to_string(l.port) +
-                                      " is already used by listener '" + o.name + "'");
+             auto s = r_.string(v, k);
+             if (!s)
+                 return s.error();
+             const auto ip = parse_ipv4(*s);
+             if (!ip || *ip == 0)
+                 return r_.at(v, k, "expected an IPv4 address a.b.c.d, got '" + *s + "'");
+             l.address = *ip;
+             nodes.address = &v;
              return std::nullopt;
          }},
         {"max_connections", false, r_.integer_into(l.max_connections, 0, 1 << 20)},
@@ -458,6 +464,34 @@ std::optional<error> proxy_reader::read_server(const toml::table &t, const std::
     return std::nullopt;
 }
 
+std::optional<error> proxy_reader::resolve_listener_port(listener_config &l,
+                                                        const listener_nodes &nodes,
+                                                        const std::string &key) const {
+    if (!l.on.empty()) {
+        l.port_index = index_of(cfg_.ports, l.on);
+        if (l.port_index < 0)
+            return r_.at(*nodes.on, join_key(key, "on"), unknown_name("port", l.on, cfg_.ports));
+    }
+    if (l.address != 0) {
+        int at = -1;
+        for (size_t i = 0; i < cfg_.ports.size(); ++i)
+            if (cfg_.ports[i].address == l.address) at = static_cast<int>(i);
+        std::string ours;
+        for (const port_config &p : cfg_.ports)
+            ours += (ours.empty() ? "" : ", ") + format_ipv4(p.address) + " (" + p.name + ")";
+        if (at < 0)
+            return r_.at(*nodes.address, join_key(key, "address"),
+                         format_ipv4(l.address) + " is not the address of a [[port]]" +
+                             (ours.empty() ? std::string() : ": " + ours));
+        if (l.port_index >= 0 && l.port_index != at)
+            return r_.at(*nodes.address, join_key(key, "address"),
+                         format_ipv4(l.address) + " is port '" + cfg_.ports[at].name +
+                             "'s address, but 'on' names port '" + l.on + "'");
+        l.port_index = at;
+    }
+    return std::nullopt;
+}
+
 std::optional<error> proxy_reader::finish() {
     std::vector<error> errors;
 
@@ -477,6 +511,21 @@ std::optional<error> proxy_reader::finish() {
                 errors.push_back(r_.at(
                     *nodes.port, join_key(key, "port"),
                     "port " + std::to_string(port) + " is already used by " + std::string(name)));
+        if (auto e = resolve_listener_port(l, nodes, key))
+            errors.push_back(std::move(*e));
+        for (size_t j = 0; j < i; ++j) {
+            const listener_config &o = cfg_.listeners[j];
+            if (o.port == l.port &&
+                (o.port_index < 0 || l.port_index < 0 || o.port_index == l.port_index))
+                errors.push_back(r_.at(
+                    *nodes.port, join_key(key, "port"),
+                    "port " + std::to_string(l.port) + " is already used by listener '" + o.name +
+                        "'" +
+                        (o.port_index < 0 || l.port_index < 0
+                             ? " (two listeners share a port number only when each is bound "
+                               "to a different [[port]] with 'on' or 'address')"
+                             : " on the same [[port]]")));
+        }
         if (!l.default_upstream.empty()) {
             l.default_upstream_index = index_of(cfg_.upstreams, l.default_upstream);
             if (l.default_upstream_index < 0)
@@ -615,7 +664,11 @@ std::string describe_proxy(const ferry_config &c) {
            "\n";
 
     for (const listener_config &l : c.listeners) {
-        out += "listener " + l.name + ": port " + std::to_string(l.port) + ", max_connections " +
+        out += "listener " + l.name + ": port " + std::to_string(l.port) +
+               (l.port_index >= 0 ? " on " + c.ports[l.port_index].name + " (" +
+                                        format_ipv4(c.ports[l.port_index].address) + ")"
+                                  : std::string(" on every port")) +
+               ", max_connections " +
                (l.max_connections ? std::to_string(l.max_connections) + " per lcore"
                                   : std::string("[tcp] limit")) +
                ", default upstream " +

@@ -34,7 +34,8 @@ public:
 private:
     // Where values were, for errors found after the table was read.
     struct listener_nodes {
-        const toml::node *name = nullptr, *port = nullptr, *default_upstream = nullptr;
+        const toml::node *name = nullptr, *port = nullptr, *default_upstream = nullptr,
+                         *on = nullptr, *address = nullptr;
     };
     struct route_nodes {
         const toml::node *listener = nullptr, *upstream = nullptr;
@@ -44,6 +45,9 @@ private:
     };
 
     std::optional<error> read_listener(const toml::table &t, const std::string &key);
+    // `on` and `address` to listener_config::port_index.
+    std::optional<error> resolve_listener_port(listener_config &l, const listener_nodes &nodes,
+                                               const std::string &key) const;
     std::optional<error> read_route(const toml::table &t, const std::string &key);
     std::optional<error> read_upstream(const toml::table &t, const std::string &key);
     std::optional<error> read_server(const toml::table &t, const std::string &key,

@@ -332,6 +332,7 @@ void tcp_layer::input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_
         // "An incoming segment containing a RST is discarded."
         nc_.tcp_drop_rst_no_flow.inc();
     } else {
+        nc_.tcp_rst_no_flow.inc();  // a closed port, or a flow forgotten
         reply_rst(t, r);
     }
     rte_pktmbuf_free(m);

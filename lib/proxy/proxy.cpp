@@ -110,10 +110,15 @@ worker_proxy::~worker_proxy() {
     }
 }
 
+bool worker_proxy::binds(const config::listener_config &l, size_t port) noexcept {
+    return l.port_index < 0 || static_cast<size_t>(l.port_index) == port;
+}
+
 std::string worker_proxy::listen(uint64_t now) {
     for (const auto &l : cfg_.listeners)
-        for (const port_ref &p : ports_)
-            if (p.layer->listen(l.port) == net::tcp_layer::listen_result::full)
+        for (size_t i = 0; i < ports_.size(); ++i)
+            if (binds(l, i) &&
+                ports_[i].layer->listen(l.port) == net::tcp_layer::listen_result::full)
                 return "listener '" + l.name + "': too many listeners on a port";
     if (lcore_index_ == 0) {
         for (const auto &u : cfg_.upstreams)
@@ -252,7 +257,8 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     net::tcp_layer &layer = *ports_[port].layer;
     int li = -1;
     for (size_t i = 0; i < cfg_.listeners.size(); ++i)
-        if (cfg_.listeners[i].port == n.local_port) li = static_cast<int>(i);
+        if (cfg_.listeners[i].port == n.local_port && binds(cfg_.listeners[i], port))
+            li = static_cast<int>(i);
     const auto *conn = layer.get(n.h);
     if (li < 0 || conn == nullptr || clients_.available() == 0 || draining_) {
         layer.abort(n.h, now);
@@ -565,7 +571,8 @@ void worker_proxy::begin_drain(uint64_t now) noexcept {
     draining_ = true;
     timers_.cancel(health_timer_);
     for (const auto &l : cfg_.listeners)
-        for (const port_ref &p : ports_) (void)p.layer->unlisten(l.port);
+        for (size_t i = 0; i < ports_.size(); ++i)
+            if (binds(l, i)) (void)ports_[i].layer->unlisten(l.port);
     for (uint32_t i = 0; i < clients_.made(); ++i) {
         client &c = clients_[i];
         if (!c.used) continue;

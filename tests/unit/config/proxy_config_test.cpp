@@ -144,7 +144,21 @@ const bad_case bad_cases[] = {
      "t.toml:10:8: key 'listener[1].name': duplicate listener name 'web' (first defined at "
      "t.toml:7:8)"},
     {"listener_duplicate_port", cfg(listener_with("[[listener]]\nname = \"alt\"\nport = 80\n")),
-     "t.toml:11:8: key 'listener[1].port': port 80 is already used by listener 'web'"},
+     "t.toml:11:8: key 'listener[1].port': port 80 is already used by listener 'web' (two "
+     "listeners share a port number only when each is bound to a different [[port]] with 'on' "
+     "or 'address')"},
+    {"listener_duplicate_port_one_bound",
+     cfg(listener_with("on = \"tap0\"\n[[listener]]\nname = \"alt\"\nport = 80\n")),
+     "t.toml:12:8: key 'listener[1].port': port 80 is already used by listener 'web' (two "
+     "listeners share a port number only when each is bound to a different [[port]] with 'on' "
+     "or 'address')"},
+    {"listener_on_unknown_port", cfg(listener_with("on = \"tap1\"\n")),
+     "t.toml:9:6: key 'listener[0].on': unknown port 'tap1' (did you mean 'tap0'?)"},
+    {"listener_address_not_a_port", cfg(listener_with("address = \"10.77.0.9\"\n")),
+     "t.toml:9:11: key 'listener[0].address': 10.77.0.9 is not the address of a [[port]]: "
+     "10.77.0.1 (tap0)"},
+    {"listener_address_malformed", cfg(listener_with("address = \"10.77.0\"\n")),
+     "t.toml:9:11: key 'listener[0].address': expected an IPv4 address a.b.c.d, got '10.77.0'"},
     {"listener_port_is_tcp_test_echo",
      cfg("[tcp_test]\necho_port = 7\n[[listener]]\nname = \"web\"\nport = 7\n"),
      "t.toml:10:8: key 'listener[0].port': port 7 is already used by tcp_test.echo_port"},
@@ -716,8 +730,8 @@ gateway = "10.78.255.254"
               "max_pending_heads auto, client_head_buffers auto, max_requests_per_connection unlimited, max_header_bytes 16384, max_headers 100, "
               "max_body_bytes 1048576, drain 0 ms, via edge-1.example, "
               "x-forwarded off\n"
-              "listener web: port 80, max_connections 5000 per lcore, default upstream app\n"
-              "listener admin: port 8081, max_connections [tcp] limit, default upstream none "
+              "listener web: port 80 on every port, max_connections 5000 per lcore, default upstream app\n"
+              "listener admin: port 8081 on every port, max_connections [tcp] limit, default upstream none "
               "(404)\n"
               "route 0: listener web, host api.example.com, path_prefix /v1/ -> upstream api\n"
               "route 1: listener any, host *.example.com, path_prefix / -> upstream app\n"
@@ -810,7 +824,7 @@ TEST(proxy_config, defaults_of_a_minimal_proxy) {
               "max_pending_heads auto, client_head_buffers auto, max_requests_per_connection 1000, max_header_bytes 8192, max_headers 64, "
               "max_body_bytes unlimited, drain 10000 ms, via ferry, "
               "x-forwarded on\n"
-              "listener web: port 8080, max_connections [tcp] limit, default upstream none "
+              "listener web: port 8080 on every port, max_connections [tcp] limit, default upstream none "
               "(404)\n"
               "route 0: listener any, host any, path_prefix / -> upstream app\n"
               "upstream app: balance round_robin, pool local (max_idle 256), timeouts connect "
@@ -976,6 +990,52 @@ TEST(proxy_config, listener_ports_next_to_tcp_test) {
     ASSERT_TRUE(r) << r.error().to_string();
     ASSERT_EQ(r->listeners.size(), 2u);
     EXPECT_EQ(r->listeners[1].port, 8080);
+}
+
+// Issue 19, item 9: a listener bound to one port; one port number on two
+// ports for two listeners.
+TEST(proxy_config, listeners_bound_to_a_port) {
+    auto r = parse(cfg(R"([[port]]
+name = "tap1"
+profile = "net_tap"
+iface = "ferry1"
+address = "10.78.0.1/24"
+[[listener]]
+name = "public"
+port = 80
+on = "tap0"
+[[listener]]
+name = "inside"
+port = 80
+address = "10.78.0.1"
+[[listener]]
+name = "both"
+port = 81
+on = "tap1"
+address = "10.78.0.1"
+[[listener]]
+name = "any"
+port = 82
+)"),
+                   "t.toml");
+    ASSERT_TRUE(r) << r.error().to_string();
+    ASSERT_EQ(r->listeners.size(), 4u);
+    EXPECT_EQ(r->listeners[0].port_index, 0);
+    EXPECT_EQ(r->listeners[1].port_index, 1);
+    EXPECT_EQ(r->listeners[2].port_index, 1);
+    EXPECT_EQ(r->listeners[3].port_index, -1);
+    const std::string d = describe_proxy(*r);
+    EXPECT_NE(d.find("listener public: port 80 on tap0 (10.77.0.1)"), std::string::npos) << d;
+    EXPECT_NE(d.find("listener any: port 82 on every port"), std::string::npos) << d;
+    // `on` and `address` naming two ports.
+    auto bad = parse(cfg("[[port]]\nname = \"tap1\"\nprofile = \"net_tap\"\niface = \"ferry1\"\n"
+                         "address = \"10.78.0.1/24\"\n[[listener]]\nname = \"web\"\nport = 80\n"
+                         "on = \"tap0\"\naddress = \"10.78.0.1\"\n"),
+                     "t.toml");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().to_string(),
+              "t.toml:15:11: key 'listener[0].address': 10.78.0.1 is port 'tap1's address, but "
+              "'on' names port 'tap0'");
 }
 
 TEST(proxy_config, inline_tables_work_like_arrays_of_tables) {

@@ -129,8 +129,13 @@
 //
 //   [[listener]]                    # optional, any number
 //   name = "web"                    # required, unique among listeners, 1..32 of [a-z0-9_]
-//   port = 80                       # required, 1..65535, unique among listeners and
-//                                   #   different from every [tcp_test] port
+//   port = 80                       # required, 1..65535, different from every [tcp_test]
+//                                   #   port; two listeners share it only when each is
+//                                   #   bound to a different [[port]]
+//   on = "front"                    # optional: listen on this [[port]] only
+//   address = "10.1.0.1"            # optional: the same, by the [[port]]'s address
+//                                   #   (with `on`, both must name one port); without
+//                                   #   either the listener is open on every port
 //   max_connections = 0             # 0..1048576 client connections per lcore; 0 = only
 //                                   #   [tcp] max_connections limits them
 //   default_upstream = "app"        # optional: an [[upstream]] name, for requests no
@@ -402,7 +407,12 @@ struct listener_config {
     uint32_t max_connections = 0;     // per lcore; 0 = only [tcp] max_connections
     std::string default_upstream;     // "" = none: unmatched requests get 404
     int default_upstream_index = -1;  // into ferry_config::upstreams; -1 = none
-    source_pos where;                 // the listener's table
+    // Where it listens: `on` (a [[port]] name) and/or `address` (a [[port]]'s
+    // address; 0 = unset) name one port; neither: every port.
+    std::string on;
+    uint32_t address = 0;
+    int port_index = -1;  // into ferry_config::ports; -1 = every port
+    source_pos where;     // the listener's table
 };
 
 struct route_config {

@@ -67,6 +67,7 @@
     X(tcp_drop_bad_checksum,      "TCP segments with a bad checksum (NIC or software check)")    \
     X(tcp_cksum_hw_verified,      "TCP checksums the NIC verified (rx offload flags)")           \
     X(tcp_drop_rst_no_flow,       "RST segments for no connection (ignored, RFC 9293 3.10.7.1)") \
+    X(tcp_rst_no_flow,            "RSTs sent to segments for no connection or listener (RFC 9293 3.10.7.1)") \
     X(tcp_rst_sent_no_flow,       "RSTs sent for segments matching no connection or listener")   \
     X(tcp_drop_not_owner,         "segments to a listener's port matching no flow here, dropped: the port is shared and another lcore may own the flow (no hand-off configured)") \
     X(tcp_handoff_out,            "segments of another lcore's flow handed to that lcore (misdelivered by the NIC)") \

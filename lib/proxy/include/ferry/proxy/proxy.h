@@ -392,9 +392,12 @@ public:
     // A message another worker sent (opcode op_first..op_last); takes its mbuf.
     void on_message(unsigned from, xcore::message &m, uint64_t now) noexcept;
 
-    // Opens the listeners on every port (and, on lcore 0, arms the first
-    // active health checks). Error text, or "" on success.
+    // Opens each listener on its port, or on every port without a binding
+    // (and, on lcore 0, arms the first active health checks). Error text, or
+    // "" on success.
     [[nodiscard]] std::string listen(uint64_t now);
+    // Whether listener `l` listens on port index `port` (its `on`/`address`).
+    [[nodiscard]] static bool binds(const config::listener_config &l, size_t port) noexcept;
 
     // Handles every event of every port's layer. Returns the work done.
     uint32_t poll(uint64_t now) noexcept;

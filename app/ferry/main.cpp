@@ -20,6 +20,7 @@
 #include "event_log.h"
 #include "app.h"
 #include "cli.h"
+#include "log_stream.h"
 #include "preflight.h"
 #include "ferry/base/log.h"
 #include "ferry/telemetry/commands.h"
@@ -408,6 +409,8 @@ int run(int argc, char **argv) {
     sigset_t stop_set;
     block_stop_signals(&stop_set);
 
+    // Time, level and lcore on every log line, EAL's start-up lines included.
+    (void)install_log_stream();
     const int eal_argc = split;
     const int consumed = rte_eal_init(eal_argc, argv);
     if (consumed < 0) {
@@ -574,9 +577,19 @@ int run(int argc, char **argv) {
     }
     telemetry::publish(&view);
     telemetry::register_commands();
-    APP_LOG(INFO, "ready: %zu port(s), %u worker(s), wakeup mode %s, config %s",
-            app.ports.size(), nworkers, std::string(to_string(l.cfg.wakeup)).c_str(),
-            l.cfg.source.c_str());
+    {
+        // key=value, and every listener with where it listens:
+        // listeners=web:80@front,admin:8081@* (* = every port).
+        std::string ports, listeners;
+        for (const auto &p : l.cfg.ports)
+            ports += (ports.empty() ? "" : ",") + p.name + "@" + config::format_ipv4(p.address);
+        for (const auto &li : l.cfg.listeners)
+            listeners += (listeners.empty() ? "" : ",") + li.name + ":" + std::to_string(li.port) +
+                         "@" + (li.port_index < 0 ? std::string("*") : l.cfg.ports[li.port_index].name);
+        APP_LOG(INFO, "ready: ports=%s workers=%u wakeup_mode=%s listeners=%s config=%s",
+                ports.c_str(), nworkers, std::string(to_string(l.cfg.wakeup)).c_str(),
+                listeners.empty() ? "-" : listeners.c_str(), l.cfg.source.c_str());
+    }
     std::fflush(stdout);
     std::fflush(stderr);
 

@@ -9,6 +9,7 @@ internet also listened on its origin-facing network.
 """
 
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -55,6 +56,23 @@ def main():
         check(code(INSIDE_ADDR, 9090) == "404", "listener 'inside' answers on tap1")
         check(code(INSIDE_ADDR, 8080) == "000", "port 8080 is closed on tap1 ('public' is on tap0)")
         check(code(FERRY_ADDR, 9090) == "000", "port 9090 is closed on tap0 ('inside' is on tap1)")
+        # Item 8: every log line has time, level and lcore, EAL's too, and
+        # the ready line lists the listeners and where they listen.
+        prefix = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z (INFO|NOTICE|WARN|ERROR|DEBUG) lcore=(\d+|-) "
+        lines = [x for x in f.log_text().splitlines() if x.strip()]
+        bare = [x for x in lines if not re.match(prefix, x)]
+        check(not bare, f"every log line has time, level and lcore: {bare[:3]}")
+        ready = [x for x in lines if "ferry.app: ready:" in x]
+        check(len(ready) == 1 and re.match(
+            prefix + r"ferry\.app: ready: ports=tap0@10\.77\.0\.1,tap1@10\.78\.0\.1 workers=2 "
+            r"wakeup_mode=\S+ listeners=public:8080@tap0,inside:9090@tap1 config=\S+$", ready[0]),
+              f"the ready line: {ready}")
+        check(any(re.match(prefix + "EAL: ", x) for x in lines), "EAL's lines carry the prefix")
+        # The tap PMD's expected complaints (rt-signals ferry holds, no multiq
+        # qdisc, no rte_flow) are INFO with the reason, not WARN/ERROR.
+        noise = [x for x in lines if "rt-signals" in x or "multiq" in x or "rte flow" in x]
+        check(all(" INFO " in x and "(expected: " in x for x in noise),
+              f"expected PMD lines are explained: {[x for x in noise if '(expected' not in x][:2]}")
         rsts = [f.port(p)["tcp_rst_no_flow"] for p in ("tap0", "tap1")]
         check(rsts[0] >= 1 and rsts[1] >= 1,
               f"each port answered the SYN to its closed port with a RST: {rsts}")

@@ -18,6 +18,7 @@
 #include "ferry/telemetry/exporter.h"
 #include "ferry/telemetry/telemetry.h"
 #include "ferry_build_config.h"
+#include "config_dump.h"
 #include "read.h"
 #include "telemetry_log.h"
 
@@ -428,6 +429,12 @@ int events_cmd(const process_view &v, rte_tel_data *d) {
     return 0;
 }
 
+// A /ferry/config/<part> command: the configuration the view was built from.
+template <int (*Dump)(const config::ferry_config &, rte_tel_data *)>
+int config_part(const process_view &v, rte_tel_data *d) {
+    return Dump(*v.cfg, d);
+}
+
 // DPDK's callbacks carry no context: one adapter per command, reading the
 // published view.
 template <int (*Fn)(const process_view &, rte_tel_data *)>
@@ -461,7 +468,16 @@ constexpr command commands[] = {
      "Read, or set with ,<conditional|always|poll|adaptive>: when workers sleep and peers ring."},
     {"/ferry/idle_threshold_us", writer<idle_threshold>,
      "Read, or set with ,<us>: idle time before a worker tries to sleep."},
-    {"/ferry/config", reader<config_cmd>, "The effective configuration."},
+    {"/ferry/config", reader<config_cmd>,
+     "The effective configuration's scalars; the rest under /ferry/config/<part>."},
+    {"/ferry/config/ports", reader<config_part<dump_ports>>,
+     "Per [[port]] name: profile, address, gateway, iface, pci, mtu, mbufs, ring_frames."},
+    {"/ferry/config/listeners", reader<config_part<dump_listeners>>,
+     "Per [[listener]] name: port, where it listens (on, address), max_connections, default_upstream."},
+    {"/ferry/config/routes", reader<config_part<dump_routes>>,
+     "Per [[route]], in the order tried: listener, host, path_prefix, upstream."},
+    {"/ferry/config/upstreams", reader<config_part<dump_upstreams>>,
+     "Per [[upstream]] name: balance, pool, timeouts, retries, health checks, servers."},
     {"/ferry/http", reader<http>,
      "HTTP proxy per lcore and summed: requests, responses by class, rejections by reason."},
     {"/ferry/upstreams", reader<upstreams>,

@@ -318,7 +318,8 @@ def check_telemetry(f, requests_sent, rejected_sent):
     expected = {"/ferry/version", "/ferry/config", "/ferry/ports", "/ferry/net", "/ferry/tcp",
                 "/ferry/lcores", "/ferry/wakeup_mode", "/ferry/idle_threshold_us",
                 "/ferry/http", "/ferry/upstreams", "/ferry/rings", "/ferry/exporter",
-                "/ferry/events"}
+                "/ferry/events", "/ferry/config/ports", "/ferry/config/listeners",
+                "/ferry/config/routes", "/ferry/config/upstreams"}
     ferry_cmds = {c for c in listed if c.startswith("/ferry/")}
     check(expected <= ferry_cmds, f"'/' lists every ferry command (missing {expected - ferry_cmds})")
     out = {}
@@ -339,6 +340,20 @@ def check_telemetry(f, requests_sent, rejected_sent):
     check(c["workers"] == len(LCORES) and c["ports"] == 1, "/ferry/config: 2 workers, 1 port")
     check(c["metrics_address"] == METRICS, f"/ferry/config: metrics_address {c['metrics_address']}")
     check(c["source"].endswith("ferry.toml"), "/ferry/config: source is the config file")
+    # The whole configuration, part by part (issue 19, item 6).
+    cp = out["/ferry/config/ports"]
+    check(set(cp) == {PORT} and cp[PORT]["profile"] == "net_tap"
+          and cp[PORT]["address"] == f"{FERRY_ADDR}/24" and cp[PORT]["iface"] == "ferry0",
+          f"/ferry/config/ports: {cp}")
+    cl = out["/ferry/config/listeners"]
+    check(cl == {"web": {"port": 8080, "on": "*", "address": "", "max_connections": 0,
+                         "default_upstream": "py"}}, f"/ferry/config/listeners: {cl}")
+    check(out["/ferry/config/routes"] == {}, f"/ferry/config/routes: {out['/ferry/config/routes']}")
+    cu = out["/ferry/config/upstreams"]
+    check(set(cu) == {"py"} and cu["py"]["servers"] == f"{PEER_ADDR}:{PY_PORT} weight 1"
+          and cu["py"]["balance"] == "round_robin" and cu["py"]["pool"] == "local"
+          and cu["py"]["connect_timeout_ms"] == 5000 and cu["py"]["health_check_path"] == "",
+          f"/ferry/config/upstreams: {cu}")
 
     p = out["/ferry/ports"]
     check(set(p) == {PORT}, f"/ferry/ports: one entry per port ({set(p)})")

@@ -8,8 +8,14 @@
 #include <rte_mempool.h>
 #include <rte_version.h>
 
+#include <unistd.h>
+
 #include <charconv>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <span>
+#include <sstream>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -109,18 +115,85 @@ std::string counter_name(std::string_view group, std::string_view field) {
     return "ferry_" + std::string(group) + "_" + std::string(field) + "_total";
 }
 
+// A counter field whose name is a label value of a family of its own
+// (responses_5xx -> ferry_http_responses_total{class="5xx"}), as the
+// Prometheus naming guide has it: one family per thing counted, the kinds as
+// labels, so sum() and rate() work across them.
+struct labelled_split {
+    std::string_view prefix;  // of the field names: "responses_"
+    std::string_view family;  // "ferry_http_responses_total"
+    std::string_view label;   // "class"
+    std::string_view help;
+};
+
 // One counter family per field of an X-macro table, one sample per block;
-// nothing without blocks (a family without samples says nothing).
+// nothing without blocks (a family without samples says nothing). Fields in
+// nanoseconds (name ending in _ns) are exported in seconds
+// (ferry_reactor_sleep_seconds_total); fields a split names go to its
+// labelled family instead.
 template <class S, class Fields>
 void counter_group(exposition &e, std::string_view group, const Fields &fields,
-                   const std::vector<std::pair<std::string, const S *>> &blocks) {
+                   const std::vector<std::pair<std::string, const S *>> &blocks,
+                   std::span<const labelled_split> splits = {}) {
     if (blocks.empty())
         return;
+    auto split_of = [&](std::string_view name) -> const labelled_split * {
+        for (const labelled_split &s : splits)
+            if (name.starts_with(s.prefix)) return &s;
+        return nullptr;
+    };
     for (const auto &f : fields) {
-        e.family(counter_name(group, f.name), "counter", f.help);
+        const std::string_view name = f.name;
+        if (split_of(name) != nullptr) continue;
+        if (name.ends_with("_ns")) {
+            e.family(counter_name(group, std::string(name.substr(0, name.size() - 3)) + "_seconds"),
+                     "counter", f.help);
+            for (const auto &[lbl, b] : blocks) e.sample_seconds(lbl, (b->*(f.member)).get());
+            continue;
+        }
+        e.family(counter_name(group, name), "counter", f.help);
         for (const auto &[lbl, b] : blocks)
             e.sample(lbl, (b->*(f.member)).get());
     }
+    for (const labelled_split &s : splits) {
+        e.family(s.family, "counter", s.help);
+        for (const auto &[lbl, b] : blocks)
+            for (const auto &f : fields) {
+                const std::string_view name = f.name;
+                if (!name.starts_with(s.prefix)) continue;
+                // The block's labels ({lcore="1"}) with the split's added.
+                std::string ls = lbl.empty() ? std::string("{") : lbl.substr(0, lbl.size() - 1) + ",";
+                ls += std::string(s.label) + "=\"" + std::string(name.substr(s.prefix.size())) + "\"}";
+                e.sample(ls, (b->*(f.member)).get());
+            }
+    }
+}
+
+// The process's start in Unix nanoseconds: /proc/self/stat's starttime
+// (clock ticks after boot) plus /proc/stat's btime; 0 if unreadable.
+uint64_t process_start_unix_ns() {
+    static const uint64_t cached = [] {
+        std::ifstream st("/proc/self/stat");
+        std::string s((std::istreambuf_iterator<char>(st)), std::istreambuf_iterator<char>());
+        const size_t close = s.rfind(')');  // the command name may hold spaces
+        if (close == std::string::npos) return uint64_t{0};
+        std::istringstream rest(s.substr(close + 2));
+        std::string field;
+        // Fields 3.. after the name; starttime is field 22.
+        for (int i = 3; i < 22 && rest >> field; ++i) {
+        }
+        unsigned long long ticks = 0;
+        if (!(rest >> ticks)) return uint64_t{0};
+        std::ifstream stat("/proc/stat");
+        std::string line;
+        unsigned long long btime = 0;
+        while (std::getline(stat, line))
+            if (line.rfind("btime ", 0) == 0) btime = std::stoull(line.substr(6));
+        const long hz = sysconf(_SC_CLK_TCK);
+        if (btime == 0 || hz <= 0) return uint64_t{0};
+        return uint64_t{btime} * 1000000000u + uint64_t{ticks} * (1000000000u / uint64_t(hz));
+    }();
+    return cached;
 }
 
 std::string lcore_label(const lcore_view &l) {
@@ -150,14 +223,14 @@ void render_lcores(exposition &e, const process_view &v) {
              "1 if the worker may sleep when idle (every queue it polls has rx interrupts)");
     for (const lcore_view &l : v.lcores)
         e.sample(lcore_label(l), l.loop->can_sleep() ? 1 : 0);
-    e.family("ferry_lcore_spin_window_ns", "gauge",
-             "wakeup_mode adaptive: how long (ns) the idle worker spins before it tries to sleep");
+    e.family("ferry_lcore_spin_window_seconds", "gauge",
+             "wakeup_mode adaptive: how long the idle worker spins before it tries to sleep");
     for (const lcore_view &l : v.lcores)
-        e.sample(lcore_label(l), l.loop->spin_window_ns());
-    e.family("ferry_lcore_wake_cost_ns", "gauge",
-             "the learned latency (ns) of a sleep/wake round trip on this worker");
+        e.sample_seconds(lcore_label(l), l.loop->spin_window_ns());
+    e.family("ferry_lcore_wake_cost_seconds", "gauge",
+             "the learned latency of a sleep/wake round trip on this worker");
     for (const lcore_view &l : v.lcores)
-        e.sample(lcore_label(l), l.loop->wake_cost_ns());
+        e.sample_seconds(lcore_label(l), l.loop->wake_cost_ns());
 }
 
 void render_ports(exposition &e, const process_view &v) {
@@ -251,7 +324,13 @@ void render_http(exposition &e, const process_view &v) {
             hc.emplace_back(lcore_label(l), &l.proxy->counters());
     if (hc.empty())
         return;  // no [[listener]]: no proxy
-    counter_group(e, "http", proxy::http_counter_fields, hc);
+    static constexpr labelled_split http_splits[] = {
+        {"responses_", "ferry_http_responses_total", "class",
+         "responses sent to clients, by status class (generated ones included)"},
+        {"generated_", "ferry_http_generated_responses_total", "code",
+         "error responses ferry generated, by status code (/ferry/http generated_<code>)"},
+    };
+    counter_group(e, "http", proxy::http_counter_fields, hc, http_splits);
     e.family("ferry_http_rejected_total", "counter",
              "requests rejected by the parser, by reason (answered 400/413/414/431/501/505 "
              "and closed)");
@@ -396,6 +475,11 @@ std::string render_metrics(const process_view &v) {
     e.sample(labels().add("version", FERRY_VERSION).add("dpdk", rte_version()).str(), 1);
     e.family("ferry_workers", "gauge", "worker lcores");
     e.sample("", v.lcores.size());
+    if (const uint64_t start = process_start_unix_ns(); start != 0) {
+        e.family("ferry_start_time_seconds", "gauge",
+                 "when ferry started, in seconds since the Unix epoch (uptime: time() - this)");
+        e.sample_seconds("", start);
+    }
     render_lcores(e, v);
     render_ports(e, v);
     render_stack(e, v);

@@ -572,20 +572,25 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
         """Every telemetry counter of a group is a counter family with exactly the
         expected series, each at least the telemetry value (telemetry was read
         first; counters only grow)."""
-        missing = [n for n in names if f"{prefix}{n}_total" not in fams]
+        def metric(n):
+            # Nanosecond counters are exported in seconds (Prometheus base units).
+            return (f"{prefix}{n[:-3]}_seconds_total", 1e-9) if n.endswith("_ns") \
+                else (f"{prefix}{n}_total", 1)
+        missing = [n for n in names if metric(n)[0] not in fams]
         check(not missing, f"metrics: every counter of the group as {prefix}*_total ({len(names)})"
               + (f" (missing {missing})" if missing else ""))
         for n in names:
-            fam = fams[f"{prefix}{n}_total"]
+            name, scale = metric(n)
+            fam = fams[name]
             if fam["type"] != "counter":
-                raise AssertionError(f"{prefix}{n}_total is a {fam['type']}, not a counter")
-            s = samples(fams, f"{prefix}{n}_total")
+                raise AssertionError(f"{name} is a {fam['type']}, not a counter")
+            s = samples(fams, name)
             if set(s) != label_sets:
-                raise AssertionError(f"{prefix}{n}_total: series {sorted(s)}, want {sorted(label_sets)}")
+                raise AssertionError(f"{name}: series {sorted(s)}, want {sorted(label_sets)}")
             for labels, block in tel_blocks.items():
-                if s[labels] < block[n]:
-                    raise AssertionError(f"{prefix}{n}_total{dict(labels)} = {s[labels]} < "
-                                         f"telemetry {block[n]}")
+                if s[labels] < block[n] * scale * (1 - 1e-9):
+                    raise AssertionError(f"{name}{dict(labels)} = {s[labels]} < "
+                                         f"telemetry {block[n]} x {scale}")
         print(f"ok: {prefix}*_total: {len(names)} counters x {len(label_sets)} series, "
               f"each >= its telemetry value")
 
@@ -599,8 +604,29 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
           {(("lcore", k[5:].split("/")[0]), ("port", PORT)): b
            for k, b in tel["/ferry/tcp"].items() if k != "sum"})
     http_names = set(tel["/ferry/http"]["sum"])
-    group("ferry_http_", http_names, per_lcore,
+    # Status classes and generated codes are labels of one family each
+    # (issue 19, item 7), not names.
+    split = {n for n in http_names if re.fullmatch(r"responses_[1-5]xx|generated_\d{3}", n)}
+    check(len(split) >= 9, f"telemetry: /ferry/http has the status classes and codes ({sorted(split)})")
+    group("ferry_http_", http_names - split, per_lcore,
           {(("lcore", k[5:]),): tel["/ferry/http"][k] for k in lcore_keys()})
+    stale = [n for n in fams if re.fullmatch(r"ferry_http_(responses_[1-5]xx|generated_\d{3})_total", n)]
+    check(not stale, f"metrics: no per-status names left ({stale})")
+    for fam_name, label, pre in (("ferry_http_responses_total", "class", "responses_"),
+                                 ("ferry_http_generated_responses_total", "code", "generated_")):
+        s = samples(fams, fam_name)
+        want = {tuple(sorted({("lcore", c), (label, n[len(pre):])})) for c in lc
+                for n in split if n.startswith(pre)}
+        check(fams[fam_name]["type"] == "counter" and set(s) == want,
+              f"{fam_name}: a series per lcore and {label} ({len(want)})")
+        low = [(k, n) for k in lcore_keys() for n in split if n.startswith(pre)
+               and s[tuple(sorted({("lcore", k[5:]), (label, n[len(pre):])}))]
+               < tel["/ferry/http"][k][n]]
+        check(not low, f"{fam_name}: every series >= its telemetry value (below: {low})")
+    ok2xx = sum(v for k, v in samples(fams, "ferry_http_responses_total").items()
+                if dict(k)["class"] == "2xx")
+    check(ok2xx >= requests_sent - rejected_sent,
+          f"sum(ferry_http_responses_total{{class=\"2xx\"}}) = {ok2xx:g}")
     # /ferry/lcores mixes reactor and io counters with non-counters.
     non_counters = {"lcore", "queue", "socket", "mode", "can_sleep", "state", "busy_permille",
                     "current_sleep_ns", "can_nap", "spin_window_ns", "busy_spin_window_ns",
@@ -617,11 +643,16 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
         s = samples(fams, g)
         check(set(s) == per_lcore and all(v in (0, 1) for v in s.values())
               and fams[g]["type"] == "gauge", f"{g}: a 0/1 gauge per lcore")
-    for g in ("ferry_lcore_spin_window_ns", "ferry_lcore_wake_cost_ns"):
+    for g in ("ferry_lcore_spin_window_seconds", "ferry_lcore_wake_cost_seconds"):
         s = samples(fams, g)
         check(set(s) == per_lcore and fams[g]["type"] == "gauge", f"{g}: a gauge per lcore")
-    check(all(v > 0 for v in samples(fams, "ferry_lcore_wake_cost_ns").values()),
-          "ferry_lcore_wake_cost_ns: measured at start on every lcore")
+    check(all(0 < v < 0.1 for v in samples(fams, "ferry_lcore_wake_cost_seconds").values()),
+          "ferry_lcore_wake_cost_seconds: measured at start on every lcore, in seconds")
+    check(not [n for n in fams if n.endswith("_ns") or n.endswith("_ns_total")],
+          "metrics: no nanosecond names (seconds, the Prometheus base unit)")
+    start = samples(fams, "ferry_start_time_seconds")
+    check(len(start) == 1 and time.time() - 3600 < list(start.values())[0] <= time.time() + 1,
+          f"ferry_start_time_seconds: when ferry started ({start})")
 
     # HTTP: requests, rejections by reason, the gauge.
     req = sum(samples(fams, "ferry_http_requests_total").values())

@@ -25,6 +25,22 @@ const char *level_name(int level) {
     }
 }
 
+// The prefix for `level` (RTE_LOG_*) at `unix_ns` on `lcore` (or -1), without
+// the trailing space.
+int format_log_prefix(char *buf, unsigned long size, long long unix_ns, int level, int lcore) {
+    const time_t secs = static_cast<time_t>(unix_ns / 1000000000LL);
+    tm t{};
+    gmtime_r(&secs, &t);
+    char lc[16];
+    if (lcore < 0)
+        std::snprintf(lc, sizeof lc, "-");
+    else
+        std::snprintf(lc, sizeof lc, "%d", lcore);
+    return std::snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ %s lcore=%s",
+                         t.tm_year + 1900, t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min,
+                         t.tm_sec, (unix_ns % 1000000000LL) / 1000, level_name(level), lc);
+}
+
 // Whether the next byte this thread writes starts a line.
 thread_local bool at_line_start = true;
 
@@ -116,20 +132,6 @@ ssize_t cookie_write(void *, const char *buf, size_t size) {
 }
 
 }  // namespace
-
-int format_log_prefix(char *buf, unsigned long size, long long unix_ns, int level, int lcore) {
-    const time_t secs = static_cast<time_t>(unix_ns / 1000000000LL);
-    tm t{};
-    gmtime_r(&secs, &t);
-    char lc[16];
-    if (lcore < 0)
-        std::snprintf(lc, sizeof lc, "-");
-    else
-        std::snprintf(lc, sizeof lc, "%d", lcore);
-    return std::snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ %s lcore=%s",
-                         t.tm_year + 1900, t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min,
-                         t.tm_sec, (unix_ns % 1000000000LL) / 1000, level_name(level), lc);
-}
 
 bool install_log_stream() {
     cookie_io_functions_t io{};

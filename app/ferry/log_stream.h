@@ -14,8 +14,4 @@ namespace ferry::app {
 // (rte_log then keeps its default, stderr without prefixes).
 bool install_log_stream();
 
-// The prefix for `level` (RTE_LOG_*) at `unix_ns` on `lcore` (or -1), without
-// the trailing space: the formatting install_log_stream() uses, for tests.
-int format_log_prefix(char *buf, unsigned long size, long long unix_ns, int level, int lcore);
-
 }  // namespace ferry::app

@@ -93,8 +93,7 @@ std::string check_capabilities(const std::vector<config::driver_profile> &profil
 std::string check_hugepages(int eal_argc, char **argv) {
     for (int i = 1; i < eal_argc; ++i)
         if (std::strcmp(argv[i], "--no-huge") == 0) return "";
-    const std::string note = hugepage_note();
-    return note.empty() ? "" : note;
+    return hugepage_note();
 }
 
 std::string hugepage_note() {

@@ -137,14 +137,14 @@ void counter_group(exposition &e, std::string_view group, const Fields &fields,
                    std::span<const labelled_split> splits = {}) {
     if (blocks.empty())
         return;
-    auto split_of = [&](std::string_view name) -> const labelled_split * {
+    auto in_split = [&](std::string_view name) {
         for (const labelled_split &s : splits)
-            if (name.starts_with(s.prefix)) return &s;
-        return nullptr;
+            if (name.starts_with(s.prefix)) return true;
+        return false;
     };
     for (const auto &f : fields) {
         const std::string_view name = f.name;
-        if (split_of(name) != nullptr) continue;
+        if (in_split(name)) continue;
         if (name.ends_with("_ns")) {
             e.family(counter_name(group, std::string(name.substr(0, name.size() - 3)) + "_seconds"),
                      "counter", f.help);

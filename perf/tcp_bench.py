@@ -18,6 +18,7 @@ Systems, interleaved round by round (A B A B ...) so drift is shared:
           the algorithm with kernel-cubic. BBR does not back off on random
           loss at all, and this VM's default is bbr (Debian's is cubic).
   ferry-norack  ferry with [tcp] rack = false (RFC 6675 recovery alone)
+  ferry-bbr  ferry with [tcp] congestion_control = "bbr": compare with kernel-bbr
 Each round measures bulk echo throughput (N connections x M MiB each way,
 sha256-checked) and connection churn (open, 64 bytes echoed, close; --churn 0
 skips it). --loss drops that percentage of TCP frames both ways in the
@@ -55,6 +56,7 @@ CONFIG = """
 max_connections = 8192
 time_wait_ms = 1000
 rack = {rack}
+congestion_control = "{cc}"
 [tcp_test]
 echo_port = {echo}
 [[port]]
@@ -122,10 +124,10 @@ def rtos_per_1k_lost(r):
     return round(1000.0 * r["rtos"] / r["frames_dropped"], 2) if r["frames_dropped"] else 0.0
 
 
-def run_ferry(a, rack=True):
+def run_ferry(a, rack=True, cc="cubic"):
     os.environ.setdefault("FERRY_BIN", os.path.join(ROOT, a.build, "app", "ferry"))
     tap = a.port == "tap"
-    config = CONFIG.format(rack="true" if rack else "false", echo=ECHO,
+    config = CONFIG.format(rack="true" if rack else "false", cc=cc, echo=ECHO,
                            profile=f"net_{a.port}", iface="ferry0" if tap else "fxb0")
     with Netns("b") as ns:
         peer = "ferry0"
@@ -148,7 +150,9 @@ def ferry_measure(ns, f, a, tap):
     r = measure(ns, FERRY_ADDR, a, [(ns.name, "ferry0" if tap else "fxb1")])
     r["handoffs"] = f.port("tap0")["tcp_handoff_out"]
     tcp = f.telemetry("/ferry/tcp")["sum"]
-    for k in ("rto_fired", "retransmits", "tlp_probes", "rack_lost"):
+    for k in ("rto_fired", "retransmits", "tlp_probes", "rack_lost", "dsacks_received",
+              "dsack_undos", "sack_recovery_episodes", "segs_out", "rack_unrecorded",
+              "sack_scoreboard_overflow", "bbr_full_pipe", "bbr_probe_rtt"):
         r[k] = tcp[k]
     # The echo server's RTOs, as kernel_rtos() counts the kernel server's.
     r["rtos"] = tcp["rto_fired"]
@@ -212,6 +216,7 @@ def main():
         print("tcp_bench: needs root (network namespaces)")
         return 1
     runners = {"ferry": run_ferry, "ferry-norack": lambda x: run_ferry(x, rack=False),
+               "ferry-bbr": lambda x: run_ferry(x, cc="bbr"),
                "kernel": run_kernel,
                "kernel-cubic": lambda x: run_kernel(x, "cubic"),
                "kernel-bbr": lambda x: run_kernel(x, "bbr")}

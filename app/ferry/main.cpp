@@ -144,6 +144,9 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
     tc.conn.frto = cfg.tcp.frto;
     tc.conn.dsack = cfg.tcp.dsack;
     tc.conn.tlp_new_data = cfg.tcp.tlp_new_data;
+    tc.conn.cc.algorithm = cfg.tcp.congestion_control == "bbr"        ? net::cc_algorithm::bbr
+                           : cfg.tcp.congestion_control == "new_reno" ? net::cc_algorithm::new_reno
+                                                                      : net::cc_algorithm::cubic;
     // What a loop iteration queues on a connection goes out at its end
     // (worker.cpp flush_tx): fewer, fuller segments, ACKs on the answers.
     tc.conn.defer_output = true;

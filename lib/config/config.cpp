@@ -15,6 +15,7 @@ using detail::reader;
 namespace {
 
 constexpr std::string_view wakeup_names[] = {"conditional", "always", "poll", "adaptive"};
+constexpr std::string_view congestion_control_names[] = {"cubic", "new_reno", "bbr"};
 
 // Debian's DPDK 22.11 is built with RTE_MAX_LCORE 128 and RTE_MAX_ETHPORTS 32; a larger
 // value cannot work there, so it is a config error rather than an EAL failure later.
@@ -201,6 +202,21 @@ private:
             {"frto", false, r_.boolean_into(c.frto)},
             {"dsack", false, r_.boolean_into(c.dsack)},
             {"tlp_new_data", false, r_.boolean_into(c.tlp_new_data)},
+            {"congestion_control", false,
+             [this, &c](const toml::node &v, const std::string &k) -> std::optional<error> {
+                 auto s = r_.string(v, k);
+                 if (!s)
+                     return s.error();
+                 if (std::find(std::begin(congestion_control_names),
+                               std::end(congestion_control_names),
+                               *s) == std::end(congestion_control_names)) {
+                     return r_.at(v, k,
+                                  "unknown congestion control '" + *s + "' (expected " +
+                                      detail::join_alternatives(congestion_control_names) + ")");
+                 }
+                 c.congestion_control = *s;
+                 return std::nullopt;
+             }},
         };
         return r_.walk(**t, key, fields);
     }

@@ -146,12 +146,25 @@ void cc_cubic::on_app_limited(uint64_t now_ns) noexcept {
 
 // ---- shared: slow start and NewReno fast recovery --------------------------
 
-tcp_cc::tcp_cc(const cc_config &c, seq_num iss) noexcept
-    : recover_(iss),
-      algo_(c.algorithm == cc_algorithm::cubic
-                ? std::variant<cc_new_reno, cc_cubic>(std::in_place_type<cc_cubic>,
-                                                      c.fast_convergence)
-                : std::variant<cc_new_reno, cc_cubic>(std::in_place_type<cc_new_reno>)) {
+namespace {
+
+using algorithm_state = std::variant<cc_new_reno, cc_cubic, cc_bbr>;
+
+algorithm_state make_algorithm(const cc_config &c) noexcept {
+    switch (c.algorithm) {
+        case cc_algorithm::cubic:
+            return algorithm_state(std::in_place_type<cc_cubic>, c.fast_convergence);
+        case cc_algorithm::bbr:
+            return algorithm_state(std::in_place_type<cc_bbr>);
+        case cc_algorithm::new_reno:
+            break;
+    }
+    return algorithm_state(std::in_place_type<cc_new_reno>);
+}
+
+}  // namespace
+
+tcp_cc::tcp_cc(const cc_config &c, seq_num iss) noexcept : recover_(iss), algo_(make_algorithm(c)) {
     w_.smss = std::max<uint32_t>(c.smss, 1);
     w_.ssthresh = c.initial_ssthresh;
     set_cwnd(c.initial_window_segments != 0 ? uint64_t{c.initial_window_segments} * w_.smss
@@ -188,8 +201,14 @@ cc_action tcp_cc::on_ack(const cc_ack &a) noexcept {
         partial_seen_ = true;
         return first ? cc_action::retransmit_restart_timer : cc_action::retransmit;
     }
+    if (std::holds_alternative<cc_bbr>(algo_)) {
+        after_rto_ = false;
+        return cc_action::none;  // the window is the model's: on_delivery()
+    }
     if (!a.cwnd_limited) {
-        std::visit([&](auto &algo) { algo.on_app_limited(a.now_ns); }, algo_);
+        if (auto *cubic = std::get_if<cc_cubic>(&algo_)) {
+            cubic->on_app_limited(a.now_ns);
+        }
         return cc_action::none;
     }
     if (w_.cwnd < w_.ssthresh) {
@@ -198,7 +217,11 @@ cc_action tcp_cc::on_ack(const cc_ack &a) noexcept {
         return cc_action::none;
     }
     after_rto_ = false;
-    std::visit([&](auto &algo) { algo.on_congestion_avoidance(w_, a); }, algo_);
+    if (auto *cubic = std::get_if<cc_cubic>(&algo_)) {
+        cubic->on_congestion_avoidance(w_, a);
+    } else if (auto *reno = std::get_if<cc_new_reno>(&algo_)) {
+        reno->on_congestion_avoidance(w_, a);
+    }
     return cc_action::none;
 }
 
@@ -246,6 +269,17 @@ void tcp_cc::on_rto(seq_num snd_max, uint32_t flight_size, bool repeated) noexce
     sack_recovery_ = false;
     dup_acks_ = 0;
     after_rto_ = true;
+}
+
+uint8_t tcp_cc::on_delivery(const cc_delivery &d) noexcept {
+    auto *bbr = std::get_if<cc_bbr>(&algo_);
+    return bbr != nullptr ? bbr->on_delivery(w_, d, in_recovery_) : 0;
+}
+
+void tcp_cc::on_rtt(uint64_t rtt_ns, uint64_t now_ns) noexcept {
+    if (auto *bbr = std::get_if<cc_bbr>(&algo_)) {
+        bbr->on_rtt(rtt_ns, now_ns);
+    }
 }
 
 void tcp_cc::undo(uint32_t prior_cwnd, uint32_t prior_ssthresh, seq_num recover) noexcept {

@@ -611,6 +611,7 @@ bool tcp_conn::process_ack(const tcp_repr &h, uint64_t now) noexcept {
         // built on it.
         if (rtt_timing_ && h.ack > rtt_seq_) {
             rtt_.on_sample(now - rtt_sent_at_);
+            cc_.on_rtt(now - rtt_sent_at_, now);
             rtt_timing_ = false;
         } else if (ts_ok_ && h.options.timestamps && h.options.timestamps->tsecr != 0 &&
                    (!rtt_.has_sample() || retries_ > 0)) {
@@ -637,6 +638,9 @@ bool tcp_conn::process_ack(const tcp_repr &h, uint64_t now) noexcept {
         rtx_at_ = snd_.una == snd_.max ? never : now + rtt_.rto_ns();
         if (a != cc_action::none) {
             retransmit_head(now);  // NewReno only: SACK recovery asks for none
+        }
+        if (!sack_ok_ && bytes_acked > 0) {
+            note_delivery(bytes_acked, now);  // with SACK: sack_on_ack()
         }
     }
     // RFC 5681 §2 DUPLICATE ACKNOWLEDGMENT: (a) outstanding data, (b) no

@@ -39,6 +39,23 @@ uint32_t tcp_conn::take_sack_blocks(const tcp_repr &h) noexcept {
     return newly;
 }
 
+void tcp_conn::note_delivery(uint32_t n, uint64_t now) noexcept {
+    const uint32_t outstanding = distance(snd_.una, snd_.max);
+    const uint32_t sacked = sack_sb_.sacked_bytes();
+    const uint32_t sent = snd_.max >= snd_data_ ? distance(snd_data_, snd_.max) : 0;
+    const uint8_t ev =
+        cc_.on_delivery(cc_delivery{.acked = n,
+                                    .in_flight = outstanding > sacked ? outstanding - sacked : 0,
+                                    .now_ns = now,
+                                    .app_limited = sq_.bytes() <= sent});
+    if ((ev & bbr_event::full_pipe) != 0) {
+        ctr_.bbr_full_pipe.inc();
+    }
+    if ((ev & bbr_event::probe_rtt) != 0) {
+        ctr_.bbr_probe_rtt.inc();
+    }
+}
+
 void tcp_conn::sack_on_ack(const tcp_repr &h, bool advanced, bool dup, uint64_t now) noexcept {
     // RFC 6675 §5: "Upon the receipt of any ACK containing SACK information,
     // the scoreboard MUST be updated via the Update () routine".
@@ -58,6 +75,9 @@ void tcp_conn::sack_on_ack(const tcp_repr &h, bool advanced, bool dup, uint64_t 
         if (cfg_.prr) {
             cc_.exit_recovery_at_ssthresh();
         }
+    }
+    if (delivered > 0) {
+        note_delivery(delivered, now);
     }
     const bool dsack = take_dsack(h, exiting);
     if (frto) {

@@ -518,6 +518,7 @@ TEST(config_parse, tcp_sections) {
                              "time_wait_ms = 1000\ntx_checksum_offload = true\n"
                              "upstream_keepalive_ms = 0\nrack = false\nprr = false\n"
                              "frto = false\ndsack = false\ntlp_new_data = true\n"
+                             "congestion_control = \"bbr\"\n"
                              "[tcp_test]\necho_port = 7\ndiscard_port = 9\nsource_port = 19\n"
                              "source_bytes = 4096\n"),
                    "t.toml");
@@ -533,6 +534,7 @@ TEST(config_parse, tcp_sections) {
     EXPECT_FALSE(r->tcp.frto);
     EXPECT_FALSE(r->tcp.dsack);
     EXPECT_TRUE(r->tcp.tlp_new_data);
+    EXPECT_EQ(r->tcp.congestion_control, "bbr");
     EXPECT_EQ(r->tcp_test.echo_port, 7);
     EXPECT_EQ(r->tcp_test.discard_port, 9);
     EXPECT_EQ(r->tcp_test.source_port, 19);
@@ -544,8 +546,18 @@ TEST(config_parse, tcp_sections) {
     EXPECT_TRUE(d->tcp.rack);
     EXPECT_TRUE(d->tcp.prr && d->tcp.frto && d->tcp.dsack);
     EXPECT_FALSE(d->tcp.tlp_new_data);
+    EXPECT_EQ(d->tcp.congestion_control, "cubic");
     EXPECT_TRUE(d->tcp.syn_cookies);
     EXPECT_EQ(d->tcp_test.echo_port, 0);
+}
+
+TEST(config_parse, unknown_congestion_control_names_the_choices) {
+    auto r = parse(with_port("[tcp]\ncongestion_control = \"reno\"\n"), "t.toml");
+    ASSERT_FALSE(r);
+    const std::string e = r.error().to_string();
+    EXPECT_NE(e.find("t.toml:"), std::string::npos) << e;
+    EXPECT_NE(e.find("unknown congestion control 'reno'"), std::string::npos) << e;
+    EXPECT_NE(e.find("bbr"), std::string::npos) << e;
 }
 
 TEST(config_parse, tcp_test_relay) {

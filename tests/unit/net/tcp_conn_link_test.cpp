@@ -297,7 +297,7 @@ TEST(TcpConnLinkSeeds, RandomImpairments) {
                     std::uniform_int_distribution<uint64_t>(0, 20)(r) * ms,
                     std::uniform_int_distribution<uint64_t>(0, 15)(r) * ms,
                     (seed & 1) != 0,
-                    (seed & 2) != 0 ? cc_algorithm::cubic : cc_algorithm::new_reno,
+                    seed % 3 == 0 ? cc_algorithm::bbr : (seed & 2) != 0 ? cc_algorithm::cubic : cc_algorithm::new_reno,
                     128 * 1024};
         SCOPED_TRACE("seed " + std::to_string(seed) + " loss " + std::to_string(c.loss) + " dup " +
                      std::to_string(c.dup) + " delay " + std::to_string(c.delay_ns) + " jitter " +

@@ -357,6 +357,9 @@ struct tcp_config {
     // A tail loss probe sends new data (RFC 8985 §7.3's SHOULD) instead of the
     // last segment again (tcp_conn_config::tlp_new_data).
     bool tlp_new_data = false;
+    // "cubic" (RFC 9438), "new_reno" (RFC 5681/6582) or "bbr" (BBR v1's
+    // model, lib/net tcp_bbr.h): the congestion control of every connection.
+    std::string congestion_control = "cubic";
 };
 
 struct tcp_test_config {

@@ -1,4 +1,5 @@
-// Congestion control: NewReno and CUBIC as one closed set (no virtual calls).
+// Congestion control: NewReno, CUBIC and BBR as one closed set (no virtual
+// calls).
 //
 // Read first: RFC 5681 §3.1 (slow start, congestion avoidance, IW eq. 3,
 // ssthresh eq. 4, the loss window), §3.2 (fast retransmit / fast recovery);
@@ -25,11 +26,17 @@
 // the same exit on a full ACK (or cwnd = ssthresh after PRR,
 // exit_recovery_at_ssthresh()). undo() restores the window of a congestion
 // response found spurious (tcp_undo.h).
+//
+// BBR (tcp_bbr.h) sets the window from its path model instead: it sees every
+// ACK that delivers data (on_delivery(), SACKed octets included) and every
+// RTT sample (on_rtt()); slow start and congestion avoidance above are not
+// used, and a loss does not lower ssthresh below the window it had.
 #pragma once
 
 #include <cstdint>
 #include <variant>
 
+#include "ferry/net/tcp_bbr.h"
 #include "ferry/net/tcp_seq.h"
 
 namespace ferry::net {
@@ -37,6 +44,7 @@ namespace ferry::net {
 enum class cc_algorithm : uint8_t {
     new_reno,
     cubic,
+    bbr,
 };
 
 [[nodiscard]] constexpr const char *name(cc_algorithm a) noexcept {
@@ -45,6 +53,8 @@ enum class cc_algorithm : uint8_t {
             return "new_reno";
         case cc_algorithm::cubic:
             return "cubic";
+        case cc_algorithm::bbr:
+            return "bbr";
     }
     return "unknown";
 }
@@ -247,6 +257,13 @@ public:
     // count) stays as the event left it, as in Linux.
     void undo(uint32_t prior_cwnd, uint32_t prior_ssthresh, seq_num recover) noexcept;
 
+    // Every ACK that delivered data (cumulatively or by SACK), after
+    // on_ack() or the SACK processing: BBR's model and window (bbr_event
+    // bits); nothing for the loss-based algorithms.
+    uint8_t on_delivery(const cc_delivery &d) noexcept;
+    // An RTT sample of a segment sent once (BBR's RTprop).
+    void on_rtt(uint64_t rtt_ns, uint64_t now_ns) noexcept;
+
     [[nodiscard]] uint32_t cwnd() const noexcept { return w_.cwnd; }
     [[nodiscard]] uint32_t ssthresh() const noexcept { return w_.ssthresh; }
     [[nodiscard]] uint32_t smss() const noexcept { return w_.smss; }
@@ -257,14 +274,16 @@ public:
     [[nodiscard]] uint32_t dup_acks() const noexcept { return dup_acks_; }
     [[nodiscard]] seq_num recover() const noexcept { return recover_; }
     [[nodiscard]] cc_algorithm algorithm() const noexcept {
-        return std::holds_alternative<cc_cubic>(algo_) ? cc_algorithm::cubic
-                                                       : cc_algorithm::new_reno;
+        return std::holds_alternative<cc_cubic>(algo_)  ? cc_algorithm::cubic
+               : std::holds_alternative<cc_bbr>(algo_) ? cc_algorithm::bbr
+                                                        : cc_algorithm::new_reno;
     }
     // The algorithm's own state, for telemetry and tests; null for the other one.
     [[nodiscard]] const cc_cubic *cubic() const noexcept { return std::get_if<cc_cubic>(&algo_); }
     [[nodiscard]] const cc_new_reno *new_reno() const noexcept {
         return std::get_if<cc_new_reno>(&algo_);
     }
+    [[nodiscard]] const cc_bbr *bbr() const noexcept { return std::get_if<cc_bbr>(&algo_); }
 
 private:
     void set_cwnd(uint64_t bytes) noexcept;
@@ -276,7 +295,7 @@ private:
     bool partial_seen_ = false;   // a partial ACK arrived in this recovery
     bool sack_recovery_ = false;  // this recovery is RFC 6675's (on_sack_recovery)
     bool after_rto_ = false;      // in the slow start that follows a timeout
-    std::variant<cc_new_reno, cc_cubic> algo_;
+    std::variant<cc_new_reno, cc_cubic, cc_bbr> algo_;
 };
 
 }  // namespace ferry::net

@@ -172,7 +172,9 @@
     X(dsacks_sent,           "D-SACK blocks sent (RFC 2883): a segment came twice; its sender may undo") \
     X(dsack_undos,           "recoveries undone: every retransmission D-SACKed (RFC 3708)")       \
     X(frto_undos,            "retransmission timeouts undone: found spurious by F-RTO (RFC 5682)") \
-    X(reo_wnd_grown,         "RACK reordering window grown on a D-SACK (RFC 8985 §6.2 step 4)")
+    X(reo_wnd_grown,         "RACK reordering window grown on a D-SACK (RFC 8985 §6.2 step 4)")  \
+    X(bbr_full_pipe,         "BBR startups ended: the delivery rate stopped growing (-> DRAIN)")  \
+    X(bbr_probe_rtt,         "BBR PROBE_RTT entries: RTprop not refreshed for 10 s")
 // clang-format on
 
 namespace ferry::net {
@@ -515,6 +517,9 @@ private:
     // DupAcks (`dup`: an RFC 5681 duplicate) and the entry into recovery,
     // PRR's sndcnt (RFC 6937) in recovery.
     void sack_on_ack(const tcp_repr &h, bool advanced, bool dup, uint64_t now) noexcept;
+    // An ACK delivered `n` octets (cumulatively or by SACK): the congestion
+    // control's delivery sample (BBR's model, tcp_bbr.h).
+    void note_delivery(uint32_t n, uint64_t now) noexcept;
     // RFC 2883 D-SACK on this ACK: counted, reported to the undo episode
     // (RFC 3708: the recovery may be undone) and to RACK's reordering window
     // (RFC 8985 §6.2 step 4). `exiting`: this ACK ended a recovery. Returns

@@ -263,7 +263,18 @@ bool tcp_conn::enter_sack_recovery(uint64_t now, uint32_t delivered) noexcept {
     ctr_.sack_recovery_episodes.inc();
     ctr_.fast_retransmits.inc();
     limited_tx_ = 0;
-    rxt_high_ = snd_.una;
+    // What the episode that just ended resent may still be on its way: this
+    // one begins on the ACK that took SND.UNA past that one's RecoveryPoint,
+    // often with the holes it resent above it. With RACK, which marks a lost
+    // retransmission lost (tcp_rack.h), HighRxt carries over, so that (4.3)
+    // and NextSeg's rule (1) pass over the copies in flight. (Until
+    // 2026-12-05 HighRxt restarted at SND.UNA and both resent them at once:
+    // on a lossy bottleneck with BBR's window, five of six retransmissions
+    // were spurious, and about half with CUBIC's on the af_packet bed.)
+    const bool carried = cfg_.rack && rxt_high_ > snd_.una;
+    if (!carried) {
+        rxt_high_ = snd_.una;
+    }
     // The episode D-SACKs may show to have been spurious (tcp_undo.h).
     undo_.start(snd_.una, prior_cwnd, prior_ssthresh);
     // RFC 6937 §3 "At the beginning of recovery": RecoverFS = snd.nxt -
@@ -293,6 +304,10 @@ bool tcp_conn::enter_sack_recovery(uint64_t now, uint32_t delivered) noexcept {
     const bool rack_lost = rack_.any_lost() &&
                            rack_.next_lost(snd_.una, sack_sb_, lost_start, lost_end) &&
                            lost_start == start;
+    if (carried && start < rxt_high_ && !rack_lost) {
+        ctr_.rxt_in_flight_kept.inc();  // resent by the last episode; RACK watches that copy
+        return true;
+    }
     if (start < end && sack_retransmit(start, end, now) > 0 && rack_lost) {
         ctr_.rack_retransmits.inc();
     }

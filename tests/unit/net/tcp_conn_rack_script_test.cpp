@@ -27,6 +27,10 @@
 //    tcp_rack::pto()).
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include "ferry/net/tcp_conn.h"
 #include "ferry/net/tcp_rack.h"
 #include "tcp_conn_harness.h"
@@ -432,6 +436,122 @@ TEST(TcpConnRackScript, OneLossMidFlightIsRetransmittedOnceAtTheThirdDupAck) {
     EXPECT_EQ(t.ctr.tlp_probes.get(), 0u);
     EXPECT_EQ(t.ctr.rto_fired.get(), 0u);
     EXPECT_EQ(t.conn->next_deadline(), tcp_conn::never);
+}
+
+}  // namespace
+}  // namespace ferry::net
+// ---- Back-to-back recoveries ----------------------------------------------------
+
+namespace ferry::net {
+namespace {
+
+using namespace test;
+using namespace test::sender;
+
+// The data segments emitted since the last call, by number.
+std::vector<uint32_t> sent_segments(tcp_harness &t) {
+    std::vector<uint32_t> v;
+    while (std::optional<emitted> e = t.pop()) {
+        if (!e->data.empty()) {
+            v.push_back((e->hdr.seq.value() - L - 1) / 1000 + 1);
+        }
+    }
+    return v;
+}
+
+// The peer: one ACK per data segment that arrives (no delayed ACKs), the
+// cumulative ACK and up to three SACK blocks, the one holding the segment
+// that just arrived first, then the others from the highest down.
+struct peer {
+    std::set<uint32_t> got;  // above the cumulative ACK
+    uint32_t next = 2;       // the segment the cumulative ACK asks for
+    seg on_arrival(uint32_t k) {
+        got.insert(k);
+        while (got.count(next) != 0) {
+            got.erase(next);
+            ++next;
+        }
+        std::vector<std::pair<uint32_t, uint32_t>> runs;  // [first, last]
+        for (uint32_t g : got) {
+            if (!runs.empty() && runs.back().second + 1 == g) {
+                runs.back().second = g;
+            } else {
+                runs.push_back({g, g});
+            }
+        }
+        tcp_options o;
+        std::vector<tcp_sack_block> blocks;
+        for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
+            const tcp_sack_block b{seq_num(S(it->first)), seq_num(S(it->second + 1))};
+            if (k >= it->first && k <= it->second) {
+                blocks.insert(blocks.begin(), b);
+            } else {
+                blocks.push_back(b);
+            }
+        }
+        for (std::size_t i = 0; i < blocks.size() && i < 3; ++i) {
+            o.sack[o.sack_count++] = blocks[i];
+        }
+        return {tcp_flag::ack, P + 1, S(next), 60000, {}, o};
+    }
+};
+
+struct arrival {
+    uint32_t segment;             // arrives at the peer
+    std::vector<uint32_t> sends;  // what the sender sends on its ACK
+    bool ack_lost = false;        // the ACK does not reach the sender
+};
+
+// A recovery that begins on the ACK that ends the previous one does not
+// resend the holes that one resent and whose copies are still on their way
+// (HighRxt carries over; RACK watches those copies). 3 and 5 are lost; the
+// recovery resends both (RecoveryPoint S(17) - 1) and sends 17..22 as PRR
+// lets it; 5's retransmission and 17 are lost too, so RACK resends 5 and 17
+// a round later; the ACK of 22 is lost. The ACK of 5's second copy is the
+// full ACK (S(17)), and it SACKs 22 anew: a DupAck whose IsLost(17) starts
+// a second recovery at once. 17's copy, sent after 5's, is still in flight:
+// nothing goes (until 2026-12-05, (4.3) resent 17 here), and its ACK a
+// moment later takes SND.UNA past both. Every round's ACKs arrive in one
+// tick, one per segment, in the order the segments were sent.
+TEST(TcpConnRackScript, ARecoveryRightAfterAnotherDoesNotResendWhatIsInFlight) {
+    tcp_harness t;
+    ASSERT_NO_FATAL_FAILURE(establish(t, path{.peer_window = 60000, .initial_window = 10}));
+    ASSERT_EQ(t.app_send(pattern(1000 * 60)), 60000u);
+    EXPECT_EQ(sent_segments(t), (std::vector<uint32_t>{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+    const std::vector<std::vector<arrival>> rounds = {
+        // 3 and 5 lost. The ACK of 2 grows the window (13, 14); the first
+        // two DupAcks let 15 and 16 out (RFC 6675 step 3); the third starts
+        // recovery with 3; 5 goes when PRR lets it.
+        {{2, {13, 14}}, {4, {15}}, {6, {16}}, {7, {3}}, {8, {}}, {9, {}}, {10, {}},
+         {11, {5}}, {12, {17}}},
+        // 5's copy and 17 lost.
+        {{13, {18}}, {14, {19}}, {15, {20}}, {16, {21}}, {3, {22}}},
+        // RACK: 5's copy and 17 are lost (18 was sent after both). The ACK
+        // of 22 is lost.
+        {{18, {5, 17, 23}}, {19, {24}}, {20, {25}}, {21, {26}}, {22, {}, true}},
+        // The full ACK: the second recovery begins, and sends nothing.
+        {{5, {}}, {17, {27}}, {23, {28}}, {24, {29}}, {25, {30}}, {26, {31}}},
+    };
+    peer p;
+    for (std::size_t r = 0; r < rounds.size(); ++r) {
+        t.advance(rtt);
+        for (const arrival &a : rounds[r]) {
+            const seg ack = p.on_arrival(a.segment);
+            if (!a.ack_lost) {
+                t.send_seg(ack);
+            }
+            EXPECT_EQ(sent_segments(t), a.sends)
+                << "round " << r + 1 << ", the ACK of " << a.segment;
+        }
+        if (r == 2) {
+            EXPECT_EQ(t.ctr.sack_recovery_episodes.get(), 1u);
+        }
+    }
+    EXPECT_EQ(t.conn->snd().una.value(), S(27));
+    EXPECT_EQ(t.ctr.sack_recovery_episodes.get(), 2u);
+    EXPECT_EQ(t.ctr.rxt_in_flight_kept.get(), 1u);
+    EXPECT_EQ(t.ctr.retransmits.get(), 4u);  // 3, 5, 5 and 17
+    EXPECT_EQ(t.ctr.rto_fired.get(), 0u);
 }
 
 }  // namespace

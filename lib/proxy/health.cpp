@@ -74,6 +74,9 @@ void worker_proxy::run_health_checks(uint64_t now) noexcept {
         upstream_state &us = *ups_[ui];
         for (size_t s = 0; s < uc.servers.size(); ++s) {
             if (us.hc_conn[s] != none) continue;  // still running (its timer ends it)
+            if (shared_.health[ui][s].admin.load(std::memory_order_relaxed) ==
+                server_admin::maint)
+                continue;  // in maintenance: not checked
             if (upconns_.available() == 0) return;
             const auto &srv = uc.servers[s];
             upconn *hc = open_upconn(static_cast<int>(ui), static_cast<int>(s), now);

@@ -20,18 +20,27 @@ int worker_proxy::pick_server(int upstream, uint64_t key, uint64_t now, int excl
     const auto &uc = cfg_.upstreams[upstream];
     upstream_state &us = *ups_[upstream];
     bool any_up = false;
+    bool any_ready = false;
     for (size_t s = 0; s < us.view.size(); ++s) {
-        const uint64_t d = shared_.health[upstream][s].down_until.load(std::memory_order_relaxed);
-        us.view[s].up = (d == 0 || d <= now) && static_cast<int>(s) != exclude;
+        const server_health &h = shared_.health[upstream][s];
+        const uint64_t d = h.down_until.load(std::memory_order_relaxed);
+        const bool ready = h.admin.load(std::memory_order_relaxed) == server_admin::ready &&
+                           static_cast<int>(s) != exclude;
+        const uint32_t w = h.weight.load(std::memory_order_relaxed);
+        us.view[s].weight = w != 0 ? w : uc.servers[s].weight;
+        us.view[s].up = ready && (d == 0 || d <= now);
         us.view[s].busy = us.busy[s];
         any_up |= us.view[s].up;
+        any_ready |= ready;
     }
     // Every server down: try them all the same rather than refuse (a server
     // back up serves at once, and its success marks it up). The one a retry
-    // leaves out stays out.
-    if (!any_up && uc.when_all_down == config::all_down_mode::try_anyway) {
+    // leaves out stays out, and so do those the operator drained.
+    if (!any_up && any_ready && uc.when_all_down == config::all_down_mode::try_anyway) {
         for (size_t s = 0; s < us.view.size(); ++s)
-            us.view[s].up = static_cast<int>(s) != exclude;
+            us.view[s].up = static_cast<int>(s) != exclude &&
+                            shared_.health[upstream][s].admin.load(std::memory_order_relaxed) ==
+                                server_admin::ready;
         if (exclude < 0 || us.view.size() > 1) ctr_.all_down_tried.inc();
     }
     switch (uc.balance) {

@@ -194,9 +194,12 @@ int upstreams(const process_view &v, rte_tel_data *d) {
             const std::string where = config::format_ipv4(sv.addr) + ":" + std::to_string(sv.port);
             rte_tel_data_add_dict_string(sd, "server", where.c_str());
             rte_tel_data_add_dict_string(sd, "state", detail::server_down(h, now) ? "down" : "up");
+            rte_tel_data_add_dict_string(sd, "admin",
+                                         proxy::name(h.admin.load(std::memory_order_relaxed)));
             rte_tel_data_add_dict_string(sd, "pool",
                                          uc.pool == config::pool_mode::local ? "local" : "shared");
-            rte_tel_data_add_dict_u64(sd, "weight", sv.weight);
+            const uint32_t w = h.weight.load(std::memory_order_relaxed);
+            rte_tel_data_add_dict_u64(sd, "weight", w != 0 ? w : sv.weight);
             rte_tel_data_add_dict_u64(sd, "active", t.active);
             rte_tel_data_add_dict_u64(sd, "idle", t.idle);
             rte_tel_data_add_dict_u64(sd, "connections", t.connections);
@@ -275,14 +278,7 @@ int lcores(const process_view &v, rte_tel_data *d) {
     return 0;
 }
 
-// A refused setting: {"error": why, "allowed": what is}, nothing changed
-// (DPDK answers null to a negative return, which tells the operator nothing).
-int refused(rte_tel_data *d, const char *why, const char *allowed) {
-    rte_tel_data_start_dict(d);
-    rte_tel_data_add_dict_string(d, "error", why);
-    rte_tel_data_add_dict_string(d, "allowed", allowed);
-    return 0;
-}
+using detail::refused;
 
 // Read: /ferry/wakeup_mode. Write: /ferry/wakeup_mode,<conditional|always|poll|adaptive>.
 // Every worker is woken so a sleeper re-reads the mode at once.
@@ -482,6 +478,9 @@ constexpr command commands[] = {
      "HTTP proxy per lcore and summed: requests, responses by class, rejections by reason."},
     {"/ferry/upstreams", reader<upstreams>,
      "Per <upstream>/<n>: server, state, pool, active/idle connections, requests, failures, latency."},
+    {"/ferry/server", writer<detail::server_cmd>,
+     "Read, or set with ,<upstream>/<index|address:port>,<ready|drain|maint|weight=N>: a "
+     "server's admin state and weight at run time."},
     {"/ferry/rings", reader<rings>,
      "Per lcore<from>/lcore<to>: the cross-core ring's depth, capacity, high-water mark, "
      "ring_full events."},

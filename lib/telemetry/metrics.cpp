@@ -388,9 +388,24 @@ void render_upstreams(exposition &e, const process_view &v) {
              "1 if the server is up, 0 while health checks hold it down");
     for (const auto &x : all)
         e.sample(x.lbl, detail::server_down(v.proxy_shared->health[x.u][x.s], now) ? 0 : 1);
-    e.family("ferry_upstream_server_weight", "gauge", "the server's configured weight");
+    e.family("ferry_upstream_server_weight", "gauge",
+             "the server's weight: the configured one unless /ferry/server set another");
+    for (const auto &x : all) {
+        const uint32_t w = v.proxy_shared->health[x.u][x.s].weight.load(std::memory_order_relaxed);
+        e.sample(x.lbl, w != 0 ? w : ups[x.u].servers[x.s].weight);
+    }
+    e.family("ferry_upstream_server_ready", "gauge",
+             "1 if the operator's state is ready, 0 for drain or maint (/ferry/server)");
     for (const auto &x : all)
-        e.sample(x.lbl, ups[x.u].servers[x.s].weight);
+        e.sample(x.lbl, v.proxy_shared->health[x.u][x.s].admin.load(std::memory_order_relaxed) ==
+                                proxy::server_admin::ready
+                            ? 1
+                            : 0);
+    e.family("ferry_upstream_admin_changes_total", "counter",
+             "the server's state and weight changes through /ferry/server");
+    for (const auto &x : all)
+        e.sample(x.lbl,
+                 v.proxy_shared->health[x.u][x.s].admin_changes.load(std::memory_order_relaxed));
     e.family("ferry_upstream_marked_down_total", "counter", "times the server was marked down");
     for (const auto &x : all)
         e.sample(x.lbl,

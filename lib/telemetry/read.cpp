@@ -23,6 +23,13 @@ server_totals sum_server(const process_view &v, size_t upstream, size_t server) 
     return t;
 }
 
+int refused(rte_tel_data *d, const char *why, const char *allowed) {
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "error", why);
+    rte_tel_data_add_dict_string(d, "allowed", allowed);
+    return 0;
+}
+
 bool server_down(const proxy::server_health &h, uint64_t now) noexcept {
     const uint64_t down = h.down_until.load(std::memory_order_relaxed);
     return down != 0 && down > now;

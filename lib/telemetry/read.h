@@ -4,6 +4,7 @@
 #pragma once
 
 #include <rte_ethdev.h>
+#include <rte_telemetry.h>
 
 #include <cstdint>
 #include <vector>
@@ -55,6 +56,13 @@ struct server_totals {
              responses = 0;
 };
 [[nodiscard]] server_totals sum_server(const process_view &v, size_t upstream, size_t server);
+
+// A refused setting: {"error": why, "allowed": what is}, nothing changed
+// (DPDK answers null to a negative return, which tells the operator nothing).
+int refused(rte_tel_data *d, const char *why, const char *allowed);
+
+// /ferry/server (server_admin.cpp): read or set a server's admin state and weight.
+int server_cmd(const process_view &v, const char *params, rte_tel_data *d);
 
 // True while health checks hold the server down at `now` (reactor clock).
 [[nodiscard]] bool server_down(const proxy::server_health &h, uint64_t now) noexcept;

@@ -123,6 +123,8 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(200, b"ok\n")
         elif path == "/count":
             self.reply(200, str(accepted).encode())
+        elif path == "/whoami":
+            self.reply(200, str(self.server.server_address[1]).encode())
         else:
             hdrs = "".join(f"{k}: {v}\n" for k, v in self.headers.items())
             self.reply(200, f"{self.command} {self.path}\n{hdrs}".encode())

@@ -281,12 +281,37 @@ struct alignas(64) server_counters {
     ferry::counter responses;    // responses whose head arrived (latency samples)
 };
 
+// An operator's say over one server (telemetry /ferry/server, as HAProxy's
+// `set server ... state`): `ready` takes requests as its health allows;
+// `drain` takes no new request (those in flight finish; its idle keep-alive
+// connections close at their idle timeout); `maint` the same, and its active
+// health checks stop. Neither counts as down, and neither is tried when
+// every server is down (when_all_down = "try"): the operator said no.
+enum class server_admin : uint8_t { ready = 0, drain = 1, maint = 2 };
+
+[[nodiscard]] constexpr const char *name(server_admin a) noexcept {
+    switch (a) {
+        case server_admin::ready:
+            return "ready";
+        case server_admin::drain:
+            return "drain";
+        case server_admin::maint:
+            return "maint";
+    }
+    return "unknown";
+}
+
 // Process-wide state of one upstream server, shared by every lcore.
 struct alignas(64) server_health {
     // 0 = up; else the time (ns, reactor clock) until which it counts as down.
     std::atomic<uint64_t> down_until{0};
     std::atomic<uint32_t> consecutive_fails{0};
     std::atomic<uint32_t> marked_down{0};  // times it went down (telemetry)
+    std::atomic<server_admin> admin{server_admin::ready};
+    // The weight the operator set at run time (round_robin and least_conn);
+    // 0: the configuration's.
+    std::atomic<uint32_t> weight{0};
+    std::atomic<uint32_t> admin_changes{0};  // state and weight changes (telemetry)
 };
 
 // Cross-core opcodes of the proxy (the app's are below 16; see the file

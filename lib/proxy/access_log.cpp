@@ -113,7 +113,13 @@ void worker_proxy::al_head(client &c, const upconn &u, uint16_t status, uint64_t
     if (status >= 200) c.al_status = status;
 }
 
+// Every request's end (answered, cut or refused) comes here, access log or
+// not: the request latency histogram first.
 void worker_proxy::al_end(client &c, uint16_t status_if_none, bool aborted, uint64_t now) noexcept {
+    if (c.t_started != 0) {
+        req_hist_.observe(now - std::min(now, c.t_started));
+        c.t_started = 0;
+    }
     if (!c.al_open) return;  // never set without a sink
     c.al_open = false;
     access_record &r = al_rec(c);

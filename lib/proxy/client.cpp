@@ -136,6 +136,7 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     ++c.requests;
     ctr_.requests.inc();
     if (alog_ != nullptr) al_begin(c, req, now);
+    c.t_started = c.t_req != 0 ? c.t_req : now;
     c.t_req = 0;
     if (req.m == http::method::connect || req.upgrade) {
         reject(c, 501, now);  // no tunnels, no protocol upgrades

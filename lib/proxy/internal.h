@@ -140,6 +140,7 @@ struct worker_proxy::client : worker_proxy::endpoint {
     uint16_t peer_port = 0;
     uint16_t al_status = 0;
     uint64_t t_req = 0;
+    uint64_t t_started = 0;  // the parsed request's first byte, until its end (req_hist_)
     uint64_t resp_bytes = 0;
     uint64_t t_xsent = 0;
 };

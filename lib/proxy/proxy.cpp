@@ -291,6 +291,7 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     c.al_open = false;
     c.al_status = 0;
     c.t_req = 0;
+    c.t_started = 0;
     c.resp_bytes = 0;
     c.up = none;
     c.requests = 0;

@@ -282,6 +282,7 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     if (resp.status >= 200) {
         sc.latency_ns.inc(now - u.t_sent);
         sc.responses.inc();
+        sc.latency.observe(now - u.t_sent);
         // An answer: the server is alive (it may have been tried while marked
         // down, when_all_down = "try").
         health_ok(u.upstream, u.server, now);

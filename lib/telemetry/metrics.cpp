@@ -97,11 +97,26 @@ public:
                       static_cast<unsigned long long>(ns % 1000000000u));
         line(labelset, buf);
     }
+    // A histogram's series: the family's name with `suffix` (_bucket, _sum, _count).
+    void sample_suffixed(std::string_view suffix, const std::string &labelset, uint64_t v) {
+        char buf[24];
+        const auto r = std::to_chars(buf, buf + sizeof buf, v);
+        line(labelset, std::string_view(buf, static_cast<size_t>(r.ptr - buf)), suffix);
+    }
+    void sample_seconds_suffixed(std::string_view suffix, const std::string &labelset,
+                                 uint64_t ns) {
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%llu.%09llu",
+                      static_cast<unsigned long long>(ns / 1000000000u),
+                      static_cast<unsigned long long>(ns % 1000000000u));
+        line(labelset, buf, suffix);
+    }
     [[nodiscard]] std::string take() { return std::move(out_); }
 
 private:
-    void line(const std::string &labelset, std::string_view value) {
+    void line(const std::string &labelset, std::string_view value, std::string_view suffix = {}) {
         out_ += name_;
+        out_ += suffix;
         out_ += labelset;
         out_ += ' ';
         out_ += value;
@@ -361,6 +376,51 @@ void render_http(exposition &e, const process_view &v) {
         if (l.proxy != nullptr) e.sample(lcore_label(l), l.proxy->head_buffers().touched());
 }
 
+// A latency histogram summed over the lcores.
+struct histogram_sums {
+    uint64_t in_bucket[proxy::latency_histogram::buckets] = {};
+    uint64_t sum_ns = 0;
+    void add(const proxy::latency_histogram &h) {
+        for (size_t i = 0; i < proxy::latency_histogram::buckets; ++i)
+            in_bucket[i] += h.in_bucket[i].get();
+        sum_ns += h.sum_ns.get();
+    }
+};
+
+// One label set's series of a histogram family (text format 0.0.4): the
+// buckets cumulative, le from 0.0005 to +Inf; _sum in seconds; _count, the
+// +Inf bucket's count.
+void histogram_samples(exposition &e, const labels &base, const histogram_sums &h) {
+    uint64_t cum = 0;
+    for (size_t i = 0; i < proxy::latency_histogram::buckets; ++i) {
+        cum += h.in_bucket[i];
+        char le[24] = "+Inf";
+        if (i < std::size(proxy::latency_bucket_ns))
+            std::snprintf(le, sizeof le, "%g",
+                          static_cast<double>(proxy::latency_bucket_ns[i]) / 1e9);
+        labels l = base;
+        e.sample_suffixed("_bucket", l.add("le", le).str(), cum);
+    }
+    e.sample_seconds_suffixed("_sum", base.str(), h.sum_ns);
+    e.sample_suffixed("_count", base.str(), cum);
+}
+
+void render_request_latency(exposition &e, const process_view &v) {
+    histogram_sums h;
+    bool any = false;
+    for (const lcore_view &l : v.lcores)
+        if (l.proxy != nullptr) {
+            h.add(l.proxy->request_latency());
+            any = true;
+        }
+    if (!any)
+        return;
+    e.family("ferry_http_request_duration_seconds", "histogram",
+             "parsed requests, from the head's first byte to the end of the response (or of "
+             "the exchange, when cut or refused), all lcores");
+    histogram_samples(e, labels(), h);
+}
+
 void render_upstreams(exposition &e, const process_view &v) {
     if (v.proxy_shared == nullptr)
         return;
@@ -440,6 +500,19 @@ void render_upstreams(exposition &e, const process_view &v) {
              "ferry_upstream_responses_total for the mean");
     for (const auto &x : all)
         e.sample_seconds(x.lbl, x.t.latency_ns);
+    e.family("ferry_upstream_response_seconds", "histogram",
+             "request sent to response head, per server, all lcores");
+    for (const auto &x : all) {
+        histogram_sums h;
+        for (const lcore_view &l : v.lcores)
+            if (l.proxy != nullptr) h.add(l.proxy->server(x.u, x.s).latency);
+        histogram_samples(e, labels()
+                                 .add("upstream", ups[x.u].name)
+                                 .add("server", config::format_ipv4(ups[x.u].servers[x.s].addr) +
+                                                    ":" +
+                                                    std::to_string(ups[x.u].servers[x.s].port)),
+                          h);
+    }
 }
 
 void render_rings(exposition &e, const process_view &v) {
@@ -499,6 +572,7 @@ std::string render_metrics(const process_view &v) {
     render_ports(e, v);
     render_stack(e, v);
     render_http(e, v);
+    render_request_latency(e, v);
     render_upstreams(e, v);
     render_rings(e, v);
     render_exporter(e, v);

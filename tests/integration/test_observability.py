@@ -195,8 +195,10 @@ def parse_prometheus(text):
                     raise ParseError(f"{where}: counter {name} does not end in _total")
                 if rest == "gauge" and name.endswith("_total"):
                     raise ParseError(f"{where}: gauge {name} ends in _total")
-                if rest in ("histogram", "summary"):
+                if rest == "summary":
                     raise ParseError(f"{where}: ferry exports no {rest} ({name})")
+                if rest == "histogram" and name.endswith(("_total", "_bucket", "_sum", "_count")):
+                    raise ParseError(f"{where}: histogram {name} has a reserved suffix")
                 families[name]["type"] = rest
             continue
         m = METRIC_NAME.match(line)
@@ -212,6 +214,19 @@ def parse_prometheus(text):
         if " " in rest:
             raise ParseError(f"{where}: timestamp or trailing text after the value: {line!r}")
         value = _parse_value(rest, where)
+        # A histogram's series: <family>_bucket (with le), _sum, _count.
+        series = name
+        for suffix in ("_bucket", "_sum", "_count"):
+            stem = name[:-len(suffix)]
+            if name.endswith(suffix) and families.get(stem, {}).get("type") == "histogram":
+                series, name = suffix, stem
+                break
+        if families.get(name, {}).get("type") == "histogram":
+            if series == name:
+                raise ParseError(f"{where}: histogram {name} sample without _bucket/_sum/_count")
+            if (series == "_bucket") != ("le" in labels):
+                raise ParseError(f"{where}: le on a {series} series of {name}")
+            labels = dict(labels, __series=series)
         if name in closed or (name in families and name != current):
             raise ParseError(f"{where}: samples of {name} are not contiguous")
         if name not in families or families[name]["type"] is None:
@@ -223,7 +238,34 @@ def parse_prometheus(text):
         if fam["type"] == "counter" and not (value >= 0 and value != float("inf")):
             raise ParseError(f"{where}: counter {name} = {value}")
         fam["samples"][key] = value
+    for name, fam in families.items():
+        if fam["type"] == "histogram":
+            check_histogram(name, fam)
     return families
+
+
+def check_histogram(name, fam):
+    """Per label set: buckets in le order, cumulative, +Inf among them and
+    equal to _count; a _sum."""
+    sets = {}
+    for key, value in fam["samples"].items():
+        d = dict(key)
+        series = d.pop("__series")
+        le = d.pop("le", None)
+        s = sets.setdefault(frozenset(d.items()), {"buckets": [], "sum": None, "count": None})
+        if series == "_bucket":
+            s["buckets"].append((_parse_value(le, name), value))
+        else:
+            s[series[1:]] = value
+    for labels, s in sets.items():
+        les = [le for le, _ in s["buckets"]]
+        counts = [c for _, c in sorted(s["buckets"])]
+        if not les or les[-1] != float("inf") or les != sorted(les):
+            raise ParseError(f"histogram {name}{dict(labels)}: buckets not in le order up to +Inf")
+        if any(b < a for a, b in zip(counts, counts[1:])):
+            raise ParseError(f"histogram {name}{dict(labels)}: buckets not cumulative")
+        if s["count"] is None or s["sum"] is None or s["count"] != counts[-1]:
+            raise ParseError(f"histogram {name}{dict(labels)}: _count is not the +Inf bucket")
 
 
 def self_test_parser():
@@ -231,7 +273,8 @@ def self_test_parser():
     good = ('# HELP a_total x \\\\ y\\n\n# TYPE a_total counter\n'
             'a_total{l="q\\"\\\\\\n",m="2"} 3\na_total 4e3\n'
             '# HELP g g\n# TYPE g gauge\ng -1.5\ng{x="NaN"} NaN\n')
-    fams = parse_prometheus(good)
+    fams = parse_prometheus(good + '# HELP h x\n# TYPE h histogram\nh_bucket{le="0.5"} 1\n'
+                            'h_bucket{le="+Inf"} 2\nh_sum 0.75\nh_count 2\n')
     check(fams["a_total"]["samples"][frozenset({("l", 'q"\\\n'), ("m", "2")})] == 3
           and fams["a_total"]["help"] == "x \\ y\n",
           "parser self-test: escapes in labels and HELP are decoded")
@@ -254,6 +297,14 @@ def self_test_parser():
         "blank line": "# HELP a x\n# TYPE a gauge\n\na 1\n",
         "negative counter": "# HELP a_total x\n# TYPE a_total counter\na_total -1\n",
         "gauge with _total": "# HELP a_total x\n# TYPE a_total gauge\na_total 1\n",
+        "histogram not cumulative": ('# HELP h x\n# TYPE h histogram\nh_bucket{le="1"} 2\n'
+                                     'h_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n'),
+        "histogram without +Inf": ('# HELP h x\n# TYPE h histogram\nh_bucket{le="1"} 1\n'
+                                   'h_sum 1\nh_count 1\n'),
+        "histogram count not +Inf": ('# HELP h x\n# TYPE h histogram\nh_bucket{le="+Inf"} 2\n'
+                                     'h_sum 1\nh_count 1\n'),
+        "histogram bucket without le": ('# HELP h x\n# TYPE h histogram\nh_bucket 1\n'
+                                        'h_sum 1\nh_count 1\n'),
     }
     for what, text in bad.items():
         try:
@@ -685,6 +736,30 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
         check(set(s) == {tuple(sorted(srv))}, f"{name}: one series per server")
     check(by("ferry_upstream_latency_seconds_total", upstream="py") > 0,
           "ferry_upstream_latency_seconds_total > 0 after answered requests")
+
+    # Latency histograms (the parser checked their shape: le order,
+    # cumulative, _count = +Inf).
+    def hist(name):
+        check(fams.get(name, {}).get("type") == "histogram", f"{name}: a histogram")
+        out = {}
+        for k, v in fams[name]["samples"].items():
+            d = dict(k)
+            series, le = d.pop("__series"), d.pop("le", None)
+            out[(series, le, tuple(sorted(d.items())))] = v
+        return out
+    h = hist("ferry_http_request_duration_seconds")
+    check(h[("_count", None, ())] == requests_sent and h[("_sum", None, ())] > 0
+          and len([k for k in h if k[0] == "_bucket"]) == 15,
+          f"ferry_http_request_duration_seconds: {requests_sent} requests in 15 buckets "
+          f"(0.0005 .. 10, +Inf), sum {h[('_sum', None, ())]:g} s")
+    h = hist("ferry_upstream_response_seconds")
+    key = tuple(sorted(srv))
+    check(h[("_count", None, key)] == requests_sent
+          and h[("_bucket", "+Inf", key)] == requests_sent
+          and abs(h[("_sum", None, key)] - by("ferry_upstream_latency_seconds_total", upstream="py"))
+          < 1e-6,
+          "ferry_upstream_response_seconds{upstream,server}: one sample per response, its _sum "
+          "the latency counter's")
 
     # Ports.
     port_names = ["ipackets", "opackets", "ibytes", "obytes", "imissed", "ierrors", "oerrors",

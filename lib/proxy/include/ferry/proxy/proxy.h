@@ -177,6 +177,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <string>
@@ -270,6 +271,26 @@ struct alignas(64) http_counters {
 inline constexpr counter_field<http_counters> http_counter_fields[] = {
     FERRY_HTTP_COUNTERS(FERRY_HTTP_FIELD)};
 
+// A latency histogram of one lcore (single writer; telemetry sums the
+// lcores): a count per bucket (not cumulative: the exporter adds them up) and
+// the sum. The buckets' upper bounds, inclusive, as Prometheus's `le`:
+// 0.5 ms to 10 s, and +Inf.
+inline constexpr uint64_t latency_bucket_ns[] = {
+    500'000,     1'000'000,     2'500'000,     5'000'000,     10'000'000,
+    25'000'000,  50'000'000,    100'000'000,   250'000'000,   500'000'000,
+    1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
+struct latency_histogram {
+    static constexpr size_t buckets = std::size(latency_bucket_ns) + 1;  // the last: +Inf
+    ferry::counter in_bucket[buckets];
+    ferry::counter sum_ns;
+    void observe(uint64_t ns) noexcept {
+        size_t i = 0;
+        while (i < std::size(latency_bucket_ns) && ns > latency_bucket_ns[i]) ++i;
+        in_bucket[i].inc();
+        sum_ns.inc(ns);
+    }
+};
+
 // Per server and lcore (telemetry /ferry/upstreams sums the lcores).
 struct alignas(64) server_counters {
     ferry::counter requests;     // requests sent to it
@@ -279,6 +300,7 @@ struct alignas(64) server_counters {
     ferry::counter connections;  // connections opened
     ferry::counter latency_ns;   // sum of request -> response head times
     ferry::counter responses;    // responses whose head arrived (latency samples)
+    latency_histogram latency;   // request sent -> response head, the same samples
 };
 
 // An operator's say over one server (telemetry /ferry/server, as HAProxy's
@@ -476,6 +498,9 @@ public:
     [[nodiscard]] uint32_t client_head_buffers_in_use() const noexcept { return client_heads_; }
 
     [[nodiscard]] const http_counters &counters() const noexcept { return ctr_; }
+    // Parsed requests, their head's first byte -> the end of the response
+    // (or of the exchange, cut or refused).
+    [[nodiscard]] const latency_histogram &request_latency() const noexcept { return req_hist_; }
     // server_counters of upstream u, server s.
     [[nodiscard]] const server_counters &server(size_t u, size_t s) const noexcept {
         return srv_ctr_[u][s];
@@ -745,6 +770,7 @@ private:
     uint64_t spread_state_ = 0x9e3779b97f4a7c15ULL;  // header_deadline's generator
 
     http_counters ctr_;
+    latency_histogram req_hist_;
     std::vector<std::unique_ptr<server_counters[]>> srv_ctr_;
     std::vector<std::unique_ptr<upstream_state>> ups_;
 

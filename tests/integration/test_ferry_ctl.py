@@ -17,31 +17,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check,  # noqa: E402
-                     require_root, status_of, wait_for)
+                     proxy_toml, require_root, status_of, tap_port_toml, wait_for)
 
 CTL = os.path.join(os.path.dirname(__file__), "..", "..", "app", "ferry-ctl", "ferry-ctl")
 
-CONFIG = f"""
-[[listener]]
-name = "web"
-port = 8080
-default_upstream = "py"
-
-[[upstream]]
-name = "py"
-max_fails = 1
-when_all_down = "refuse"
-  [[upstream.server]]
-  address = "{PEER_ADDR}:9000"
-  [[upstream.server]]
-  address = "{PEER_ADDR}:9001"
-
-[[port]]
-name = "tap0"
-profile = "net_tap"
-iface = "ferry0"
-address = "{FERRY_ADDR}/24"
-"""
+CONFIG = proxy_toml([f"{PEER_ADDR}:9000", f"{PEER_ADDR}:9001"],
+                    upstream_options='max_fails = 1\nwhen_all_down = "refuse"\n') + tap_port_toml()
 
 
 def ctl(*args):

@@ -23,34 +23,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check,  # noqa: E402
-                     curl, require_root, status_of, wait_for)
+                     curl, proxy_toml, require_root, status_of, tap_port_toml, wait_for)
 
 PORTS = (9000, 9001)
 
-CONFIG = f"""
-[admin]
-metrics_address = "127.0.0.1:9180"
-
-[[listener]]
-name = "web"
-port = 8080
-default_upstream = "py"
-
-[[upstream]]
-name = "py"
-balance = "round_robin"
-when_all_down = "try"
-  [[upstream.server]]
-  address = "{PEER_ADDR}:{PORTS[0]}"
-  [[upstream.server]]
-  address = "{PEER_ADDR}:{PORTS[1]}"
-
-[[port]]
-name = "tap0"
-profile = "net_tap"
-iface = "ferry0"
-address = "{FERRY_ADDR}/24"
-"""
+CONFIG = ('[admin]\nmetrics_address = "127.0.0.1:9180"\n\n'
+          + proxy_toml([f"{PEER_ADDR}:{p}" for p in PORTS],
+                       upstream_options='balance = "round_robin"\nwhen_all_down = "try"\n')
+          + tap_port_toml())
 
 
 def served_by(ns, n):

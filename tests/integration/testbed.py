@@ -30,6 +30,21 @@ TAP_IFACE = "ferry0"
 _counter = 0
 
 
+def tap_port_toml(name="tap0", iface=TAP_IFACE, address=FERRY_ADDR):
+    """The [[port]] table of a net_tap port most tests run on."""
+    return (f'[[port]]\nname = "{name}"\nprofile = "net_tap"\niface = "{iface}"\n'
+            f'address = "{address}/24"\n')
+
+
+def proxy_toml(servers, listener="web", port=8080, upstream="py", upstream_options=""):
+    """A [[listener]] on `port` whose default upstream `upstream` has
+    `servers` ("addr:port" each), with `upstream_options` (TOML lines) in
+    its table."""
+    s = "".join(f'  [[upstream.server]]\n  address = "{a}"\n' for a in servers)
+    return (f'[[listener]]\nname = "{listener}"\nport = {port}\ndefault_upstream = "{upstream}"\n\n'
+            f'[[upstream]]\nname = "{upstream}"\n{upstream_options}{s}\n')
+
+
 def require_root():
     if os.geteuid() != 0:
         print("SKIP: integration tests need root (network namespaces, DPDK)")

@@ -5,6 +5,7 @@
                                  [--conns 8] [--mib 32] [--churn 3000]
                                  [--loss PCT] [--systems ferry,kernel]
                                  [--port tap|af_packet|af_xdp]
+                                 [--server-cpus LIST|all]
 
 Systems, interleaved round by round (A B A B ...) so drift is shared:
   ferry   kernel client -> net_tap -> ferry's [tcp_test] echo service
@@ -12,7 +13,10 @@ Systems, interleaved round by round (A B A B ...) so drift is shared:
           ferry on one end with that profile; af_xdp takes one lcore)
   kernel  kernel client -> veth -> a kernel echo server (tcpload.py server) in
           another namespace: the kernel-to-kernel baseline, with the host's
-          default congestion control (summary: host_cc)
+          default congestion control (summary: host_cc). The server runs on
+          ferry's cores (--server-cpus, default --lcores): like ferry, one
+          lcore's CPU for one lcore; until 2026-12-05 it ran unpinned, on
+          every CPU of the machine, against ferry's one
   kernel-cubic, kernel-bbr  the same with that congestion control on both
           kernel ends' sockets (TCP_CONGESTION). ferry runs CUBIC: compare
           the algorithm with kernel-cubic. BBR does not back off on random
@@ -52,6 +56,8 @@ from bench_lib import loss, topo  # noqa: E402
 LOAD = os.path.join(ROOT, "tests", "integration", "tcpload.py")
 ECHO = 7
 CONFIG = """
+[ferry]
+wakeup_mode = "{wakeup}"
 [tcp]
 max_connections = 8192
 time_wait_ms = 1000
@@ -127,7 +133,7 @@ def rtos_per_1k_lost(r):
 def run_ferry(a, rack=True, cc="cubic"):
     os.environ.setdefault("FERRY_BIN", os.path.join(ROOT, a.build, "app", "ferry"))
     tap = a.port == "tap"
-    config = CONFIG.format(rack="true" if rack else "false", cc=cc, echo=ECHO,
+    config = CONFIG.format(rack="true" if rack else "false", cc=cc, echo=ECHO, wakeup=a.wakeup_mode,
                            profile=f"net_{a.port}", iface="ferry0" if tap else "fxb0")
     with Netns("b") as ns:
         peer = "ferry0"
@@ -182,8 +188,9 @@ def run_kernel(a, cc=None):
             for cmd in (["ip", "addr", "add", "10.78.0.2/24", "dev", "kv1"],
                         ["ip", "link", "set", "kv1", "up"], ["ip", "link", "set", "lo", "up"]):
                 subprocess.run(["ip", "netns", "exec", srv] + cmd, check=True)
-            server = subprocess.Popen(["ip", "netns", "exec", srv, sys.executable, LOAD, "server",
-                                       "10.78.0.2", str(ECHO), *cc_args],
+            pin = ["taskset", "-c", a.server_cpus] if a.server_cpus != "all" else []
+            server = subprocess.Popen(["ip", "netns", "exec", srv, *pin, sys.executable, LOAD,
+                                       "server", "10.78.0.2", str(ECHO), *cc_args],
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             try:
                 server.stdout.readline()  # "listening"
@@ -211,7 +218,14 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds per measurement")
     ap.add_argument("--port", choices=["tap", "af_packet", "af_xdp"], default="tap",
                     help="ferry's port (default tap; af_xdp needs --lcores with one lcore)")
+    ap.add_argument("--wakeup-mode", default="conditional",
+                    help="ferry's [ferry] wakeup_mode (default conditional, the built-in default)")
+    ap.add_argument("--server-cpus", default=None,
+                    help="CPUs the kernel echo server may run on (taskset list; default: "
+                         "ferry's --lcores, the same cores; 'all': unpinned)")
     a = ap.parse_args()
+    if a.server_cpus is None:
+        a.server_cpus = a.lcores
     if os.geteuid() != 0:
         print("tcp_bench: needs root (network namespaces)")
         return 1
@@ -235,6 +249,7 @@ def main():
            for k, v in res.items()}
     summary = {"summary": True, "rounds": a.rounds, "conns": a.conns, "mib_each": a.mib,
                "loss_pct": a.loss, "ferry_lcores": a.lcores, "ferry_port": a.port,
+               "kernel_server_cpus": a.server_cpus, "ferry_wakeup_mode": a.wakeup_mode,
                "all_ok": all(x["ok"] for v in res.values() for x in v)}
     for k in systems:
         summary[f"{k}_gbit_s"] = med[k]["gbit_s"]

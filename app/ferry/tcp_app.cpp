@@ -54,7 +54,7 @@ void tcp_test_app::reset(conn_state &s) noexcept {
 }
 
 uint32_t tcp_test_app::run(uint64_t now) noexcept {
-    net::tcp_notice notes[32];
+    auto &notes = notes_;  // a member: a local array was zeroed on every call
     uint32_t handled = 0;
     // Bounded: handling may raise new events, which the next iteration takes.
     for (int round = 0; round < 4; ++round) {
@@ -62,7 +62,7 @@ uint32_t tcp_test_app::run(uint64_t now) noexcept {
         for (std::size_t i = 0; i < n; ++i)
             handle(notes[i], now);
         handled += static_cast<uint32_t>(n);
-        if (n < std::size(notes))
+        if (n < notes.size())
             break;
     }
     return handled;

@@ -20,6 +20,7 @@
 
 #include <rte_mbuf.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 
@@ -73,6 +74,7 @@ private:
     net::tcp_layer &layer_;
     rte_mempool *pool_;
     std::unique_ptr<conn_state[]> states_;  // by handle index
+    std::array<net::tcp_notice, 32> notes_{};  // run()'s batch
 
 public:
     // Relay counters (this (lcore, port)); read by telemetry.

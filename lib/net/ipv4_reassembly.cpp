@@ -165,6 +165,7 @@ rte_mbuf *ipv4_reassembly::assemble(datagram &d) noexcept {
 
 uint32_t ipv4_reassembly::poll(uint64_t now_ns) noexcept {
     uint32_t expired = 0;
+    if (ndatagrams_ == 0) return 0;  // the common case: no fragments held
     for (datagram &d : table_) {
         if (d.used && d.deadline <= now_ns) {
             release(d);
@@ -176,6 +177,9 @@ uint32_t ipv4_reassembly::poll(uint64_t now_ns) noexcept {
 
 uint64_t ipv4_reassembly::next_deadline() const noexcept {
     uint64_t next = UINT64_MAX;
+    // Asked on every loop iteration: the table is 64 records of 1 KiB, one
+    // cache line each to look at, and almost always empty.
+    if (ndatagrams_ == 0) return next;
     for (const datagram &d : table_)
         if (d.used) next = std::min(next, d.deadline);
     return next;

@@ -144,13 +144,13 @@ uint32_t worker_proxy::poll(uint64_t now) noexcept {
         fail_broken(now);
         ++work;
     }
-    net::tcp_notice notes[32];
+    auto &notes = notes_;
     for (uint16_t p = 0; p < ports_.size(); ++p) {
         for (int round = 0; round < 8; ++round) {
             const size_t n = ports_[p].layer->poll_events(notes);
             for (size_t i = 0; i < n; ++i) on_event(p, notes[i], now);
             work += static_cast<uint32_t>(n);
-            if (n < std::size(notes)) break;
+            if (n < notes.size()) break;
         }
     }
     if (!kick_list_.empty()) {

@@ -77,14 +77,24 @@ http {{
 
 # Legacy ethtool "set" commands through SIOCETHTOOL (struct ethtool_value with
 # data 0: the feature off), for machines without ethtool (it is not in
-# deploy/install-deps.sh). argv: the device, then the commands in hex.
+# deploy/install-deps.sh). argv: the device, then the commands in hex. A set
+# the kernel refuses is fine when the feature already reads off (its "get" is
+# the set command minus one): a veth whose peer runs an XDP program (af_xdp)
+# has its segmentation forced off and refuses to be told so.
 _ETHTOOL_OFF_PY = r"""
 import array, fcntl, socket, struct, sys
+def ioctl(s, cmd):
+    val = array.array("B", struct.pack("II", cmd, 0))
+    ifr = struct.pack("16sP", sys.argv[1].encode(), val.buffer_info()[0]).ljust(40, b"\0")
+    fcntl.ioctl(s.fileno(), 0x8946, ifr)
+    return struct.unpack("II", val.tobytes())[1]
 with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
     for cmd in sys.argv[2:]:
-        val = array.array("B", struct.pack("II", int(cmd, 16), 0))
-        ifr = struct.pack("16sP", sys.argv[1].encode(), val.buffer_info()[0]).ljust(40, b"\0")
-        fcntl.ioctl(s.fileno(), 0x8946, ifr)
+        try:
+            ioctl(s, int(cmd, 16))
+        except OSError:
+            if ioctl(s, int(cmd, 16) - 1) != 0:
+                raise
 """
 ETHTOOL_STXCSUM, ETHTOOL_STSO, ETHTOOL_SGSO = 0x17, 0x1f, 0x24
 _ETHTOOL_K = {ETHTOOL_STXCSUM: "tx", ETHTOOL_STSO: "tso", ETHTOOL_SGSO: "gso"}

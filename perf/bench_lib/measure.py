@@ -167,11 +167,11 @@ def ferry_lcores(fp, fields=FERRY_FIELDS):
 TCP_FIELDS = ("segs_out", "pure_acks", "quick_acks", "window_updates", "delayed_acks")
 
 
-def ferry_tcp(fp):
-    """TCP_FIELDS of /ferry/tcp summed over lcores and ports; None on failure."""
+def ferry_tcp(fp, fields=TCP_FIELDS):
+    """`fields` of /ferry/tcp summed over lcores and ports; None on failure."""
     try:
         s = fp.telemetry("/ferry/tcp")["sum"]
-        return {k: int(s.get(k, 0)) for k in TCP_FIELDS}
+        return {k: int(s.get(k, 0)) for k in fields}
     except Exception:
         return None
 

@@ -21,7 +21,10 @@ p50_us, p99_us, p999_us (h2load's per-request log), errors, doorbells_per_1k,
 wakeups_per_s (sleeps + timed naps that ended), ipis_added_per_1k (RES+CAL
 from /proc/interrupts, ferry's run minus the no-proxy run at the same rate),
 wake_floor_p99_us (perf/wake_floor, this round: the machine's cost of waking
-a sleeping thread), and the ferry counters behind them.
+a sleeping thread), and the ferry counters behind them; per_request: each
+lcore's wakeups by cause (doorbell, rx, timer, nap) and ferry's TCP segments
+in and out, pure ACKs and delayed ACKs, per request (what woke whom: a
+peer's lone ACK wakes a sleeping lcore as a request does).
 
 On af_packet and af_xdp the queues have no rx interrupts, but ferry's lcores
 sleep on the queues' AF_PACKET or AF_XDP sockets (cap_rx_wake_sockets): all
@@ -51,6 +54,11 @@ LCORE_FIELDS = ("doorbells_rung", "doorbells_suppressed", "sleeps", "naps", "wak
                 "wakeups_doorbell", "wakeups_rx", "wakeups_timer", "msgs_out",
                 "adaptive_gaps", "adaptive_spins_paid", "adaptive_sleeps_short",
                 "adaptive_sleeps_long")
+
+WAKE_FIELDS = ("wakeups_doorbell", "wakeups_rx", "wakeups_timer", "naps")
+# Where wakeups come from: the segments ferry got and sent (a peer's lone ACK
+# wakes a sleeping core as a request does), per request in "diag".
+DIAG_TCP_FIELDS = ("segs_in", "segs_out", "pure_acks", "delayed_acks", "quick_acks")
 
 
 # Port kinds without rx interrupts (their lcores sleep on the queues' sockets,
@@ -147,6 +155,9 @@ def lcore_sums(fp):
     s = got["sum"]
     s["policy"] = {name: {k: v.get(k) for k in POLICY_FIELDS}
                    for name, v in got["lcores"].items() if isinstance(v, dict)}
+    s["wakeups_by_lcore"] = {name: {k: int(v.get(k, 0)) for k in WAKE_FIELDS}
+                             for name, v in got["lcores"].items() if isinstance(v, dict)}
+    s["tcp"] = M.ferry_tcp(fp, DIAG_TCP_FIELDS)
     return s
 
 
@@ -235,6 +246,14 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None
         d = {k: b[1][k] - a[1][k] for k in LCORE_FIELDS}
         out["ferry"] = d
         out["policy_after"] = b[1]["policy"]
+        req = max(1.0, out["achieved_rps"] * wall)
+        diag = {f"{name}_{k}": round((v[k] - a[1]["wakeups_by_lcore"][name][k]) / req, 3)
+                for name, v in b[1]["wakeups_by_lcore"].items() for k in WAKE_FIELDS
+                if name in a[1]["wakeups_by_lcore"]}
+        if a[1]["tcp"] and b[1]["tcp"]:
+            diag.update({k: round((b[1]["tcp"][k] - a[1]["tcp"][k]) / req, 3)
+                         for k in DIAG_TCP_FIELDS})
+        out["per_request"] = diag
         out["wakeups_per_s"] = round((d["sleeps"] + d["naps"]) / wall, 1)
         # requests in the window, from the achieved rate (h2load's count covers
         # its whole main duration, the counters this window)

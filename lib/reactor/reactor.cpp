@@ -162,6 +162,16 @@ bool reactor::expecting() const noexcept {
 
 void reactor::end_gap(uint64_t gap_ns, bool slept, bool expected) noexcept {
     c_.adaptive_gaps.inc();
+    // A sleeping lcore learns of the work a wake-up after it came. Judged by
+    // the wake time, a gap with a request out looks longer than the answer
+    // took: the window shrinks for it, the lcore sleeps more, its gaps look
+    // longer still. Such gaps are judged by when the answer came. (Idle
+    // gaps are not: there the error only errs toward sleeping, the cheap
+    // side, and the next arrival may wake the lcore anyway.)
+    if (expected && slept) {
+        const uint64_t late = sw_busy_.wake_cost();
+        gap_ns = gap_ns > late ? gap_ns - late : 0;
+    }
     switch ((expected ? sw_busy_ : sw_).on_gap(gap_ns, slept)) {
         case spin_window::verdict::spun: c_.adaptive_spins_paid.inc(); break;
         case spin_window::verdict::short_sleep: c_.adaptive_sleeps_short.inc(); break;
@@ -178,8 +188,8 @@ void reactor::run(const std::atomic<bool> &stop) noexcept {
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     if (can_sleep_ || can_nap_) {
         const uint64_t cost = measure_wake_cost();
-        sw_ = spin_window(cost, idle_limit_factor);
-        sw_busy_ = spin_window(cost, busy_limit_factor);
+        sw_ = spin_window(cost, idle_limit_factor, idle_shrink_shift);
+        sw_busy_ = spin_window(cost, busy_limit_factor, busy_shrink_shift);
     }
     publish_window();
     last_busy_ = now_ns();

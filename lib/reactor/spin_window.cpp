@@ -4,8 +4,10 @@
 
 namespace ferry::reactor {
 
-spin_window::spin_window(uint64_t wake_cost_ns, uint32_t limit_factor) noexcept
-    : factor_(std::max<uint32_t>(limit_factor, 1)) {
+spin_window::spin_window(uint64_t wake_cost_ns, uint32_t limit_factor,
+                         uint32_t shrink_shift) noexcept
+    : factor_(std::max<uint32_t>(limit_factor, 1)),
+      shrink_shift_(std::clamp<uint32_t>(shrink_shift, 1, 8)) {
     set_cost(wake_cost_ns);
 }
 
@@ -21,7 +23,7 @@ spin_window::verdict spin_window::on_gap(uint64_t gap_ns, bool slept) noexcept {
         window_ = std::min(limit_, std::max(grow_start_ns, 2 * window_));
         return verdict::short_sleep;
     }
-    window_ /= 2;
+    window_ -= window_ >> shrink_shift_;
     if (window_ < grow_start_ns) window_ = 0;
     return verdict::long_sleep;
 }

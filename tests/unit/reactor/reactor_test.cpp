@@ -129,6 +129,35 @@ TEST_F(ReactorTest, GapsWithWorkInFlightHaveTheirOwnWindow) {
     EXPECT_EQ(c.adaptive_sleeps_long.get(), 4u);
 }
 
+// A sleeping lcore learns of an answer a wake-up after it came: a gap with
+// work in flight is judged by when the answer came (its end minus the wake
+// cost), else every sleep through an answer would look too long to have been
+// worth spinning, and the window would shrink toward sleeping on every one.
+// Idle gaps are judged as they end. Before run() the wake cost is 10 us: the
+// busy limit is 40 us, the idle one 20 us.
+TEST_F(ReactorTest, AGapWithWorkInFlightIsJudgedByWhenTheAnswerCame) {
+    r.end_gap(45'000, true, true);  // ended 45 us in; the answer came at 35 us
+    ASSERT_EQ(r.wake_cost_ns(), 10'000u);  // published by end_gap
+    ASSERT_EQ(r.busy_spin_limit_ns(), 40'000u);
+    EXPECT_EQ(c.adaptive_sleeps_short.get(), 1u);
+    EXPECT_EQ(r.busy_spin_window_ns(), spin_window::grow_start_ns);
+    r.end_gap(25'000, true, false);  // idle: 25 us against its 20 us limit
+    EXPECT_EQ(c.adaptive_sleeps_long.get(), 1u);
+    // A gap that ran well past the limit is still a long one.
+    r.end_gap(200'000, true, true);
+    EXPECT_EQ(c.adaptive_sleeps_long.get(), 2u);
+}
+
+// One slow answer (an origin's p99) takes an eighth off the busy window, not
+// half: what a run of quick answers taught survives the odd late one.
+TEST_F(ReactorTest, ALateAnswerTakesAnEighthOffTheBusyWindow) {
+    for (int i = 0; i < 8; ++i) r.end_gap(20'000, true, true);
+    ASSERT_EQ(r.busy_spin_window_ns(), r.busy_spin_limit_ns());
+    const uint64_t w = r.busy_spin_window_ns();
+    r.end_gap(5'000'000, true, true);
+    EXPECT_EQ(r.busy_spin_window_ns(), w - w / 8);
+}
+
 TEST_F(ReactorTest, APollerWithNeitherWakeFdNorPendingForbidsNaps) {
     fake_source src;
     poller p = src.as_poller(-1);

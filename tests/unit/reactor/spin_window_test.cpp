@@ -62,6 +62,17 @@ TEST(SpinWindow, ASleepPastTheLimitHalvesTheWindowDownToZero) {
     EXPECT_EQ(w.window(), 0u);
 }
 
+TEST(SpinWindow, AShrinkShiftOfThreeTakesAnEighthPerLongSleep) {
+    spin_window w(60 * us, 2, 3);
+    for (int i = 0; i < 10; ++i) w.on_gap(100 * us, true);
+    ASSERT_EQ(w.window(), 120 * us);
+    EXPECT_EQ(w.on_gap(5000 * us, true), spin_window::verdict::long_sleep);
+    EXPECT_EQ(w.window(), 105 * us);
+    // A run of late answers still brings it to 0: 120 x (7/8)^n < 10 us.
+    for (int i = 0; i < 20; ++i) w.on_gap(5000 * us, true);
+    EXPECT_EQ(w.window(), 0u);
+}
+
 TEST(SpinWindow, TimerLatenessMovesTheWakeCostAndTheLimit) {
     spin_window w(60 * us);
     for (int i = 0; i < 100; ++i) w.on_wake_late(200 * us);

@@ -225,8 +225,9 @@ private:
     // The busy window's limit is larger: a sleep there adds a wake-up to a
     // request's latency, one in an idle gap only to the next arrival's.
     static constexpr uint32_t idle_limit_factor = 2, busy_limit_factor = 4;
-    spin_window sw_{spin_window::min_limit_ns / 2, idle_limit_factor};
-    spin_window sw_busy_{spin_window::min_limit_ns / 2, busy_limit_factor};
+    static constexpr uint32_t idle_shrink_shift = 1, busy_shrink_shift = 3;
+    spin_window sw_{spin_window::min_limit_ns / 2, idle_limit_factor, idle_shrink_shift};
+    spin_window sw_busy_{spin_window::min_limit_ns / 2, busy_limit_factor, busy_shrink_shift};
     bool gap_open_ = false, slept_in_gap_ = false, gap_expected_ = false;
     uint64_t gap_start_ = 0;
     std::atomic<uint64_t> spin_window_ns_{0}, busy_window_ns_{0}, spin_limit_ns_{0},

@@ -116,9 +116,12 @@ void worker_proxy::al_head(client &c, const upconn &u, uint16_t status, uint64_t
 // Every request's end (answered, cut or refused) comes here, access log or
 // not: the request latency histogram first.
 void worker_proxy::al_end(client &c, uint16_t status_if_none, bool aborted, uint64_t now) noexcept {
-    if (c.t_started != 0) {
+    if (c.t_started != 0) {  // a parsed request: once each
         req_hist_.observe(now - std::min(now, c.t_started));
         c.t_started = 0;
+        const uint16_t status = c.al_status != 0 ? c.al_status : status_if_none;
+        if (status >= 100 && status < 600)
+            route_ctr_[route_slot(c.listener, c.route) * 5 + (status / 100 - 1)].inc();
     }
     if (!c.al_open) return;  // never set without a sink
     c.al_open = false;

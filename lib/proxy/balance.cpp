@@ -43,8 +43,9 @@ std::string_view host_without_port(std::string_view host) noexcept {
 
 int route_request(std::span<const config::route_config> routes,
                   const config::listener_config &listener, int listener_index,
-                  std::string_view host, std::string_view path) noexcept {
-    for (const auto &rt : routes) {
+                  std::string_view host, std::string_view path, int *route) noexcept {
+    for (size_t i = 0; i < routes.size(); ++i) {
+        const auto &rt = routes[i];
         if (rt.listener_index >= 0 && rt.listener_index != listener_index) continue;
         if (!rt.host.empty()) {
             if (rt.host_wildcard) {
@@ -57,8 +58,11 @@ int route_request(std::span<const config::route_config> routes,
             }
         }
         if (path.substr(0, rt.path_prefix.size()) != rt.path_prefix) continue;
+        if (route != nullptr) *route = static_cast<int>(i);
         return rt.upstream_index;
     }
+    if (route != nullptr)
+        *route = listener.default_upstream_index >= 0 ? route_default : route_none;
     return listener.default_upstream_index;
 }
 

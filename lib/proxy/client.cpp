@@ -135,6 +135,8 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
                     c.requests + 1 < cfg_.http.max_requests_per_connection);
     ++c.requests;
     ctr_.requests.inc();
+    c.al_status = 0;  // the per-route counts need it, access log or not
+    c.route = route_none;
     if (alog_ != nullptr) al_begin(c, req, now);
     c.t_started = c.t_req != 0 ? c.t_req : now;
     c.t_req = 0;
@@ -149,9 +151,11 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
         return false;
     }
     const std::string_view host = host_without_port(req.host);
+    int route = route_none;
     const int upstream =
         route_request(cfg_.routes, cfg_.listeners[c.listener], c.listener, host,
-                      req.origin_form.empty() ? req.target : req.origin_form);
+                      req.origin_form.empty() ? req.target : req.origin_form, &route);
+    c.route = static_cast<int16_t>(route);
     if (upstream < 0) {
         ctr_.generated_404.inc();
         if (!answer_keeps(c)) {
@@ -532,9 +536,9 @@ bool worker_proxy::send_answer(client &c, uint16_t status, bool keep, uint64_t n
                 al_reason(c, term_reason::bad_request);
                 break;
         }
-        c.al_status = status;
-        al_end(c, status, false, now);
     }
+    c.al_status = status;
+    al_end(c, status, false, now);  // access log or not: the histogram and the per-route counts
     return sent;
 }
 
@@ -629,10 +633,8 @@ void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
 void worker_proxy::free_client(client &c, uint64_t now) noexcept {
     // Still open: the client closed or reset before its response was complete
     // (499, as nginx logs it, when no response head went out).
-    if (c.al_open) {
-        al_reason(c, term_reason::client_aborted);
-        al_end(c, 499, true, now);
-    }
+    if (c.al_open) al_reason(c, term_reason::client_aborted);
+    al_end(c, 499, true, now);  // a request in progress is counted, access log or not
     pending_head_end(c);
     timers_.cancel(c.timer);
     abort_remote(c);  // B aborts its upstream side

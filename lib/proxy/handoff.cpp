@@ -205,6 +205,8 @@ void worker_proxy::on_client_message(unsigned from, xcore::message &m, uint64_t 
                 c.response_started = true;
                 c.resp_framed = (m.flags & xf_framed) != 0;
             }
+            if (m.arg != 0 && !(m.flags & xf_interim))
+                c.al_status = static_cast<uint16_t>(m.arg & 0xffff);  // the per-route counts
             if (m.arg != 0 && c.al_open) {
                 // A response head (proxy.h): its status and connect time.
                 access_record &r = al_rec(c);

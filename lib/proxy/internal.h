@@ -94,6 +94,9 @@ struct worker_proxy::client : worker_proxy::endpoint {
     enum class st : uint8_t { head, body, wait, closing };
     st state = st::head;
     uint16_t listener = 0;
+    // The current request's route (balance.h: an index into the routes,
+    // route_default or route_none), for the per-route counts (al_end).
+    int16_t route = route_none;
     uint32_t peer_addr = 0;
     http::request req;   // the head being parsed (valid once hp is done)
     uint32_t up = none;  // the upconn serving the current request

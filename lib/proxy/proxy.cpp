@@ -71,6 +71,9 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     scratch_ = reserve<char>(reserved_base_, scratch_size);
     redrive_.reserve(max_clients_);
     listener_active_.assign(cfg.listeners.size(), 0);
+    route_stride_ = cfg.routes.size() + 2;
+    route_ctr_ = std::make_unique<counter[]>(std::max<size_t>(1, cfg.listeners.size()) *
+                                             route_stride_ * 5);
     for (const auto &uc : cfg.upstreams) {
         auto st = std::make_unique<upstream_state>();
         const size_t n = uc.servers.size();

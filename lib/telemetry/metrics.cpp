@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "ferry/http/parser.h"
+#include "ferry/proxy/balance.h"
 #include "ferry/telemetry/exporter.h"
 #include "ferry_build_config.h"
 #include "read.h"
@@ -421,6 +423,56 @@ void render_request_latency(exposition &e, const process_view &v) {
     histogram_samples(e, labels(), h);
 }
 
+// A route's label: its host (a wildcard as "*.example.com") and path prefix,
+// "api.example.com/v1/"; "default" for the listener's default_upstream,
+// "none" for requests no route took (404, or refused before routing).
+std::string route_label(const config::route_config &r) {
+    std::string s = r.host_wildcard ? "*" + r.host : r.host;
+    return s + r.path_prefix;
+}
+
+void render_route_responses(exposition &e, const process_view &v) {
+    bool any = false;
+    for (const lcore_view &l : v.lcores) any = any || l.proxy != nullptr;
+    if (!any) return;
+    const auto &ls = v.cfg->listeners;
+    const auto &rs = v.cfg->routes;
+    e.family("ferry_http_route_responses_total", "counter",
+             "parsed requests by listener, route and the status class of their answer "
+             "(generated ones and 499/444 for those cut short included), all lcores");
+    static constexpr const char *classes[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
+    auto emit = [&](size_t li, int route, const std::string &label) {
+        for (unsigned cls = 1; cls <= 5; ++cls) {
+            uint64_t n = 0;
+            for (const lcore_view &l : v.lcores)
+                if (l.proxy != nullptr) n += l.proxy->route_responses(li, route, cls);
+            e.sample(labels()
+                         .add("listener", ls[li].name)
+                         .add("route", label)
+                         .add("class", classes[cls - 1])
+                         .str(),
+                     n);
+        }
+    };
+    std::vector<std::string> seen;
+    for (size_t li = 0; li < ls.size(); ++li) {
+        seen.clear();
+        for (size_t ri = 0; ri < rs.size(); ++ri) {
+            if (rs[ri].listener_index >= 0 && static_cast<size_t>(rs[ri].listener_index) != li)
+                continue;
+            // A second route with the same host and prefix (never taken: the
+            // first matches) keeps its series apart by its position.
+            std::string label = route_label(rs[ri]);
+            if (std::find(seen.begin(), seen.end(), label) != seen.end())
+                label += "#" + std::to_string(ri + 1);
+            seen.push_back(label);
+            emit(li, static_cast<int>(ri), label);
+        }
+        if (ls[li].default_upstream_index >= 0) emit(li, proxy::route_default, "default");
+        emit(li, proxy::route_none, "none");
+    }
+}
+
 void render_upstreams(exposition &e, const process_view &v) {
     if (v.proxy_shared == nullptr)
         return;
@@ -573,6 +625,7 @@ std::string render_metrics(const process_view &v) {
     render_stack(e, v);
     render_http(e, v);
     render_request_latency(e, v);
+    render_route_responses(e, v);
     render_upstreams(e, v);
     render_rings(e, v);
     render_exporter(e, v);

@@ -752,6 +752,18 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
           and len([k for k in h if k[0] == "_bucket"]) == 15,
           f"ferry_http_request_duration_seconds: {requests_sent} requests in 15 buckets "
           f"(0.0005 .. 10, +Inf), sum {h[('_sum', None, ())]:g} s")
+    # Answers by listener, route and class: no [[route]] here, so the
+    # listener's default and "none" (nothing routed), five classes each.
+    rr = {tuple(sorted((a, b) for a, b in k)): v
+          for k, v in samples(fams, "ferry_http_route_responses_total").items()}
+    routes = {dict(k)["route"] for k in rr}
+    by_route = {r: sum(v for k, v in rr.items() if dict(k)["route"] == r) for r in routes}
+    check(len(rr) == 10 and routes == {"default", "none"}
+          and {dict(k)["listener"] for k in rr} == {"web"}
+          and {dict(k)["class"] for k in rr} == {"1xx", "2xx", "3xx", "4xx", "5xx"}
+          and by_route["default"] == requests_sent and by_route["none"] == 0,
+          f"ferry_http_route_responses_total{{listener,route,class}}: {requests_sent} answers "
+          f"on route default, none elsewhere ({by_route})")
     h = hist("ferry_upstream_response_seconds")
     key = tuple(sorted(srv))
     check(h[("_count", None, key)] == requests_sent

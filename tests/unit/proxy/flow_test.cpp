@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "bed.h"
+#include "ferry/proxy/balance.h"
 
 namespace ferry::proxy::test {
 namespace {
@@ -279,16 +280,51 @@ TEST(Flow, AnErrorBeforeTheBodyWasReadCloses) {
     finish(bed, {c1, c2});
 }
 
+// One listener "web", one route (prefix /ok) to upstream "o"; with
+// `with_default`, "o" is also the listener's default_upstream.
+std::string routed_toml(bool with_default) {
+    return std::string("[[listener]]\nname = \"web\"\nport = 80\n") +
+           (with_default ? "default_upstream = \"o\"\n" : "") +
+           "[[route]]\npath_prefix = \"/ok\"\nupstream = \"o\"\n"
+           "[[upstream]]\nname = \"o\"\n  [[upstream.server]]\n  address = \"10.0.0.2:8080\"\n"
+           "[[port]]\nname = \"p0\"\nprofile = \"net_tap\"\niface = \"ferry0\"\n"
+           "address = \"10.0.0.1/24\"\n";
+}
+
+// Every parsed request's answer is counted once by listener, route and class
+// (ferry_http_route_responses_total), with no access log: a routed one, one
+// the listener's default took, and one refused before routing (CONNECT: 501).
+TEST(Flow, AnswersAreCountedByListenerRouteAndClass) {
+    bed_options opt;
+    opt.toml = routed_toml(true);
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    bed.send(cl, "GET /ok/a HTTP/1.1\r\nHost: h\r\n\r\n");
+    peer_conn &o = *bed.origin();
+    ASSERT_TRUE(o.rx.starts_with("GET /ok/a ")) << o.rx;
+    o.rx.clear();
+    bed.send(o, ok5);
+    bed.send(cl, "GET /elsewhere HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_TRUE(o.rx.starts_with("GET /elsewhere ")) << o.rx;
+    bed.send(o, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+    bed.send(cl, "CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n");
+    EXPECT_NE(bed.conn(cl).rx.find("HTTP/1.1 501 "), std::string::npos) << bed.conn(cl).rx;
+    const worker_proxy &px = bed.proxy();
+    uint64_t total = 0;
+    for (int route : {0, route_default, route_none})
+        for (unsigned cls = 1; cls <= 5; ++cls) total += px.route_responses(0, route, cls);
+    EXPECT_EQ(total, 3u);
+    EXPECT_EQ(px.route_responses(0, 0, 2), 1u);
+    EXPECT_EQ(px.route_responses(0, route_default, 4), 1u);
+    EXPECT_EQ(px.route_responses(0, route_none, 5), 1u);
+    finish(bed, {cl});
+}
+
 // 200 pipelined requests that each get a generated 404 (no route): all are
 // answered, in order, on the one connection, which stays open.
 TEST(Flow, ManyPipelinedGeneratedAnswersAreAllSent) {
     bed_options opt;
-    opt.toml =
-        "[[listener]]\nname = \"web\"\nport = 80\n"
-        "[[route]]\npath_prefix = \"/ok\"\nupstream = \"o\"\n"
-        "[[upstream]]\nname = \"o\"\n  [[upstream.server]]\n  address = \"10.0.0.2:8080\"\n"
-        "[[port]]\nname = \"p0\"\nprofile = \"net_tap\"\niface = \"ferry0\"\n"
-        "address = \"10.0.0.1/24\"\n";
+    opt.toml = routed_toml(false);
     proxy_bed bed(opt);
     const size_t cl = bed.connect();
     std::string reqs;

@@ -40,10 +40,14 @@ namespace ferry::proxy {
 [[nodiscard]] std::string_view host_without_port(std::string_view host) noexcept;
 
 // The upstream index a request goes to, or -1 (no route and no default:
-// 404). `host` without its port; `path` the origin-form target.
+// 404). `host` without its port; `path` the origin-form target. `route`
+// (optional) gets the index of the route that matched, route_default when
+// the listener's default_upstream took it, route_none when nothing did.
+inline constexpr int route_default = -1, route_none = -2;
 [[nodiscard]] int route_request(std::span<const config::route_config> routes,
                                 const config::listener_config &listener, int listener_index,
-                                std::string_view host, std::string_view path) noexcept;
+                                std::string_view host, std::string_view path,
+                                int *route = nullptr) noexcept;
 
 // One server of an upstream as a balancer sees it now.
 struct server_view {

@@ -502,6 +502,13 @@ public:
     // Parsed requests, their head's first byte -> the end of the response
     // (or of the exchange, cut or refused).
     [[nodiscard]] const latency_histogram &request_latency() const noexcept { return req_hist_; }
+    // Parsed requests' final statuses by listener, route and class (cls 1..5
+    // for 1xx..5xx), this lcore; `route` an index into the configuration's
+    // routes, or balance.h's route_default (the listener's default_upstream)
+    // or route_none (no route: 404, or refused before routing). Any thread.
+    [[nodiscard]] uint64_t route_responses(size_t listener, int route, unsigned cls) const noexcept {
+        return route_ctr_[route_slot(listener, route) * 5 + (cls - 1)].get();
+    }
     // server_counters of upstream u, server s.
     [[nodiscard]] const server_counters &server(size_t u, size_t s) const noexcept {
         return srv_ctr_[u][s];
@@ -776,6 +783,12 @@ private:
 
     http_counters ctr_;
     latency_histogram req_hist_;
+    // route_responses(): (listeners x (routes + 2)) x 5 classes, allocated once.
+    std::unique_ptr<counter[]> route_ctr_;
+    size_t route_stride_ = 2;  // routes + 2
+    [[nodiscard]] size_t route_slot(size_t listener, int route) const noexcept {
+        return listener * route_stride_ + static_cast<size_t>(route + 2);
+    }
     std::vector<std::unique_ptr<server_counters[]>> srv_ctr_;
     std::vector<std::unique_ptr<upstream_state>> ups_;
 

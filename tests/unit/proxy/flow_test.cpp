@@ -317,6 +317,11 @@ TEST(Flow, AnswersAreCountedByListenerRouteAndClass) {
     EXPECT_EQ(px.route_responses(0, 0, 2), 1u);
     EXPECT_EQ(px.route_responses(0, route_default, 4), 1u);
     EXPECT_EQ(px.route_responses(0, route_none, 5), 1u);
+    // The request histogram has all three: a generated answer without an
+    // access log was not in it before (its end was the access log's only).
+    uint64_t observed = 0;
+    for (const auto &b : px.request_latency().in_bucket) observed += b.get();
+    EXPECT_EQ(observed, 3u);
     finish(bed, {cl});
 }
 

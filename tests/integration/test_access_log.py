@@ -36,8 +36,14 @@ PY_PORT, DEAD_PORT = 9000, 9004
 WRK_S = int(os.environ.get("FERRY_ALOG_WRK_S", "3"))
 
 
+METRICS = "127.0.0.1:9181"
+
+
 def config(log_path, fmt):
     return f"""
+[admin]
+metrics_address = "{METRICS}"
+
 [tcp]
 max_connections = 4096
 time_wait_ms = 1000
@@ -134,6 +140,22 @@ JSON_KEYS = ["time", "timestamp", "client", "client_port", "request", "method", 
              "request_body_bytes", "request_time", "upstream", "upstream_addr",
              "upstream_connect_time", "upstream_header_time", "lcore", "cross_core", "aborted",
              "timeout", "reason", "parsed", "truncated"]
+
+
+ROUTE_SAMPLE = re.compile(r'^ferry_http_route_responses_total\{listener="([^"]*)",'
+                          r'route="([^"]*)",class="([1-5]xx)"\} (\d+)$')
+
+
+def route_counts(ns):
+    """ferry_http_route_responses_total from /metrics: {(listener, route, class): n}."""
+    r = ns.run(["curl", "-s", "--max-time", "20", f"http://{METRICS}/metrics"], check=False,
+               timeout=30)
+    out = {}
+    for ln in r.stdout.splitlines():
+        m = ROUTE_SAMPLE.match(ln)
+        if m:
+            out[m.group(1), m.group(2), m.group(3)] = int(m.group(4))
+    return out
 
 
 def settle(f):
@@ -234,6 +256,7 @@ def phase_combined(tmp):
               "wrk burst: all 2xx")
         wrk_requests = int(m.group(1))
         s = settle(f)
+        rr = route_counts(ns)
         t_end = time.time()
         print(f"  /ferry/http: requests {s['requests']} rejected {s['requests_rejected']} "
               f"access_log_records {s['access_log_records']} dropped {s['access_log_dropped']}")
@@ -257,6 +280,17 @@ def phase_combined(tmp):
     for t, st in want.items():
         rq = only(recs, lambda x: target(x) == t, t)
         check(int(rq["status"]) == st, f"{t}: status {rq['status']} (want {st})")
+    # ferry_http_route_responses_total (issue 19): by class, the access log's
+    # lines less the heads that never parsed (rejected: 400, not routed);
+    # by route, what send_mix sent there (the shared pool's hand-overs too).
+    by_class = {c: sum(n for k, n in rr.items() if k[2] == c) for c in ("2xx", "4xx", "5xx")}
+    in_log = {c: sum(1 for x in recs if x["status"][0] == c[0]) for c in by_class}
+    in_log["4xx"] -= s["requests_rejected"]
+    check(by_class == in_log, f"route counts by class {by_class} = the log's parsed lines {in_log}")
+    check(rr.get(("web", "/shared/", "2xx")) == 12 and rr.get(("web", "/dead", "5xx")) == 1
+          and rr.get(("bare", "none", "4xx")) == 1 and rr.get(("web", "default", "2xx"), 0) > 0,
+          "route counts: 12 on web /shared/ (handed across too), the 502 on /dead, the 404 on "
+          f"bare's none: {sorted((k, n) for k, n in rr.items() if n)}")
     get0 = only(recs, lambda x: target(x) == "/hello?id=c-get0", "GET")
     check(get0["request"] == "GET /hello?id=c-get0 HTTP/1.1" and get0["up"] == "py"
           and get0["us"] == f"{PEER_ADDR}:{PY_PORT}" and get0["uct"] != "-" and get0["urt"] != "-"

@@ -664,7 +664,7 @@ void worker_proxy::free_client(client &c, uint64_t now) noexcept {
         c.h = net::tcp_handle{};
     }
     c.used = false;
-    --listener_active_[c.listener];
+    listener_ctr(c.listener, l_active).dec();
     ctr_.client_closed.inc();
     clients_.give(clients_.index_of(c));
 }

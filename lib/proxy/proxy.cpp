@@ -70,7 +70,7 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     reserved_base_ += sizeof(block_pool) + heads_->reserved_bytes();
     scratch_ = reserve<char>(reserved_base_, scratch_size);
     redrive_.reserve(max_clients_);
-    listener_active_.assign(cfg.listeners.size(), 0);
+    listener_ctr_ = std::make_unique<counter[]>((cfg.listeners.size() + 1) * l_n);
     route_stride_ = cfg.routes.size() + 2;
     route_ctr_ = std::make_unique<counter[]>(std::max<size_t>(1, cfg.listeners.size()) *
                                              route_stride_ * 5);
@@ -268,8 +268,9 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
         return;
     }
     const auto &lc = cfg_.listeners[li];
-    if (lc.max_connections != 0 && listener_active_[li] >= lc.max_connections) {
+    if (lc.max_connections != 0 && listener_ctr(li, l_active).get() >= lc.max_connections) {
         ctr_.client_refused_limit.inc();
+        listener_ctr(li, l_refused).inc();
         layer.abort(n.h, now);
         return;
     }
@@ -307,7 +308,8 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     c.queued = c.remote = c.xbroken = false;
     c.q_head = nullptr;
     slot_owner_[port][n.h.index] = idx;
-    ++listener_active_[li];
+    listener_ctr(li, l_active).inc();
+    listener_ctr(li, l_accepted).inc();
     ctr_.client_accepted.inc();
     if (grace_) ctr_.drain_grace_accepted.inc();
     timers_.arm(c.timer, header_deadline(now));

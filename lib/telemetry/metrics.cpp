@@ -473,6 +473,38 @@ void render_route_responses(exposition &e, const process_view &v) {
     }
 }
 
+void render_listeners(exposition &e, const process_view &v) {
+    bool any = false;
+    for (const lcore_view &l : v.lcores) any = any || l.proxy != nullptr;
+    if (!any) return;
+    const auto &ls = v.cfg->listeners;
+    struct fam {
+        const char *name, *type, *help;
+        uint64_t (proxy::worker_proxy::*get)(size_t) const noexcept;
+    };
+    static constexpr fam fams[] = {
+        {"ferry_http_listener_connections_total", "counter",
+         "client connections accepted on the listener, all lcores",
+         &proxy::worker_proxy::listener_accepted},
+        {"ferry_http_listener_refused_total", "counter",
+         "client connections reset because the listener's max_connections (per lcore) was "
+         "reached, all lcores",
+         &proxy::worker_proxy::listener_refused},
+        {"ferry_http_listener_active_connections", "gauge",
+         "client connections open now on the listener, all lcores",
+         &proxy::worker_proxy::listener_active},
+    };
+    for (const fam &f : fams) {
+        e.family(f.name, f.type, f.help);
+        for (size_t li = 0; li < ls.size(); ++li) {
+            uint64_t n = 0;
+            for (const lcore_view &l : v.lcores)
+                if (l.proxy != nullptr) n += (l.proxy->*f.get)(li);
+            e.sample(labels().add("listener", ls[li].name).str(), n);
+        }
+    }
+}
+
 void render_upstreams(exposition &e, const process_view &v) {
     if (v.proxy_shared == nullptr)
         return;
@@ -626,6 +658,7 @@ std::string render_metrics(const process_view &v) {
     render_http(e, v);
     render_request_latency(e, v);
     render_route_responses(e, v);
+    render_listeners(e, v);
     render_upstreams(e, v);
     render_rings(e, v);
     render_exporter(e, v);

@@ -764,6 +764,14 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
           and by_route["default"] == requests_sent and by_route["none"] == 0,
           f"ferry_http_route_responses_total{{listener,route,class}}: {requests_sent} answers "
           f"on route default, none elsewhere ({by_route})")
+    # Per listener: one series each for "web", accepted >= telemetry's sum
+    # (scraped after it), none refused, none open after the load.
+    web = (("listener", "web"),)
+    acc = samples(fams, "ferry_http_listener_connections_total")
+    check(set(acc) == {web} and acc[web] >= tel["/ferry/http"]["sum"]["client_accepted"] > 0
+          and samples(fams, "ferry_http_listener_refused_total") == {web: 0}
+          and fams["ferry_http_listener_active_connections"]["type"] == "gauge",
+          f"ferry_http_listener_*{{listener}}: web accepted {acc.get(web)}, refused 0")
     h = hist("ferry_upstream_response_seconds")
     key = tuple(sorted(srv))
     check(h[("_count", None, key)] == requests_sent

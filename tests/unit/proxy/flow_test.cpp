@@ -325,6 +325,26 @@ TEST(Flow, AnswersAreCountedByListenerRouteAndClass) {
     finish(bed, {cl});
 }
 
+// Per listener: connections accepted, open now, and reset at its
+// max_connections (ferry_http_listener_*).
+TEST(Flow, AListenerCountsItsConnectionsAndTheOnesItRefuses) {
+    bed_options opt;
+    opt.toml = routed_toml(true);
+    opt.toml.insert(opt.toml.find("port = 80\n") + 10, "max_connections = 2\n");
+    proxy_bed bed(opt);
+    const size_t a = bed.connect();
+    const size_t b = bed.connect();
+    const size_t c = bed.connect();  // the handshake completes; ferry resets it
+    EXPECT_TRUE(bed.conn(c).closed);
+    const worker_proxy &px = bed.proxy();
+    EXPECT_EQ(px.listener_accepted(0), 2u);
+    EXPECT_EQ(px.listener_refused(0), 1u);
+    EXPECT_EQ(px.listener_active(0), 2u);
+    bed.close(a);
+    EXPECT_EQ(px.listener_active(0), 1u);
+    finish(bed, {b});
+}
+
 // 200 pipelined requests that each get a generated 404 (no route): all are
 // answered, in order, on the one connection, which stays open.
 TEST(Flow, ManyPipelinedGeneratedAnswersAreAllSent) {

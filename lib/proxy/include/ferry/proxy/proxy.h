@@ -509,6 +509,18 @@ public:
     [[nodiscard]] uint64_t route_responses(size_t listener, int route, unsigned cls) const noexcept {
         return route_ctr_[route_slot(listener, route) * 5 + (cls - 1)].get();
     }
+    // Per listener (an index into the configuration's listeners), this
+    // lcore: client connections open now, accepted, and reset because the
+    // listener's max_connections was reached. Any thread.
+    [[nodiscard]] uint64_t listener_active(size_t l) const noexcept {
+        return listener_ctr_[l * l_n + l_active].get();
+    }
+    [[nodiscard]] uint64_t listener_accepted(size_t l) const noexcept {
+        return listener_ctr_[l * l_n + l_accepted].get();
+    }
+    [[nodiscard]] uint64_t listener_refused(size_t l) const noexcept {
+        return listener_ctr_[l * l_n + l_refused].get();
+    }
     // server_counters of upstream u, server s.
     [[nodiscard]] const server_counters &server(size_t u, size_t s) const noexcept {
         return srv_ctr_[u][s];
@@ -803,7 +815,11 @@ private:
     uint32_t max_clients_ = 0, max_upconns_ = 0;
     // The pending-head list (pending_head_begin): head, tail, length, cap.
     uint32_t ph_head_ = UINT32_MAX, ph_tail_ = UINT32_MAX, ph_n_ = 0, ph_cap_ = 0;
-    std::vector<uint32_t> listener_active_;  // open clients per listener (this lcore)
+    // Per listener, this lcore, three each: open clients, clients accepted,
+    // connections reset at its max_connections (listener_*() read them).
+    enum : size_t { l_active, l_accepted, l_refused, l_n };
+    std::unique_ptr<counter[]> listener_ctr_;
+    [[nodiscard]] counter &listener_ctr(size_t l, size_t k) noexcept { return listener_ctr_[l * l_n + k]; }
     // Which object each TCP slot serves, per port: index | kind bit, or none.
     std::vector<std::unique_ptr<uint32_t[]>> slot_owner_;
     // Scratch for serializing heads.

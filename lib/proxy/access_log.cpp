@@ -102,7 +102,7 @@ void worker_proxy::al_unparsed(client &c, uint64_t now) noexcept {
 // one arrives in on_client_message). urt/uct count from the moment the
 // request was given to the connection (u.t_sent); a reused connection's
 // connect time is 0.
-void worker_proxy::al_head(client &c, const upconn &u, uint16_t status, uint64_t now) noexcept {
+void worker_proxy::al_head(client &c, const upconn &u, uint64_t now) noexcept {
     access_record &r = al_rec(c);
     if (r.urt_ns == access_record::no_time) {
         r.urt_ns = now - std::min(now, u.t_sent);
@@ -110,7 +110,6 @@ void worker_proxy::al_head(client &c, const upconn &u, uint16_t status, uint64_t
                    : u.t_conn != 0     ? u.t_conn - std::min(u.t_conn, u.t_sent)
                                        : access_record::no_time;
     }
-    if (status >= 200) c.al_status = status;
 }
 
 // Every request's end (answered, cut or refused) comes here, access log or
@@ -121,7 +120,7 @@ void worker_proxy::al_end(client &c, uint16_t status_if_none, bool aborted, uint
         c.t_started = 0;
         const uint16_t status = c.al_status != 0 ? c.al_status : status_if_none;
         if (status >= 100 && status < 600)
-            route_ctr_[route_slot(c.listener, c.route) * 5 + (status / 100 - 1)].inc();
+            route_ctr_[route_index(c.listener, c.route, status / 100u)].inc();
     }
     if (!c.al_open) return;  // never set without a sink
     c.al_open = false;

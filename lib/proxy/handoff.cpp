@@ -206,7 +206,7 @@ void worker_proxy::on_client_message(unsigned from, xcore::message &m, uint64_t 
                 c.resp_framed = (m.flags & xf_framed) != 0;
             }
             if (m.arg != 0 && !(m.flags & xf_interim))
-                c.al_status = static_cast<uint16_t>(m.arg & 0xffff);  // the per-route counts
+                c.al_status = static_cast<uint16_t>(m.arg & 0xffff);  // al_end's, access log or not
             if (m.arg != 0 && c.al_open) {
                 // A response head (proxy.h): its status and connect time.
                 access_record &r = al_rec(c);
@@ -215,7 +215,6 @@ void worker_proxy::on_client_message(unsigned from, xcore::message &m, uint64_t 
                     const uint32_t uct_ms = m.arg >> 16;
                     r.uct_ns = uct_ms == 0xffff ? access_record::no_time : uint64_t(uct_ms) * ms;
                 }
-                if (!(m.flags & xf_interim)) c.al_status = static_cast<uint16_t>(m.arg & 0xffff);
             }
             const int r = push_credited(c, m.mbuf, now);
             m.mbuf = nullptr;

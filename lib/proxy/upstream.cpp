@@ -319,8 +319,8 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     uint32_t head_arg = resp.status;
     if (cp != nullptr) {
         client &c = *cp;
-        if (c.al_open) al_head(c, u, resp.status, now);
-        if (resp.status >= 200) c.al_status = resp.status;  // the per-route counts
+        if (c.al_open) al_head(c, u, now);
+        if (resp.status >= 200) c.al_status = resp.status;  // al_end's, access log or not
         if (!push(c, head, now)) {  // the client's out queue is full
             ctr_.no_buffer.inc();
             upconn_failed(u, 503, term_reason::no_resources, false, now);

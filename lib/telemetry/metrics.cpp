@@ -431,10 +431,15 @@ std::string route_label(const config::route_config &r) {
     return s + r.path_prefix;
 }
 
+// Whether some lcore runs the HTTP proxy (a [[listener]] is configured).
+bool has_proxy(const process_view &v) {
+    for (const lcore_view &l : v.lcores)
+        if (l.proxy != nullptr) return true;
+    return false;
+}
+
 void render_route_responses(exposition &e, const process_view &v) {
-    bool any = false;
-    for (const lcore_view &l : v.lcores) any = any || l.proxy != nullptr;
-    if (!any) return;
+    if (!has_proxy(v)) return;
     const auto &ls = v.cfg->listeners;
     const auto &rs = v.cfg->routes;
     e.family("ferry_http_route_responses_total", "counter",
@@ -474,9 +479,7 @@ void render_route_responses(exposition &e, const process_view &v) {
 }
 
 void render_listeners(exposition &e, const process_view &v) {
-    bool any = false;
-    for (const lcore_view &l : v.lcores) any = any || l.proxy != nullptr;
-    if (!any) return;
+    if (!has_proxy(v)) return;
     const auto &ls = v.cfg->listeners;
     struct fam {
         const char *name, *type, *help;

@@ -507,7 +507,7 @@ public:
     // routes, or balance.h's route_default (the listener's default_upstream)
     // or route_none (no route: 404, or refused before routing). Any thread.
     [[nodiscard]] uint64_t route_responses(size_t listener, int route, unsigned cls) const noexcept {
-        return route_ctr_[route_slot(listener, route) * 5 + (cls - 1)].get();
+        return route_ctr_[route_index(listener, route, cls)].get();
     }
     // Per listener (an index into the configuration's listeners), this
     // lcore: client connections open now, accepted, and reset because the
@@ -581,7 +581,7 @@ private:
     // final response head went out). All are no-ops without a sink.
     void al_begin(client &c, const http::request &req, uint64_t now) noexcept;
     void al_unparsed(client &c, uint64_t now) noexcept;
-    void al_head(client &c, const upconn &u, uint16_t status, uint64_t now) noexcept;
+    void al_head(client &c, const upconn &u, uint64_t now) noexcept;
     void al_end(client &c, uint16_t status_if_none, bool aborted, uint64_t now) noexcept;
     access_record &al_rec(const client &c) noexcept;
     // The record's termination reason, unless one was found before (the
@@ -798,8 +798,9 @@ private:
     // route_responses(): (listeners x (routes + 2)) x 5 classes, allocated once.
     std::unique_ptr<counter[]> route_ctr_;
     size_t route_stride_ = 2;  // routes + 2
-    [[nodiscard]] size_t route_slot(size_t listener, int route) const noexcept {
-        return listener * route_stride_ + static_cast<size_t>(route + 2);
+    // cls 1..5: 1xx..5xx.
+    [[nodiscard]] size_t route_index(size_t listener, int route, unsigned cls) const noexcept {
+        return (listener * route_stride_ + static_cast<size_t>(route + 2)) * 5 + (cls - 1);
     }
     std::vector<std::unique_ptr<server_counters[]>> srv_ctr_;
     std::vector<std::unique_ptr<upstream_state>> ups_;

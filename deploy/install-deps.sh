@@ -12,6 +12,8 @@ packages=(
   # test bed: namespaces, clients, origin, model checker
   iproute2 iputils-ping iputils-arping nftables procps
   python3 curl wrk nginx-light haproxy spin
+  # promtool (test_observability lints the /metrics output with it)
+  prometheus
   # open-loop load for the wakeup sweep (perf/bench --wakeup-sweep): h2load
   nghttp2-client
   # benchmark plots (perf/plot.py)

@@ -125,7 +125,7 @@ void stack::input_frame(rte_mbuf *m, uint64_t now_ns) noexcept {
     // Our MAC or broadcast; no multicast group is joined.
     if (eth.dst != cfg_.mac) {
         if (!eth.dst.is_multicast()) {
-            drop(m, ctr_.eth_drop_not_for_us);
+            drop(m, ctr_.eth_drop_not_ours);
             return;
         }
         if (!eth.dst.is_broadcast()) {
@@ -178,7 +178,7 @@ void stack::input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) 
     if (a.sender_ip == cfg_.addr) {
         // Another host uses our address (RFC 5227 §2.4), or our own announcement
         // came back. Never learn it. Defending the address is not implemented.
-        drop(m, a.sender_hw == cfg_.mac ? ctr_.arp_drop_not_for_us : ctr_.arp_conflict);
+        drop(m, a.sender_hw == cfg_.mac ? ctr_.arp_drop_not_ours : ctr_.arp_conflict);
         return;
     }
     const bool for_us = a.target_ip == cfg_.addr;
@@ -196,7 +196,7 @@ void stack::input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) 
         }
     }
     if (!for_us) {
-        drop(m, ctr_.arp_drop_not_for_us);
+        drop(m, ctr_.arp_drop_not_ours);
         return;
     }
     if (a.op == arp_op::reply) {
@@ -263,7 +263,7 @@ void stack::input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
         // RFC 1122 §3.2.2.6 lets a host ignore broadcast echo requests.
         const bool group =
             ip.dst.is_broadcast() || ip.dst.is_multicast() || ip.dst == subnet_bcast_;
-        drop(m, group ? ctr_.ipv4_drop_broadcast : ctr_.ipv4_drop_not_for_us);
+        drop(m, group ? ctr_.ipv4_drop_broadcast : ctr_.ipv4_drop_not_ours);
         return;
     }
     // RFC 1122 §3.3.6: "A host SHOULD silently discard a datagram that is

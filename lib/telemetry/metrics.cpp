@@ -141,6 +141,7 @@ struct labelled_split {
     std::string_view family;  // "ferry_http_responses_total"
     std::string_view label;   // "class"
     std::string_view help;
+    std::string_view except = {};  // a field with the prefix that keeps its own family
 };
 
 // One counter family per field of an X-macro table, one sample per block;
@@ -156,7 +157,7 @@ void counter_group(exposition &e, std::string_view group, const Fields &fields,
         return;
     auto in_split = [&](std::string_view name) {
         for (const labelled_split &s : splits)
-            if (name.starts_with(s.prefix)) return true;
+            if (name.starts_with(s.prefix) && name != s.except) return true;
         return false;
     };
     for (const auto &f : fields) {
@@ -177,7 +178,7 @@ void counter_group(exposition &e, std::string_view group, const Fields &fields,
         for (const auto &[lbl, b] : blocks)
             for (const auto &f : fields) {
                 const std::string_view name = f.name;
-                if (!name.starts_with(s.prefix)) continue;
+                if (!name.starts_with(s.prefix) || name == s.except) continue;
                 // The block's labels ({lcore="1"}) with the split's added.
                 std::string ls = lbl.empty() ? std::string("{") : lbl.substr(0, lbl.size() - 1) + ",";
                 ls += std::string(s.label) + "=\"" + std::string(name.substr(s.prefix.size())) + "\"}";
@@ -346,6 +347,13 @@ void render_http(exposition &e, const process_view &v) {
          "responses sent to clients, by status class (generated ones included)"},
         {"generated_", "ferry_http_generated_responses_total", "code",
          "error responses ferry generated, by status code (/ferry/http generated_<code>)"},
+        // timeouts_upstream is the sum of the five upstream kinds: its own family,
+        // so that sum(ferry_http_timeouts_total) counts each timeout once.
+        {"timeouts_", "ferry_http_timeouts_total", "kind",
+         "requests and connections ended by a timeout, by kind (header, idle, body: client "
+         "side; connect, write, response, read, total: upstream side; /ferry/http "
+         "timeouts_<kind>)",
+         "timeouts_upstream"},
     };
     counter_group(e, "http", proxy::http_counter_fields, hc, http_splits);
     e.family("ferry_http_rejected_total", "counter",

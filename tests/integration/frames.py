@@ -87,9 +87,9 @@ KINDS = {
     "bad_icmp_cksum": (lambda d, s: frame(d, s, ipv4(icmp_echo(bad_cksum=True), SRC, DST)),
                        "icmp_drop_bad_checksum"),
     "other_mac": (lambda d, s: frame("02:11:22:33:44:55", s, ipv4(icmp_echo(), SRC, DST)),
-                  "eth_drop_not_for_us"),
+                  "eth_drop_not_ours"),
     "not_our_ip": (lambda d, s: frame(d, s, ipv4(icmp_echo(), SRC, "10.77.0.9")),
-                   "ipv4_drop_not_for_us"),
+                   "ipv4_drop_not_ours"),
     "unknown_proto": (lambda d, s: frame(d, s, ipv4(b"\0" * 8, SRC, DST, proto=253)),
                       "ipv4_drop_unknown_protocol"),
 }

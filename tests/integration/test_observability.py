@@ -25,6 +25,7 @@ namespace), the Python origin (tests/integration/origin.py) behind a
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -657,14 +658,20 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
     http_names = set(tel["/ferry/http"]["sum"])
     # Status classes and generated codes are labels of one family each
     # (issue 19, item 7), not names.
-    split = {n for n in http_names if re.fullmatch(r"responses_[1-5]xx|generated_\d{3}", n)}
+    # So are the timeouts' kinds; timeouts_upstream (the sum of the five upstream
+    # kinds) keeps a family of its own, so that a sum() counts each timeout once.
+    split = {n for n in http_names
+             if re.fullmatch(r"responses_[1-5]xx|generated_\d{3}|timeouts_[a-z]+", n)
+             and n != "timeouts_upstream"}
     check(len(split) >= 9, f"telemetry: /ferry/http has the status classes and codes ({sorted(split)})")
     group("ferry_http_", http_names - split, per_lcore,
           {(("lcore", k[5:]),): tel["/ferry/http"][k] for k in lcore_keys()})
-    stale = [n for n in fams if re.fullmatch(r"ferry_http_(responses_[1-5]xx|generated_\d{3})_total", n)]
+    stale = [n for n in fams if re.fullmatch(
+        r"ferry_http_(responses_[1-5]xx|generated_\d{3}|timeouts_(?!upstream_)[a-z]+)_total", n)]
     check(not stale, f"metrics: no per-status names left ({stale})")
     for fam_name, label, pre in (("ferry_http_responses_total", "class", "responses_"),
-                                 ("ferry_http_generated_responses_total", "code", "generated_")):
+                                 ("ferry_http_generated_responses_total", "code", "generated_"),
+                                 ("ferry_http_timeouts_total", "kind", "timeouts_")):
         s = samples(fams, fam_name)
         want = {tuple(sorted({("lcore", c), (label, n[len(pre):])})) for c in lc
                 for n in split if n.startswith(pre)}
@@ -821,6 +828,19 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
     check(by("ferry_exporter_scrapes_total") >= 1, "ferry_exporter_scrapes_total counts this scrape")
 
 
+def check_promtool(body):
+    """Prometheus's own linter on the scrape (issue 19): names, units, suffixes,
+    HELP and TYPE as the naming guide has them. deploy/install-deps.sh installs
+    Debian's prometheus package, which carries promtool."""
+    promtool = shutil.which("promtool")
+    check(promtool is not None, "promtool is installed (deploy/install-deps.sh: prometheus)")
+    r = subprocess.run([promtool, "check", "metrics"], input=body, text=True,
+                       capture_output=True, timeout=60)
+    problems = (r.stdout + r.stderr).strip()
+    check(r.returncode == 0 and not problems,
+          f"promtool check metrics: exit {r.returncode}" + (f"\n{problems}" if problems else ""))
+
+
 def main():
     require_root()
     self_test_parser()
@@ -880,6 +900,7 @@ print(s.recv(100).split(b"\\r\\n")[0].decode())
             nseries = sum(len(x["samples"]) for x in fams.values())
             check(True, f"the scrape parses strictly: {len(fams)} families, {nseries} series")
             check_metrics(ns, fams, tel, sent, rejected)
+            check_promtool(body)
 
             # (c)
             st, _, body = scrape(ns, "/nope")

@@ -198,7 +198,7 @@ TEST_F(StackTest, GratuitousArpUpdatesOnlyKnownEntries) {
     input(frame, 3);  // known: merged
     EXPECT_EQ(st_->neighbors().lookup(peer_ip, 3), mac_addr({0x02, 0, 0, 0, 0, 0x22}));
     EXPECT_EQ(count("neigh_updated"), 1u);
-    EXPECT_EQ(count("arp_drop_not_for_us"), 2u);
+    EXPECT_EQ(count("arp_drop_not_ours"), 2u);
     EXPECT_TRUE(take_tx().empty());
 }
 
@@ -387,7 +387,7 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         // Ethernet
         drop_case{"runt", bytes(10, 0), "eth_drop_runt"},
-        drop_case{"other_mac", eth_ip(icmp_ip(), {0x02, 0, 0, 0, 0, 0x03}), "eth_drop_not_for_us"},
+        drop_case{"other_mac", eth_ip(icmp_ip(), {0x02, 0, 0, 0, 0, 0x03}), "eth_drop_not_ours"},
         drop_case{"multicast_mac", eth_ip(icmp_ip(), {0x01, 0x00, 0x5e, 0, 0, 1}),
                   "eth_drop_multicast"},
         drop_case{
@@ -419,7 +419,7 @@ INSTANTIATE_TEST_SUITE_P(
         drop_case{"arp_not_for_us", eth_arp([](arp_spec &s) {
                       s.tpa = {10, 0, 0, 3};
                   }),
-                  "arp_drop_not_for_us"},
+                  "arp_drop_not_ours"},
         drop_case{"arp_conflict", eth_arp([](arp_spec &s) {
                       s.spa = {10, 0, 0, 1};
                   }),
@@ -442,7 +442,7 @@ INSTANTIATE_TEST_SUITE_P(
         drop_case{"ip_other_host", eth_ip(icmp_ip([](ipv4_spec &s) {
                       s.dst = {10, 0, 0, 9};
                   })),
-                  "ipv4_drop_not_for_us"},
+                  "ipv4_drop_not_ours"},
         drop_case{"ip_limited_broadcast",
                   eth_ip(icmp_ip([](ipv4_spec &s) {
                              s.dst = {255, 255, 255, 255};

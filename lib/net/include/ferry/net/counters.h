@@ -12,7 +12,7 @@
     X(eth_rx,                     "Ethernet frames received")                                    \
     X(eth_drop_runt,              "frames shorter than the 14-byte Ethernet header")             \
     X(eth_drop_header_split,      "multi-segment frames whose headers are not in the first segment") \
-    X(eth_drop_not_for_us,        "unicast frames for another MAC address")                      \
+    X(eth_drop_not_ours,          "unicast frames for another MAC address")                      \
     X(eth_drop_multicast,         "multicast (non-broadcast) frames")                            \
     X(eth_drop_bad_src,           "frames with a multicast source MAC address")                  \
     X(eth_drop_vlan,              "802.1Q/802.1ad tagged frames (VLANs are not supported)")      \
@@ -21,7 +21,7 @@
     X(arp_drop_malformed,         "ARP packets truncated or with wrong address lengths")         \
     X(arp_drop_unsupported,       "ARP packets for another hardware/protocol type or opcode")    \
     X(arp_drop_bad_sender,        "ARP packets with a group or zero sender MAC, or a multicast/loopback/240.0.0.0/4 sender IP") \
-    X(arp_drop_not_for_us,        "ARP packets whose target is not our address (after the RFC 826 merge)") \
+    X(arp_drop_not_ours,          "ARP packets whose target is not our address (after the RFC 826 merge)") \
     X(arp_conflict,               "ARP packets from another host claiming our address")          \
     X(arp_requests_answered,      "ARP requests for our address answered")                       \
     X(arp_replies_rx,             "ARP replies for our address received")                        \
@@ -53,7 +53,7 @@
     X(ipv4_frag_drop_too_many,    "IPv4 datagrams of more than 64 fragments, dropped")           \
     X(ipv4_frag_drop_evicted,     "IPv4 datagrams in reassembly dropped to make room (64 datagrams, 512 fragments)") \
     X(ipv4_frag_drop_timeout,     "IPv4 datagrams not complete within 30 s, dropped")            \
-    X(ipv4_drop_not_for_us,       "IPv4 datagrams for another unicast address")                  \
+    X(ipv4_drop_not_ours,         "IPv4 datagrams for another unicast address")                  \
     X(ipv4_drop_link_broadcast,   "unicast IPv4 datagrams received in a link-layer broadcast (RFC 1122 3.3.6)") \
     X(ipv4_drop_broadcast,        "IPv4 datagrams to a broadcast or multicast address")          \
     X(ipv4_drop_bad_src,          "IPv4 datagrams with a source that is not a unicast address of another host") \

@@ -53,11 +53,11 @@ ip netns exec "$ns" build/app/ferry -l "$lcores" --no-huge -m 512 --no-pci \
   --file-prefix "$prefix" -- >"$work/ferry.log" 2>&1 &
 ferry_pid=$!
 for _ in $(seq 300); do
-  grep -q "ferry.app: ready:" "$work/ferry.log" && break
+  grep -q "ferry.app: ready " "$work/ferry.log" && break
   kill -0 "$ferry_pid" 2>/dev/null || { cat "$work/ferry.log"; echo "ferry exited"; exit 1; }
   sleep 0.1
 done
-grep -q "ferry.app: ready:" "$work/ferry.log" || { cat "$work/ferry.log"; echo "ferry not ready"; exit 1; }
+grep -q "ferry.app: ready " "$work/ferry.log" || { cat "$work/ferry.log"; echo "ferry not ready"; exit 1; }
 grep "ferry\." "$work/ferry.log" | sed 's/^/    /'
 
 # The kernel side of ferry's tap is the demo network: it holds the origin.

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "ferry/base/log.h"
+#include "ferry/base/logfmt.h"
 #include "ferry/reactor/reactor.h"
 
 extern int ferry_logtype_app;
@@ -386,9 +387,12 @@ std::string access_log_writer::start() {
         return "[http] access_log " + path_ +
                ": cannot start the writer thread: " + errno_text(-rc);
     running_ = true;
-    FERRY_LOG(INFO, ferry_logtype_app, "app", "access log %s (%s), %u records per lcore ring",
-              path_.c_str(), std::string(config::to_string(format_)).c_str(),
-              sinks_.empty() ? 0u : sinks_[0]->capacity());
+    FERRY_LOG(INFO, ferry_logtype_app, "app", "%s",
+              logfmt("access log opened")
+                  .kv("path", path_)
+                  .kv("format", config::to_string(format_))
+                  .kv("ring_records", sinks_.empty() ? 0u : sinks_[0]->capacity())
+                  .c_str());
     return "";
 }
 
@@ -400,9 +404,12 @@ void access_log_writer::stop() noexcept {
         }
         pthread_join(thread_, nullptr);
         running_ = false;
-        FERRY_LOG(INFO, ferry_logtype_app, "app", "access log %s: %llu lines written, %llu lost",
-                  path_.c_str(), static_cast<unsigned long long>(lines_),
-                  static_cast<unsigned long long>(lost_));
+        FERRY_LOG(INFO, ferry_logtype_app, "app", "%s",
+                  logfmt("access log closed")
+                      .kv("path", path_)
+                      .kv("lines", lines_)
+                      .kv("lost", lost_)
+                      .c_str());
     }
     if (fd_ >= 0)
         close(fd_);
@@ -478,9 +485,12 @@ void access_log_writer::write_out() noexcept {
         const int64_t now = monotonic_s();
         if (now - last_warn_s_ >= 10) {
             last_warn_s_ = now;
-            FERRY_LOG(WARNING, ferry_logtype_app, "app",
-                      "access log %s: write failed: %s (%llu lines lost so far)", path_.c_str(),
-                      errno_text(e).c_str(), static_cast<unsigned long long>(lost_));
+            FERRY_LOG(WARNING, ferry_logtype_app, "app", "%s",
+                      logfmt("access log write failed")
+                          .kv("path", path_)
+                          .kv("error", errno_text(e))
+                          .kv("lost", lost_)
+                          .c_str());
         }
         buf_.clear();
         pending_lines_ = 0;
@@ -495,14 +505,18 @@ void access_log_writer::reopen() noexcept {
     write_out();  // what is formatted belongs to the old file
     const int fd = open_log(path_);
     if (fd < 0) {
-        FERRY_LOG(WARNING, ferry_logtype_app, "app",
-                  "access log %s: cannot reopen: %s (still writing to the old file)", path_.c_str(),
-                  errno_text(errno).c_str());
+        // Lines keep going to the old file.
+        FERRY_LOG(WARNING, ferry_logtype_app, "app", "%s",
+                  logfmt("access log reopen failed")
+                      .kv("path", path_)
+                      .kv("error", errno_text(errno))
+                      .kv("writing_to", "the old file")
+                      .c_str());
         return;
     }
     close(fd_);
     fd_ = fd;
-    FERRY_LOG(INFO, ferry_logtype_app, "app", "access log %s reopened", path_.c_str());
+    FERRY_LOG(INFO, ferry_logtype_app, "app", "%s", logfmt("access log reopened").kv("path", path_).c_str());
 }
 
 }  // namespace ferry::app

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "ferry/base/log.h"
+#include "ferry/base/logfmt.h"
 #include "ferry/reactor/reactor.h"
 
 RTE_LOG_REGISTER(ferry_logtype_events, ferry.events, INFO);
@@ -95,12 +96,14 @@ void event_log_writer::drain() noexcept {
     // the last of them left.
     limiter_->summaries(reactor::reactor::now_ns(), [&](size_t i, uint64_t n, bool down) {
         const auto [u, s] = who_[i];
-        FERRY_LOG(WARNING, ferry_logtype_events, "events",
-                  "server %s/%s: %llu state changes not logged in %llu s (rate limit); now %s",
-                  names_.upstreams[u].c_str(), names_.servers[u][s].c_str(),
-                  static_cast<unsigned long long>(n),
-                  static_cast<unsigned long long>(window_ns / 1'000'000'000ull),
-                  down ? "down" : "up");
+        const logfmt l = logfmt("server changes not logged")
+                             .kv("upstream", names_.upstreams[u])
+                             .kv("server", names_.servers[u][s])
+                             .kv("changes", n)
+                             .kv("window_seconds", window_ns / 1'000'000'000ull)
+                             .kv("reason", "rate limit")
+                             .kv("now", down ? "down" : "up");
+        FERRY_LOG(WARNING, ferry_logtype_events, "events", "%s", l.c_str());
         c.lines.inc();
     });
     for (auto &sink : sinks_)
@@ -120,18 +123,15 @@ void event_log_writer::line(const proxy::server_event &e) noexcept {
         return;
     }
     c.lines.inc();
-    const char *up_name = names_.upstreams[e.upstream].c_str();
-    const char *srv = names_.servers[e.upstream][e.server].c_str();
+    logfmt l(down ? "server down" : "server up");
+    l.kv("upstream", names_.upstreams[e.upstream]).kv("server", names_.servers[e.upstream][e.server]);
     if (down) {
-        FERRY_LOG(WARNING, ferry_logtype_events, "events", "server %s/%s down: %s (%u %s in a row)",
-                  up_name, srv, proxy::describe_cause(e).c_str(), e.fails,
-                  e.check ? (e.fails == 1 ? "check" : "checks")
-                          : (e.fails == 1 ? "failure" : "failures"));
-    } else if (since != 0 && e.t_ns >= since) {
-        FERRY_LOG(NOTICE, ferry_logtype_events, "events", "server %s/%s up (down %.1f s)", up_name,
-                  srv, double(e.t_ns - since) / 1e9);
+        // checks=N: failed health checks in a row; failures=N: failed requests.
+        l.kv("cause", proxy::describe_cause(e)).kv(e.check ? "checks" : "failures", e.fails);
+        FERRY_LOG(WARNING, ferry_logtype_events, "events", "%s", l.c_str());
     } else {
-        FERRY_LOG(NOTICE, ferry_logtype_events, "events", "server %s/%s up", up_name, srv);
+        if (since != 0 && e.t_ns >= since) l.kv("down_seconds", double(e.t_ns - since) / 1e9, 1);
+        FERRY_LOG(NOTICE, ferry_logtype_events, "events", "%s", l.c_str());
     }
 }
 

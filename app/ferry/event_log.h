@@ -3,9 +3,9 @@
 // server_events each tick_ms, passes them through the per-server rate limit
 // (proxy::event_limiter) and logs each line through rte_log (type ferry.events):
 //
-//   ferry.events: server <upstream>/<addr:port> down: <cause> (<n> failures in a row)
-//   ferry.events: server <upstream>/<addr:port> up (down <s> s)
-//   ferry.events: server <upstream>/<addr:port>: <n> state changes not logged in <w> s (rate limit); now <down|up>
+//   ferry.events: server down upstream=<name> server=<addr:port> cause="<cause>" checks|failures=<n>
+//   ferry.events: server up upstream=<name> server=<addr:port> down_seconds=<s>
+//   ferry.events: server changes not logged upstream=.. server=.. changes=<n> window_seconds=<w> reason="rate limit" now=<down|up>
 //
 // A worker never waits for it: a full ring drops the event and counts it
 // (events_dropped in /ferry/http). What the thread did is counted in

@@ -4,6 +4,7 @@
 #include <rte_log.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -25,20 +26,71 @@ const char *level_name(int level) {
     }
 }
 
+// Appends to a fixed buffer without the C library's formatting, so that a
+// signal handler may use it (log_from_signal_handler): write(2) and
+// clock_gettime(2) are async-signal-safe, snprintf and gmtime_r are not.
+struct line_buf {
+    char *p;
+    size_t cap, n = 0;
+    void put(const char *s) {
+        while (*s != '\0' && n < cap) p[n++] = *s++;
+    }
+    // `v` in at least `width` digits.
+    void num(unsigned long long v, int width) {
+        char d[24];
+        int k = 0;
+        do {
+            d[k++] = static_cast<char>('0' + v % 10);
+            v /= 10;
+        } while (v != 0);
+        while (k < width && k < 24) d[k++] = '0';
+        while (k > 0 && n < cap) p[n++] = d[--k];
+    }
+};
+
 // The prefix for `level` (RTE_LOG_*) at `unix_ns` on `lcore` (or -1), without
-// the trailing space.
-int format_log_prefix(char *buf, unsigned long size, long long unix_ns, int level, int lcore) {
-    const time_t secs = static_cast<time_t>(unix_ns / 1000000000LL);
-    tm t{};
-    gmtime_r(&secs, &t);
-    char lc[16];
+// the trailing space: "2026-12-05T03:10:00.123456Z INFO lcore=1". The civil
+// date from the day count is Howard Hinnant's days_to_civil.
+size_t format_log_prefix(char *buf, size_t size, long long unix_ns, int level, int lcore) {
+    line_buf b{buf, size};
+    const long long secs = unix_ns / 1000000000LL;
+    const long long days = secs / 86400, sod = secs % 86400;
+    const long long z = days + 719468;
+    const long long era = z / 146097;
+    const long long doe = z - era * 146097;
+    const long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const long long mp = (5 * doy + 2) / 153;
+    const long long day = doy - (153 * mp + 2) / 5 + 1;
+    const long long month = mp < 10 ? mp + 3 : mp - 9;
+    const long long year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+    b.num(static_cast<unsigned long long>(year), 4);
+    b.put("-");
+    b.num(static_cast<unsigned long long>(month), 2);
+    b.put("-");
+    b.num(static_cast<unsigned long long>(day), 2);
+    b.put("T");
+    b.num(static_cast<unsigned long long>(sod / 3600), 2);
+    b.put(":");
+    b.num(static_cast<unsigned long long>(sod / 60 % 60), 2);
+    b.put(":");
+    b.num(static_cast<unsigned long long>(sod % 60), 2);
+    b.put(".");
+    b.num(static_cast<unsigned long long>(unix_ns % 1000000000LL / 1000), 6);
+    b.put("Z ");
+    b.put(level_name(level));
+    b.put(" lcore=");
     if (lcore < 0)
-        std::snprintf(lc, sizeof lc, "-");
+        b.put("-");
     else
-        std::snprintf(lc, sizeof lc, "%d", lcore);
-    return std::snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ %s lcore=%s",
-                         t.tm_year + 1900, t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min,
-                         t.tm_sec, (unix_ns % 1000000000LL) / 1000, level_name(level), lc);
+        b.num(static_cast<unsigned long long>(lcore), 1);
+    return b.n;
+}
+
+long long unix_now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
 // Whether the next byte this thread writes starts a line.
@@ -96,15 +148,11 @@ ssize_t cookie_write(void *, const char *buf, size_t size) {
         char line[1024];
         size_t n = 0;
         if (at_line_start) {
-            timespec ts{};
-            clock_gettime(CLOCK_REALTIME, &ts);
             const unsigned lc = rte_lcore_id();
-            const int p = format_log_prefix(
-                line, sizeof line - 1,
-                static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec,
+            n = format_log_prefix(
+                line, sizeof line - 1, unix_now_ns(),
                 exp != nullptr ? static_cast<int>(RTE_LOG_INFO) : rte_log_cur_msg_loglevel(),
                 lc == LCORE_ID_ANY ? -1 : static_cast<int>(lc));
-            n = p > 0 ? static_cast<size_t>(p) : 0;
             line[n++] = ' ';
         }
         size_t body = end - off;
@@ -132,6 +180,20 @@ ssize_t cookie_write(void *, const char *buf, size_t size) {
 }
 
 }  // namespace
+
+void log_from_signal_handler(int level, const char *message) noexcept {
+    const int saved = errno;
+    char line[512];
+    const unsigned lc = rte_lcore_id();
+    line_buf b{line, sizeof line - 1};
+    b.n = format_log_prefix(line, sizeof line - 1, unix_now_ns(), level,
+                            lc == LCORE_ID_ANY ? -1 : static_cast<int>(lc));
+    b.put(" ");
+    b.put(message);
+    line[b.n++] = '\n';
+    (void)write_all(line, b.n);
+    errno = saved;
+}
 
 bool install_log_stream() {
     cookie_io_functions_t io{};

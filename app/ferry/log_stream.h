@@ -14,4 +14,8 @@ namespace ferry::app {
 // (rte_log then keeps its default, stderr without prefixes).
 bool install_log_stream();
 
+// One line in the same form from a signal handler (async-signal-safe: no
+// stdio, no rte_log): `message` is "ferry.<area>: <event> key=value ...".
+void log_from_signal_handler(int level, const char *message) noexcept;
+
 }  // namespace ferry::app

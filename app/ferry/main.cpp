@@ -23,6 +23,7 @@
 #include "log_stream.h"
 #include "preflight.h"
 #include "ferry/base/log.h"
+#include "ferry/base/logfmt.h"
 #include "ferry/telemetry/commands.h"
 #include "ferry/telemetry/exporter.h"
 #include "ferry_build_config.h"
@@ -50,14 +51,11 @@ void on_stop_signal(int) { stop_requested.request(); }
 void on_reopen_signal(int) { access_log_writer::request_reopen(); }
 // Without an access log SIGHUP has nothing to do; its default action would
 // end ferry and drop every connection (an operator's `kill -HUP` habit, a
-// `systemctl reload`). Said on stderr with write(2), async-signal-safe.
+// `systemctl reload`). Logged with write(2), async-signal-safe.
 void on_idle_hup(int) {
-    static constexpr char msg[] =
-        "ferry.app: SIGHUP: no access log to reopen, ignored (a changed configuration "
-        "needs a restart)\n";
-    const int saved = errno;
-    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-    errno = saved;
+    log_from_signal_handler(RTE_LOG_NOTICE,
+                            "ferry.app: sighup ignored cause=\"no access log to reopen\" "
+                            "note=\"a changed configuration needs a restart\"");
 }
 void ignore_signal(int) {}
 
@@ -130,10 +128,12 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
     tc.tx_cksum_offload =
         cfg.tcp.tx_checksum_offload && (p.tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_CKSUM) != 0;
     if (cfg.tcp.tx_checksum_offload && !tc.tx_cksum_offload)
-        APP_LOG(WARNING,
-                "port %s: tcp.tx_checksum_offload set but the port has no tcp_cksum tx "
-                "offload: checksums in software",
-                p.spec.name.c_str());
+        APP_LOG(WARNING, "%s",
+                logfmt("tcp checksums in software")
+                    .kv("port", p.spec.name)
+                    .kv("cause", "tcp.tx_checksum_offload set but the port has no tcp_cksum tx "
+                                 "offload")
+                    .c_str());
     tc.tx_chains = (p.tx_offloads & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
     // RFC 9293 §3.7.1: MSS = MTU - 20 (IPv4) - 20 (TCP).
     tc.conn.mss = static_cast<uint16_t>(p.spec.mtu - 40);
@@ -201,40 +201,63 @@ void warn_about_ports(const std::vector<net::port> &ports, config::wakeup_mode m
                     far += (far.empty() ? "" : ",") + std::to_string(lcore_id);
             }
             if (!far.empty())
-                APP_LOG(WARNING,
-                        "port %s (%s) is on NUMA node %d but lcores %s are not: their "
-                        "packets cross the interconnect; pick -l CPUs of node %d "
-                        "(lscpu -e, /sys/bus/pci/devices/%s/numa_node)",
-                        p.spec.name.c_str(), p.dev_name.c_str(), port_socket, far.c_str(),
-                        port_socket, p.spec.pci_addr.empty() ? "<pci>" : p.spec.pci_addr.c_str());
+                APP_LOG(WARNING, "%s",
+                        logfmt("lcores on another numa node")
+                            .kv("port", p.spec.name)
+                            .kv("device", p.dev_name)
+                            .kv("numa_node", unsigned(port_socket))
+                            .kv("lcores", far)
+                            .kv("cost", "their packets cross the interconnect")
+                            .kv("fix", "pick -l CPUs of node " + std::to_string(port_socket) +
+                                           " (lscpu -e, /sys/bus/pci/devices/" +
+                                           (p.spec.pci_addr.empty() ? "<pci>" : p.spec.pci_addr) +
+                                           "/numa_node)")
+                            .c_str());
         }
-        if (p.spec.fault.enabled())
-            APP_LOG(WARNING,
-                    "port %s: FAULT INJECTION on ([port.fault]): rx drop %g dup %g reorder %g, tx "
-                    "drop %g dup %g reorder %g — a test setting, never for production",
-                    p.spec.name.c_str(), p.spec.fault.rx_drop, p.spec.fault.rx_duplicate,
-                    p.spec.fault.rx_reorder, p.spec.fault.tx_drop, p.spec.fault.tx_duplicate,
-                    p.spec.fault.tx_reorder);
+        if (p.spec.fault.enabled()) {
+            const auto &fi = p.spec.fault;
+            APP_LOG(WARNING, "%s",
+                    logfmt("fault injection on")
+                        .kv("port", p.spec.name)
+                        .kv("rx_drop", fi.rx_drop, 4)
+                        .kv("rx_duplicate", fi.rx_duplicate, 4)
+                        .kv("rx_reorder", fi.rx_reorder, 4)
+                        .kv("tx_drop", fi.tx_drop, 4)
+                        .kv("tx_duplicate", fi.tx_duplicate, 4)
+                        .kv("tx_reorder", fi.tx_reorder, 4)
+                        .kv("note", "[port.fault] is a test setting, never for production")
+                        .c_str());
+        }
+        // Ports without rx interrupts: how their lcores wait instead.
         if (p.caps.rx_wake_sockets)
-            APP_LOG(INFO,
-                    "port %s: no rx interrupts (profile %s), but its lcores sleep on the "
-                    "%s sockets of their queues (cap_rx_wake_sockets in /ferry/ports)",
-                    p.spec.name.c_str(), p.spec.profile.c_str(),
-                    p.driver_name == "net_af_xdp" ? "AF_XDP" : "AF_PACKET");
+            APP_LOG(INFO, "%s",
+                    logfmt("lcores sleep on sockets")
+                        .kv("port", p.spec.name)
+                        .kv("profile", p.spec.profile)
+                        .kv("sockets", p.driver_name == "net_af_xdp" ? "AF_XDP" : "AF_PACKET")
+                        .kv("note", "no rx interrupts; the lcores sleep on their queues' sockets "
+                                    "(cap_rx_wake_sockets in /ferry/ports)")
+                        .c_str());
         else if (mode == config::wakeup_mode::adaptive && !p.caps.rx_interrupts)
-            APP_LOG(INFO,
-                    "port %s: no rx interrupts (profile %s): in wakeup_mode = adaptive the "
-                    "workers serving it take timed naps of at most nap_budget_us instead of "
-                    "sleeping (naps in /ferry/lcores)",
-                    p.spec.name.c_str(), p.spec.profile.c_str());
+            APP_LOG(INFO, "%s",
+                    logfmt("lcores take timed naps")
+                        .kv("port", p.spec.name)
+                        .kv("profile", p.spec.profile)
+                        .kv("note", "no rx interrupts; in wakeup_mode = adaptive the workers "
+                                    "serving the port nap at most nap_budget_us instead of "
+                                    "sleeping (naps in /ferry/lcores)")
+                        .c_str());
         else if (mode != config::wakeup_mode::poll && !p.caps.rx_interrupts)
-            APP_LOG(WARNING,
-                    "port %s: wakeup_mode = %s but the port has no rx interrupts (profile "
-                    "%s%s): the workers serving it cannot sleep and will poll "
-                    "(can_sleep=0 in /ferry/lcores)",
-                    p.spec.name.c_str(), std::string(to_string(mode)).c_str(),
-                    p.spec.profile.c_str(),
-                    p.spec.rx_interrupts ? ", probe failed" : ", rx_interrupts = false");
+            APP_LOG(WARNING, "%s",
+                    logfmt("lcores cannot sleep")
+                        .kv("port", p.spec.name)
+                        .kv("wakeup_mode", to_string(mode))
+                        .kv("profile", p.spec.profile)
+                        .kv("cause", p.spec.rx_interrupts ? "rx interrupt probe failed"
+                                                          : "rx_interrupts = false")
+                        .kv("note", "the workers serving the port poll (can_sleep=0 in "
+                                    "/ferry/lcores)")
+                        .c_str());
     }
 }
 
@@ -559,15 +582,22 @@ int run(int argc, char **argv) {
     view = telemetry_view(app);
     view.draining = &stop_requested.flag();
     view.memory = plan_memory(app, base_rss, base_heap);
-    APP_LOG(INFO,
-            "memory: bound %.1f MiB = base %.1f + DPDK heap %.1f (mbuf pools, rings) + TCP %.1f "
-            "+ proxy %.1f (connection slots) + kernel rings %.1f (af_packet) + slack %.1f; "
-            "resident now %.1f MiB",
-            view.memory.bound / 1048576.0, view.memory.base_rss / 1048576.0,
-            view.memory.dpdk_heap / 1048576.0, view.memory.tcp_reserved / 1048576.0,
-            view.memory.proxy_reserved / 1048576.0, view.memory.kernel_rings / 1048576.0,
-            view.memory.slack / 1048576.0,
-            telemetry::read_resident().now / 1048576.0);
+    {
+        // bound = base + dpdk_heap (mbuf pools, rings) + tcp + proxy (connection
+        // slots) + kernel_rings (af_packet) + slack; docs/OPERATIONS.md "Memory".
+        constexpr double mib = 1048576.0;
+        APP_LOG(INFO, "%s",
+                logfmt("memory")
+                    .kv("bound_mib", view.memory.bound / mib, 1)
+                    .kv("base_mib", view.memory.base_rss / mib, 1)
+                    .kv("dpdk_heap_mib", view.memory.dpdk_heap / mib, 1)
+                    .kv("tcp_mib", view.memory.tcp_reserved / mib, 1)
+                    .kv("proxy_mib", view.memory.proxy_reserved / mib, 1)
+                    .kv("kernel_rings_mib", view.memory.kernel_rings / mib, 1)
+                    .kv("slack_mib", view.memory.slack / mib, 1)
+                    .kv("resident_mib", telemetry::read_resident().now / mib, 1)
+                    .c_str());
+    }
     if (l.cfg.admin.addr) {
         view.exporter = &exporter_counters;
         auto m = telemetry::exporter::start(view, exporter_counters, *l.cfg.admin.addr,
@@ -589,9 +619,14 @@ int run(int argc, char **argv) {
         for (const auto &li : l.cfg.listeners)
             listeners += (listeners.empty() ? "" : ",") + li.name + ":" + std::to_string(li.port) +
                          "@" + (li.port_index < 0 ? std::string("*") : l.cfg.ports[li.port_index].name);
-        APP_LOG(INFO, "ready: ports=%s workers=%u wakeup_mode=%s listeners=%s config=%s",
-                ports.c_str(), nworkers, std::string(to_string(l.cfg.wakeup)).c_str(),
-                listeners.empty() ? "-" : listeners.c_str(), l.cfg.source.c_str());
+        APP_LOG(INFO, "%s",
+                logfmt("ready")
+                    .kv("ports", ports)
+                    .kv("workers", nworkers)
+                    .kv("wakeup_mode", to_string(l.cfg.wakeup))
+                    .kv("listeners", listeners.empty() ? "-" : listeners)
+                    .kv("config", l.cfg.source)
+                    .c_str());
     }
     std::fflush(stdout);
     std::fflush(stderr);

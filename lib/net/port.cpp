@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ferry/base/log.h"
+#include "ferry/base/logfmt.h"
 #include "ferry/net/steering.h"
 
 RTE_LOG_REGISTER(ferry_logtype_port, ferry.port, INFO);
@@ -64,27 +65,40 @@ void find_kernel_rings(port &p, const std::vector<int> &before, int ifindex) {
     const bool af_packet = p.driver_name == "net_af_packet";
     if (fds.empty()) {
         if (af_packet)
-            PORT_LOG(WARNING,
-                     "%s: no AF_PACKET socket of %s found on ifindex %d: the kernel's ring drops "
-                     "cannot be read (no kernel_ring_drops in /ferry/ports)",
-                     p.spec.name.c_str(), p.dev_name.c_str(), ifindex);
+            PORT_LOG(WARNING, "%s",
+                     logfmt("kernel ring drops unreadable")
+                         .kv("port", p.spec.name)
+                         .kv("device", p.dev_name)
+                         .kv("ifindex", unsigned(ifindex))
+                         .kv("cause", "no AF_PACKET socket of the device found")
+                         .kv("note", "no kernel_ring_drops in /ferry/ports")
+                         .c_str());
         return;
     }
     if (af_packet && fds.size() != p.queues)
-        PORT_LOG(WARNING,
-                 "%s: %zu AF_PACKET sockets for %u queue pairs: devargs qpairs should equal "
-                 "the workers, or the kernel hands frames to sockets no worker reads",
-                 p.spec.name.c_str(), fds.size(), p.queues);
+        PORT_LOG(WARNING, "%s",
+                 logfmt("af_packet sockets mismatch")
+                     .kv("port", p.spec.name)
+                     .kv("sockets", fds.size())
+                     .kv("queue_pairs", unsigned(p.queues))
+                     .kv("fix", "devargs qpairs should equal the workers, or the kernel hands "
+                                "frames to sockets no worker reads")
+                     .c_str());
     p.kernel = std::make_unique<kernel_rings>(std::move(fds));
-    PORT_LOG(INFO,
-             "%s: %zu AF_PACKET sockets with %.1f MiB of kernel rings (rx + tx) mapped; frames "
-             "the kernel drops on a full ring are counted in kernel_ring_drops",
-             p.spec.name.c_str(), p.kernel->fds().size(), p.kernel->bytes() / 1048576.0);
+    // Frames the kernel drops on a full ring are counted in kernel_ring_drops.
+    PORT_LOG(INFO, "%s",
+             logfmt("kernel rings mapped")
+                 .kv("port", p.spec.name)
+                 .kv("sockets", p.kernel->fds().size())
+                 .kv("ring_mib", p.kernel->bytes() / 1048576.0, 1)
+                 .c_str());
     if (!p.kernel->start_polling())
-        PORT_LOG(WARNING,
-                 "%s: cannot set the EAL alarm that reads the kernel's ring counts; "
-                 "they are read on telemetry requests only",
-                 p.spec.name.c_str());
+        PORT_LOG(WARNING, "%s",
+                 logfmt("kernel ring counts read on demand")
+                     .kv("port", p.spec.name)
+                     .kv("cause", "cannot set the EAL alarm that reads them")
+                     .kv("note", "read on telemetry requests only")
+                     .c_str());
 }
 
 // Sets p.rx_wake_fds and p.caps.rx_wake_sockets for a started net_af_packet
@@ -107,10 +121,12 @@ void find_rx_wake_sockets(port &p) {
         const int fd = data != nullptr && data[q] != nullptr ? *static_cast<const int *>(data[q]) : -1;
         if (std::find(fds.begin(), fds.end(), fd) == fds.end() ||
             std::find(out.begin(), out.end(), fd) != out.end()) {
-            PORT_LOG(NOTICE,
-                     "%s: the AF_PACKET socket of rx queue %u is not known: its lcore polls "
-                     "instead of sleeping on it",
-                     p.spec.name.c_str(), q);
+            PORT_LOG(NOTICE, "%s",
+                     logfmt("rx queue polled")
+                         .kv("port", p.spec.name)
+                         .kv("queue", unsigned(q))
+                         .kv("cause", "its AF_PACKET socket is not known")
+                         .c_str());
             return;
         }
         out.push_back(fd);
@@ -131,10 +147,14 @@ void find_xdp_wake_sockets(port &p, const std::vector<std::vector<int>> &opened)
     std::vector<int> out;
     for (uint16_t q = 0; q < p.queues; ++q) {
         if (q >= opened.size() || opened[q].size() != 1) {
-            PORT_LOG(NOTICE,
-                     "%s: rx queue %u opened %zu AF_XDP sockets (1 expected): its lcore polls "
-                     "instead of sleeping on it",
-                     p.spec.name.c_str(), q, q < opened.size() ? opened[q].size() : size_t{0});
+            PORT_LOG(NOTICE, "%s",
+                     logfmt("rx queue polled")
+                         .kv("port", p.spec.name)
+                         .kv("queue", unsigned(q))
+                         .kv("cause", "it opened " +
+                                          std::to_string(q < opened.size() ? opened[q].size() : 0) +
+                                          " AF_XDP sockets (1 expected)")
+                         .c_str());
             return;
         }
         out.push_back(opened[q].front());
@@ -192,7 +212,8 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
         // A vdev name is the driver name plus a unique suffix (net_tap0).
         p.dev_name = spec.driver + std::to_string(rte_eth_dev_count_total());
         const std::string &args = spec.devargs;
-        PORT_LOG(INFO, "creating %s with devargs '%s'", p.dev_name.c_str(), args.c_str());
+        PORT_LOG(INFO, "%s",
+                 logfmt("creating device").kv("device", p.dev_name).kv("devargs", args).c_str());
         // Hot-plug through EAL (the same path as --vdev), so the vdev bus
         // library need not be linked: DPDK loads it as a plugin.
         const std::string devargs = args.empty() ? p.dev_name : p.dev_name + "," + args;
@@ -248,8 +269,11 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
     p.rx_offloads = want_rx & info.rx_offload_capa;
     p.tx_offloads = want_tx & info.tx_offload_capa;
     if (p.rx_offloads != want_rx || p.tx_offloads != want_tx)
-        PORT_LOG(NOTICE, "%s: offloads not offered, done in software: %s", spec.name.c_str(),
-                 offload_names(want_rx & ~p.rx_offloads, want_tx & ~p.tx_offloads).c_str());
+        PORT_LOG(NOTICE, "%s",
+                 logfmt("offloads done in software")
+                     .kv("port", spec.name)
+                     .kv("offloads", offload_names(want_rx & ~p.rx_offloads, want_tx & ~p.tx_offloads))
+                     .c_str());
 
     rte_eth_conf conf{};
     conf.rxmode.mtu = spec.mtu;
@@ -263,8 +287,12 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
     conf.intr_conf.rxq = want_rx_intr && spec.rx_interrupts ? 1 : 0;
     int rc = rte_eth_dev_configure(p.id, queues, queues, &conf);
     if (rc != 0 && conf.intr_conf.rxq) {
-        PORT_LOG(WARNING, "%s: configure with rx interrupts failed (%s); cores will poll",
-                 spec.name.c_str(), std::strerror(-rc));
+        PORT_LOG(WARNING, "%s",
+                 logfmt("rx interrupts unavailable")
+                     .kv("port", spec.name)
+                     .kv("error", std::strerror(-rc))
+                     .kv("note", "the lcores serving the port poll")
+                     .c_str());
         conf.intr_conf.rxq = 0;
         rc = rte_eth_dev_configure(p.id, queues, queues, &conf);
     }
@@ -371,24 +399,36 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
             ::close(prog.value());  // the tap device holds its own reference
         }
         if (p.steering != "tap-ebpf")
-            PORT_LOG(WARNING,
-                     "%s: cannot install the tap steering program: %s; flows that arrive on "
-                     "another lcore's queue are handed over (counted in tcp_handoff_out)",
-                     spec.name.c_str(), p.steering.c_str());
+            PORT_LOG(WARNING, "%s",
+                     logfmt("no tap steering")
+                         .kv("port", spec.name)
+                         .kv("cause", p.steering)
+                         .kv("note", "flows that arrive on another lcore's queue are handed "
+                                     "over (tcp_handoff_out)")
+                         .c_str());
     } else {
         p.steering = "none (no computable steering for " + p.driver_name + ")";
     }
 
     char macs[RTE_ETHER_ADDR_FMT_SIZE];
     rte_ether_format_addr(macs, sizeof macs, &p.mac);
-    PORT_LOG(INFO,
-             "%s: %s (%s) port %u mac %s, %u queue pairs, %u/%u descriptors, %u mbufs; "
-             "rx interrupts %s, rss %s, steering %s, offloads %s",
-             spec.name.c_str(), p.dev_name.c_str(), p.driver_name.c_str(), p.id, macs, queues,
-             p.rx_desc, p.tx_desc, spec.mbufs,
-             p.caps.rx_interrupts ? "yes" : (spec.rx_interrupts ? "no (probe failed)" : "no"),
-             p.caps.rss ? "yes" : "no", p.steering.c_str(),
-             offload_names(p.rx_offloads, p.tx_offloads).c_str());
+    PORT_LOG(INFO, "%s",
+             logfmt("port started")
+                 .kv("port", spec.name)
+                 .kv("device", p.dev_name)
+                 .kv("driver", p.driver_name)
+                 .kv("port_id", unsigned(p.id))
+                 .kv("mac", macs)
+                 .kv("queue_pairs", unsigned(queues))
+                 .kv("rx_descriptors", unsigned(p.rx_desc))
+                 .kv("tx_descriptors", unsigned(p.tx_desc))
+                 .kv("mbufs", unsigned(spec.mbufs))
+                 .kv("rx_interrupts",
+                     p.caps.rx_interrupts ? "yes" : (spec.rx_interrupts ? "no (probe failed)" : "no"))
+                 .kv("rss", p.caps.rss ? "yes" : "no")
+                 .kv("steering", p.steering)
+                 .kv("offloads", offload_names(p.rx_offloads, p.tx_offloads))
+                 .c_str());
     return p;
 }
 
@@ -398,11 +438,13 @@ void port_close(port &p) noexcept {
     if (p.kernel) {
         const kernel_ring_totals t = p.kernel->read();
         if (t.drops != 0)
-            PORT_LOG(NOTICE,
-                     "%s: the kernel dropped %llu of %llu frames on the port's full rx rings "
-                     "(kernel_ring_drops)",
-                     p.spec.name.c_str(), static_cast<unsigned long long>(t.drops),
-                     static_cast<unsigned long long>(t.packets));
+            PORT_LOG(NOTICE, "%s",
+                     logfmt("kernel ring drops")
+                         .kv("port", p.spec.name)
+                         .kv("dropped", t.drops)
+                         .kv("frames", t.packets)
+                         .kv("cause", "the port's rx rings were full (kernel_ring_drops)")
+                         .c_str());
         p.kernel.reset();
     }
     if (p.id != UINT16_MAX) {

@@ -20,6 +20,7 @@
 #include "ferry_build_config.h"
 #include "config_dump.h"
 #include "read.h"
+#include "ferry/base/logfmt.h"
 #include "telemetry_log.h"
 
 namespace ferry::telemetry {
@@ -288,9 +289,13 @@ int wakeup_mode(const process_view &v, const char *params, rte_tel_data *d) {
         if (!reactor::parse_wakeup_mode(params, m))
             return refused(d, "unknown wakeup mode, nothing changed",
                            "conditional, always, poll, adaptive");
-        v.settings->mode.store(m, std::memory_order_relaxed);
+        const reactor::wakeup_mode was = v.settings->mode.exchange(m, std::memory_order_relaxed);
         v.wake_all();
-        TELEMETRY_LOG(NOTICE, "wakeup mode set to %s", reactor::name(m));
+        TELEMETRY_LOG(NOTICE, "%s",
+                      logfmt("setting changed")
+                          .kv("wakeup_mode", reactor::name(m))
+                          .kv("was", reactor::name(was))
+                          .c_str());
     }
     rte_tel_data_start_dict(d);
     rte_tel_data_add_dict_string(d, "wakeup_mode",
@@ -306,9 +311,14 @@ int idle_threshold(const process_view &v, const char *params, rte_tel_data *d) {
         if (end == params || *end != '\0' || us < 1 || us > 1'000'000)
             return refused(d, "not a whole number of microseconds in range, nothing changed",
                            "1..1000000");
-        v.settings->idle_threshold_ns.store(uint64_t(us) * 1000u, std::memory_order_relaxed);
+        const uint64_t was =
+            v.settings->idle_threshold_ns.exchange(uint64_t(us) * 1000u, std::memory_order_relaxed);
         v.wake_all();
-        TELEMETRY_LOG(NOTICE, "idle threshold set to %lu us", us);
+        TELEMETRY_LOG(NOTICE, "%s",
+                      logfmt("setting changed")
+                          .kv("idle_threshold_us", us)
+                          .kv("was", was / 1000u)
+                          .c_str());
     }
     rte_tel_data_start_dict(d);
     rte_tel_data_add_dict_u64(d, "idle_threshold_us",
@@ -503,7 +513,8 @@ unsigned register_commands() noexcept {
     unsigned refused = 0;
     for (const auto &c : commands)
         if (!register_command(c.name, c.fn, c.help)) {
-            TELEMETRY_LOG(WARNING, "telemetry command %s not registered", c.name);
+            TELEMETRY_LOG(WARNING, "%s",
+                          logfmt("telemetry command not registered").kv("command", c.name).c_str());
             ++refused;
         }
     return refused;

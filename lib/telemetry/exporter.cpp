@@ -20,6 +20,7 @@
 #include "ferry/http/status.h"
 #include "ferry/telemetry/admin_request.h"
 #include "ferry/telemetry/metrics.h"
+#include "ferry/base/logfmt.h"
 #include "telemetry_log.h"
 
 namespace ferry::telemetry {
@@ -90,7 +91,8 @@ result<std::unique_ptr<exporter>, std::string> exporter::start(const process_vie
     if (rc != 0)
         return fail("cannot start the thread", -rc);
     s->running_ = true;
-    TELEMETRY_LOG(INFO, "metrics on http://%s/metrics", where.c_str());
+    TELEMETRY_LOG(INFO, "%s",
+                  logfmt("metrics listening").kv("url", "http://" + where + "/metrics").c_str());
     return s;
 }
 
@@ -196,8 +198,11 @@ bool exporter::serve(int fd) noexcept {
         reply = req.reply();
         if (st == http::parse_result::status::error) {
             ctr_.rejected.inc();
-            TELEMETRY_LOG(DEBUG, "metrics request rejected: %s (%u)",
-                          std::string(http::name(req.error())).c_str(), unsigned(reply.status));
+            TELEMETRY_LOG(DEBUG, "%s",
+                          logfmt("metrics request rejected")
+                              .kv("reason", http::name(req.error()))
+                              .kv("status", unsigned(reply.status))
+                              .c_str());
         } else {
             ctr_.requests.inc();
             if (reply.status == 200 && reply.what == admin_reply::body::metrics)

@@ -22,6 +22,7 @@
 
 #include "ferry/config/config.h"
 #include "read.h"
+#include "ferry/base/logfmt.h"
 #include "telemetry_log.h"
 
 namespace ferry::telemetry::detail {
@@ -53,12 +54,6 @@ bool find_server(const process_view &v, std::string_view name, server_ref &out) 
         }
     }
     return false;
-}
-
-std::string server_name(const process_view &v, const server_ref &r) {
-    const auto &uc = v.cfg->upstreams[r.upstream];
-    const auto &sc = uc.servers[r.server];
-    return uc.name + "/" + config::format_ipv4(sc.addr) + ":" + std::to_string(sc.port);
 }
 
 uint32_t effective_weight(const process_view &v, const server_ref &r) {
@@ -109,7 +104,15 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
     proxy::server_health &h = v.proxy_shared->health[r.upstream][r.server];
     if (comma != std::string_view::npos) {
         const std::string_view what = p.substr(comma + 1);
-        const std::string who = server_name(v, r);
+        // The log line's fields: upstream=py server=10.77.0.2:9000.
+        const auto &uc = v.cfg->upstreams[r.upstream];
+        const auto &sc = uc.servers[r.server];
+        auto line = [&](const char *what) {
+            logfmt l(what);
+            l.kv("upstream", uc.name)
+                .kv("server", config::format_ipv4(sc.addr) + ":" + std::to_string(sc.port));
+            return l;
+        };
         if (what.substr(0, 7) == "weight=") {
             if (v.cfg->upstreams[r.upstream].balance == config::balance_mode::consistent_hash)
                 return refused(d,
@@ -124,7 +127,7 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
             const uint32_t was = effective_weight(v, r);
             h.weight.store(static_cast<uint32_t>(w), std::memory_order_relaxed);
             h.admin_changes.fetch_add(1, std::memory_order_relaxed);
-            TELEMETRY_LOG(NOTICE, "server %s weight set to %lu (was %u)", who.c_str(), w, was);
+            TELEMETRY_LOG(NOTICE, "%s", line("server weight set").kv("weight", w).kv("was", was).c_str());
         } else {
             proxy::server_admin a;
             if (what == "ready")
@@ -139,8 +142,11 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
             const proxy::server_admin was = h.admin.exchange(a, std::memory_order_relaxed);
             if (was != a) {
                 h.admin_changes.fetch_add(1, std::memory_order_relaxed);
-                TELEMETRY_LOG(NOTICE, "server %s set to %s (was %s)", who.c_str(), proxy::name(a),
-                              proxy::name(was));
+                TELEMETRY_LOG(NOTICE, "%s",
+                              line("server state set")
+                                  .kv("state", proxy::name(a))
+                                  .kv("was", proxy::name(was))
+                                  .c_str());
             }
         }
     }

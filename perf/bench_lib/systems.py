@@ -255,7 +255,7 @@ class FerryProc:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             text = self.proc.log_text()
-            if "ferry.app: ready:" in text:
+            if "ferry.app: ready " in text:
                 return
             if not self.proc.alive():
                 raise Skip(f"ferry exited ({self.proc.popen.returncode}) before ready: "

@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check, curl, ferry_binary,  # noqa: E402
-                     raw_exchange, require_root, status_of)
+                     log_events, raw_exchange, require_root, status_of, wait_for)
 
 PY_PORT, DEAD_PORT = 9000, 9004
 WRK_S = int(os.environ.get("FERRY_ALOG_WRK_S", "3"))
@@ -362,14 +362,21 @@ def phase_json(tmp):
             time.sleep(0.1)
         os.rename(log, log + ".1")
         f.proc.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and "reopened" not in f.log_text():
-            time.sleep(0.1)
-        check("reopened" in f.log_text() and os.path.exists(log), "SIGHUP reopened the log")
+        def app_events(what):
+            return [fl for _, _, w, fl in log_events(f.log_text(), "ferry.app") if w == what]
+        reopened = wait_for(lambda: app_events("access log reopened"), bool, timeout=10)
+        check(reopened == [{"path": log}] and os.path.exists(log),
+              f"SIGHUP reopened the log: {reopened}")
         for i in range(3):
             check(status_of(ns, f"{base}/hello?id=j-after{i}") == "200", "GET after SIGHUP")
         s = settle(f)
     check(f.exit_code == 0, f"ferry exited 0 after SIGTERM (got {f.exit_code})")
+    opened, closed = app_events("access log opened"), app_events("access log closed")
+    check(len(opened) == 1 and opened[0]["path"] == log and opened[0]["format"] == "json"
+          and int(opened[0]["ring_records"]) > 0, f"the log's opening logged: {opened}")
+    check(len(closed) == 1 and closed[0]["lost"] == "0"
+          and int(closed[0]["lines"]) == count_lines(log) + count_lines(log + ".1"),
+          f"its closing logged with the lines written: {closed}")
 
     old, new = read_lines(log + ".1"), read_lines(log)
     check(len(old) == n_before and len(new) == 3,

@@ -22,7 +22,8 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
-from testbed import FERRY_ADDR, SKIP, Ferry, Netns, check, require_root, wait_for  # noqa: E402
+from testbed import (FERRY_ADDR, SKIP, Ferry, Netns, check, log_events,  # noqa: E402
+                     require_root, wait_for)
 
 ECHO, SOURCE = 7, 19
 SOURCE_BYTES = 4 << 20
@@ -123,8 +124,10 @@ def main():
                   "1 queue pair, no rx interrupts")
             check(port["cap_rx_wake_sockets"] == 1,
                   "but the lcore can sleep on the queue's AF_XDP socket")
-            check("sleep on the AF_XDP sockets of their queues" in f.log_text(),
-                  "the start-up log says so")
+            sl = [fl for _, _, w, fl in log_events(f.log_text(), "ferry.app")
+                  if w == "lcores sleep on sockets"]
+            check(len(sl) == 1 and sl[0]["port"] == "xdp0" and sl[0]["sockets"] == "AF_XDP",
+                  f"the start-up log says so: {sl}")
             slept = wait_for(lambda: f.telemetry("/ferry/lcores"),
                              lambda lc: all(v["state"] == "asleep" for v in lc.values()))
             check(all(v["can_sleep"] == 1 for v in slept.values()), "every lcore can sleep")

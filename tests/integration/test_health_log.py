@@ -6,11 +6,12 @@ the Python origin on the tap's kernel side.
     RST, upstream_aborted stays 0: a probe ends with a FIN, upstream_closed).
 (b) The origin is killed: requests get 502 (connect refused) until the server is
     marked down, then 503; ferry's log says
-      ferry.events: server py/10.77.0.2:9000 down: connect refused (3 checks|failures in a row)
+      ferry.events: server down upstream=py server=10.77.0.2:9000 cause="connect refused" checks=3
+    (or failures=3: whichever failed three times in a row first)
     once; the access log's lines say reason=upstream_connect_refused for the 502s
     and reason=no_healthy_server for the 503s.
 (c) The origin comes back: the next passing probe logs
-      ferry.events: server py/10.77.0.2:9000 up (down <s> s)
+      ferry.events: server up upstream=py server=10.77.0.2:9000 down_seconds=<s>
     and requests are answered 200 again. /ferry/events counts the lines (none
     suppressed), /ferry/http the events the lcores handed over.
 """
@@ -23,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check,  # noqa: E402
-                     require_root, status_of, wait_for)
+                     log_events, require_root, status_of, wait_for)
 
 PY_PORT = 9000
 
@@ -58,10 +59,14 @@ address = "{FERRY_ADDR}/24"
 """
 
 
-DOWN = re.compile(rf"ferry\.events: server py/{re.escape(PEER_ADDR)}:{PY_PORT} down: "
-                  r"connect refused \((\d+) (checks|failures) in a row\)")
-UP = re.compile(rf"ferry\.events: server py/{re.escape(PEER_ADDR)}:{PY_PORT} up "
-                r"\(down \d+\.\d s\)")
+SERVER = {"upstream": "py", "server": f"{PEER_ADDR}:{PY_PORT}"}
+
+
+def events(text, what):
+    """The `what` events ("server down") of the py server in ferry's log, each
+    line parsed strictly as logfmt (a line in another form fails the test)."""
+    return [(lvl, fields) for lvl, _, w, fields in log_events(text, "ferry.events")
+            if w == what and all(fields.get(k) == v for k, v in SERVER.items())]
 
 
 def main():
@@ -104,22 +109,29 @@ def main():
             print(f"  answers with the origin dead: {codes}")
             check(set(codes) <= {"502", "503"} and codes[0] == "502" and codes[-1] == "503",
                   "502 (refused) until marked down, then 503")
-            text = wait_for(f.log_text, lambda t: DOWN.search(t) is not None, timeout=5)
-            downs = DOWN.findall(text)
+            text = wait_for(f.log_text, lambda t: events(t, "server down"), timeout=5)
+            downs = events(text, "server down")
             print("  " + "\n  ".join(x for x in text.splitlines() if "ferry.events" in x))
-            check(len(downs) == 1 and int(downs[0][0]) == 3,
-                  f"one down line, after 3 failures: {downs}")
+            # checks=3 (3 probes in a row) or failures=3 (3 requests), whichever
+            # came first.
+            check(len(downs) == 1 and downs[0][0] == "WARN"
+                  and downs[0][1]["cause"] == "connect refused"
+                  and downs[0][1].get("checks", downs[0][1].get("failures")) == "3"
+                  and len(downs[0][1]) == 4,
+                  f"one down line (WARN, cause=\"connect refused\", 3 in a row): {downs}")
             u = f.telemetry("/ferry/upstreams")["py/0"]
             check(u["state"] == "down", f"/ferry/upstreams: down ({u['state']})")
             # More failing probes: no more lines.
             n0 = f.telemetry("/ferry/http")["sum"]["health_check_failed"]
             wait_for(lambda: f.telemetry("/ferry/http")["sum"]["health_check_failed"],
                      lambda n: n >= n0 + 4)
-            check(len(DOWN.findall(f.log_text())) == 1, "a server that stays dead: one line")
+            check(len(events(f.log_text(), "server down")) == 1, "a server that stays dead: one line")
             with PyOrigin(ns, PEER_ADDR, PY_PORT):
-                text = wait_for(f.log_text, lambda t: UP.search(t) is not None, timeout=10)
-                m = UP.search(text)
-                check(m is not None, f"up line: {m.group(0) if m else None}")
+                text = wait_for(f.log_text, lambda t: events(t, "server up"), timeout=10)
+                ups = events(text, "server up")
+                check(len(ups) == 1 and ups[0][0] == "NOTICE"
+                      and re.fullmatch(r"\d+\.\d", ups[0][1].get("down_seconds", "")),
+                      f"one up line (NOTICE, down_seconds=<s>): {ups}")
                 check(status_of(ns, f"{base}/hello?id=back") == "200", "served again")
                 ev = f.telemetry("/ferry/events")
                 hs = f.telemetry("/ferry/http")["sum"]

@@ -13,7 +13,8 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from testbed import FERRY_ADDR, Ferry, Netns, check, require_root, status_of  # noqa: E402
+from testbed import (FERRY_ADDR, Ferry, Netns, check, log_events, require_root,  # noqa: E402
+                     status_of)
 
 INSIDE_ADDR = "10.78.0.1"
 INSIDE_PEER = "10.78.0.2"
@@ -62,11 +63,23 @@ def main():
         lines = [x for x in f.log_text().splitlines() if x.strip()]
         bare = [x for x in lines if not re.match(prefix, x)]
         check(not bare, f"every log line has time, level and lcore: {bare[:3]}")
-        ready = [x for x in lines if "ferry.app: ready:" in x]
+        ready = [x for x in lines if "ferry.app: ready " in x]
         check(len(ready) == 1 and re.match(
-            prefix + r"ferry\.app: ready: ports=tap0@10\.77\.0\.1,tap1@10\.78\.0\.1 workers=2 "
+            prefix + r"ferry\.app: ready ports=tap0@10\.77\.0\.1,tap1@10\.78\.0\.1 workers=2 "
             r"wakeup_mode=\S+ listeners=public:8080@tap0,inside:9090@tap1 config=\S+$", ready[0]),
               f"the ready line: {ready}")
+        # Every line ferry writes itself (ferry.<area>) is an event in logfmt:
+        # `<words> key=value ...`; log_events raises on any other.
+        ours = {m.group(1) for m in (re.search(r" (ferry\.[a-z_]+): ", x) for x in lines) if m}
+        check({"ferry.app", "ferry.port"} <= ours, f"areas seen: {sorted(ours)}")
+        for area in ours:
+            ev = log_events(f.log_text(), area)
+            check(len(ev) == sum(f" {area}: " in x for x in lines),
+                  f"{area}: all {len(ev)} lines are key=value events")
+        started = [fl for _, _, w, fl in log_events(f.log_text(), "ferry.port") if w == "port started"]
+        check([x["port"] for x in started] == ["tap0", "tap1"]
+              and all(x["driver"] == "net_tap" and x["rx_interrupts"] == "yes" for x in started),
+              f"each port's start is one event: {[x.get('port') for x in started]}")
         check(any(re.match(prefix + "EAL: ", x) for x in lines), "EAL's lines carry the prefix")
         # The tap PMD's expected complaints (rt-signals ferry holds, no multiq
         # qdisc, no rte_flow) are INFO with the reason, not WARN/ERROR.

@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, check, raw_exchange,  # noqa: E402
-                     require_root, wait_for)
+                     log_events, require_root, wait_for)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ORIGIN = os.path.join(HERE, "origin.py")
@@ -845,8 +845,10 @@ def main():
     require_root()
     self_test_parser()
     with Netns() as ns, Ferry(ns, lcores="0-1", config=config()) as f:
-        check("metrics on http://127.0.0.1:9180/metrics" in f.log_text(),
-              "ferry logs the metrics listener")
+        up = [fl for _, _, w, fl in log_events(f.log_text(), "ferry.telemetry")
+              if w == "metrics listening"]
+        check(up == [{"url": "http://127.0.0.1:9180/metrics"}],
+              f"ferry logs the metrics listener: {up}")
         origin = ns.popen([sys.executable, ORIGIN, PEER_ADDR, str(PY_PORT)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:

@@ -10,7 +10,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import frames  # noqa: E402
 from testbed import (wait_for, FERRY_ADDR, TAP_IFACE, Ferry, Netns, check, require_root,  # noqa: E402
-                     run)
+                     log_events, run)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -91,8 +91,14 @@ def main():
         # Without an access log SIGHUP has nothing to reopen: it must not end
         # ferry (its default action would, dropping every connection).
         f.proc.send_signal(signal.SIGHUP)
-        ok = wait_for(lambda: "SIGHUP" in f.log_text(), lambda x: x, timeout=10)
-        check(ok and f.proc.poll() is None, "SIGHUP without an access log: logged, ferry runs on")
+        def hup():
+            return [(lvl, fl) for lvl, _, w, fl in log_events(f.log_text(), "ferry.app")
+                    if w == "sighup ignored"]
+        ok = wait_for(hup, bool, timeout=10)
+        check(ok == [("NOTICE", {"cause": "no access log to reopen",
+                                 "note": "a changed configuration needs a restart"})]
+              and f.proc.poll() is None,
+              f"SIGHUP without an access log: logged with time, level and lcore, ferry runs on: {ok}")
         r = ns.run(["ping", "-c", "3", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
         check("3 packets transmitted, 3 received" in r.stdout, "still answering ping after SIGHUP")
 

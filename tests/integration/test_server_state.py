@@ -6,7 +6,7 @@ answers with the origin's port.
 (a) Both ready: requests go to both.
 (b) /ferry/server,py/0,drain: every request goes to 9001, on both lcores;
     /ferry/server and /ferry/upstreams say admin drain; the log says
-      server py/10.77.0.2:9000 set to drain (was ready)
+      server state set upstream=py server=10.77.0.2:9000 state=drain was=ready
     maint likewise; ready again: both serve.
 (c) weight=3 on py/1 (by its address): 3 of every 4 requests go to it.
 (d) Both drained: 503 at once, even with when_all_down = "try" (the operator
@@ -23,7 +23,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check,  # noqa: E402
-                     curl, proxy_toml, require_root, status_of, tap_port_toml, wait_for)
+                     curl, log_events, proxy_toml, require_root, status_of, tap_port_toml,
+                     wait_for)
 
 PORTS = (9000, 9001)
 
@@ -66,10 +67,14 @@ def main():
                 u = f.telemetry("/ferry/upstreams")["py/0"]
                 check(u["admin"] == state and u["state"] == "up",
                       f"(b) /ferry/upstreams: admin {state}, not down")
-            text = wait_for(f.log_text, lambda t: "set to maint (was drain)" in t, timeout=5)
-            check(f"server py/{PEER_ADDR}:{PORTS[0]} set to drain (was ready)" in text
-                  and f"server py/{PEER_ADDR}:{PORTS[0]} set to maint (was drain)" in text,
-                  "(b) each change logged")
+            def changes(text):
+                return [(fl["state"], fl["was"]) for lvl, _, w, fl
+                        in log_events(text, "ferry.telemetry") if w == "server state set"
+                        and lvl == "NOTICE" and fl["upstream"] == "py"
+                        and fl["server"] == f"{PEER_ADDR}:{PORTS[0]}" and len(fl) == 4]
+            got = changes(wait_for(f.log_text, lambda t: len(changes(t)) >= 2, timeout=5))
+            check(got == [("drain", "ready"), ("maint", "drain")],
+                  f"(b) each change logged, key=value: {got}")
             f.telemetry("/ferry/server,py/0,ready")
             c = served_by(ns, 8)
             check(c[PORTS[0]] > 0 and c[PORTS[1]] > 0, f"(b) ready again: both answer {dict(c)}")
@@ -84,6 +89,11 @@ def main():
             check(22 <= c[PORTS[1]] <= 26 and c[PORTS[0]] + c[PORTS[1]] == 32,
                   "(c) 3 of every 4 requests to py/1 (+-1 per lcore)")
             f.telemetry("/ferry/server,py/1,weight=1")
+            w = [fl for _, _, wh, fl in log_events(f.log_text(), "ferry.telemetry")
+                 if wh == "server weight set"]
+            check([(x["server"], x["weight"], x["was"]) for x in w]
+                  == [(f"{PEER_ADDR}:{PORTS[1]}", "3", "1"), (f"{PEER_ADDR}:{PORTS[1]}", "1", "3")],
+                  f"(c) the weight changes logged: {w}")
 
             f.telemetry("/ferry/server,py/0,drain")
             f.telemetry("/ferry/server,py/1,drain")

@@ -173,7 +173,7 @@ class Ferry:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"ferry exited with {self.proc.returncode} before ready:\n"
                                    + self.log_text())
-            if "ferry.app: ready:" in self.log_text():
+            if "ferry.app: ready " in self.log_text():
                 return
             time.sleep(0.1)
         raise RuntimeError("ferry not ready in time:\n" + self.log_text())
@@ -197,11 +197,15 @@ class Ferry:
             self.log.close()
         if exc[0] is not None:
             sys.stdout.write("---- ferry log ----\n" + self.log_text() + "\n-------------------\n")
+        # The log outlives the directory: a test may read what ferry said last.
+        self._final_log = self.log_text()
         shutil.rmtree(f"/var/run/dpdk/{self.prefix}", ignore_errors=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
         return False
 
     def log_text(self):
+        if getattr(self, "_final_log", None) is not None:
+            return self._final_log
         try:
             with open(self.log_path) as f:
                 return f.read()
@@ -318,3 +322,48 @@ def wait_for(get, ok, timeout=10.0, interval=0.1):
         time.sleep(interval)
         v = get()
     return v
+
+
+# One log line: "<time> <LEVEL> lcore=<n|-> ferry.<area>: <message>".
+_LOG_LINE = re.compile(r"^(\S+Z) ([A-Z]+) lcore=(\S+) (ferry\.[a-z_]+): (.*)$")
+_LOGFMT_FIELD = re.compile(r' ([a-z_][a-z0-9_]*)=("(?:[^"\\]|\\.)*"|[^ "=\\]+)')
+
+
+def _unescape_logfmt(m):
+    e = m.group(1)
+    return {"n": "\n", "t": "\t"}.get(e) or (chr(int(e[1:], 16)) if len(e) == 3 else e)
+
+
+def parse_logfmt(message):
+    """An event's message, `<words> key=value ...` (docs/OPERATIONS.md "Log lines"),
+    as (words, {key: value}); quoted values unescaped. Raises ValueError on
+    anything else, so a test that reads events also checks their form."""
+    m = re.match(r"^([a-z][a-z0-9_ ]*?)(?= [a-z_][a-z0-9_]*=|$)", message)
+    if not m:
+        raise ValueError(f"no event words: {message!r}")
+    what, rest, fields = m.group(1), message[m.end():], {}
+    while rest:
+        f = _LOGFMT_FIELD.match(rest)
+        if not f:
+            raise ValueError(f"not key=value at {rest!r} in {message!r}")
+        v = f.group(2)
+        if v.startswith('"'):
+            v = re.sub(r"\\(x[0-9a-f]{2}|[nt\"\\])", _unescape_logfmt, v[1:-1])
+        if f.group(1) in fields:
+            raise ValueError(f"{f.group(1)} twice in {message!r}")
+        fields[f.group(1)] = v
+        rest = rest[f.end():]
+    return what, fields
+
+
+def log_events(text, area):
+    """Every line of ferry's log from `area` ("ferry.events"), parsed:
+    [(level, lcore, words, fields)]. A line of that area that is not an event
+    in logfmt raises ValueError."""
+    out = []
+    # Whole lines only: the log may be read while ferry writes one.
+    for line in text[:text.rfind("\n") + 1].splitlines():
+        m = _LOG_LINE.match(line)
+        if m and m.group(4) == area:
+            out.append((m.group(2), m.group(3)) + parse_logfmt(m.group(5)))
+    return out

@@ -828,6 +828,34 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
     check(by("ferry_exporter_scrapes_total") >= 1, "ferry_exporter_scrapes_total counts this scrape")
 
 
+def check_documented(tel):
+    """Every counter telemetry shows is named in docs/OPERATIONS.md (issue 19: the
+    docs list every counter with its meaning): as `name`, or in the docs' short
+    form after a sibling, `ipv4_drop_truncated`, `_bad_version`."""
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs",
+                            "OPERATIONS.md")).read()
+    quoted = set(re.findall(r"`([a-z0-9_]+)`", doc))
+
+    def documented(n):
+        if n in quoted:
+            return True
+        parts = n.split("_")
+        for i in range(1, len(parts)):
+            head, tail = "_".join(parts[:i]), "_".join(parts[i:])
+            if "_" + tail in quoted and any(q.startswith(head + "_") for q in quoted):
+                return True
+        return False
+    names = {"/ferry/net": set(tel["/ferry/net"][f"lcore0/{PORT}"]),
+             "/ferry/tcp": set(tel["/ferry/tcp"]["sum"]),
+             "/ferry/http": {n for n in tel["/ferry/http"]["sum"]
+                             if not re.fullmatch(r"responses_[1-5]xx|generated_\d{3}", n)},
+             "/ferry/lcores": set(tel["/ferry/lcores"]["lcore0"])}
+    for cmd, ns in names.items():
+        missing = sorted(n for n in ns if not documented(n))
+        check(not missing, f"docs/OPERATIONS.md names every {cmd} counter ({len(ns)})"
+              + (f": missing {missing}" if missing else ""))
+
+
 def check_promtool(body):
     """Prometheus's own linter on the scrape (issue 19): names, units, suffixes,
     HELP and TYPE as the naming guide has them. deploy/install-deps.sh installs
@@ -889,6 +917,7 @@ print(s.recv(100).split(b"\\r\\n")[0].decode())
 
             # (a)
             tel = check_telemetry(f, sent, rejected)
+            check_documented(tel)
 
             # (b)
             st, hd, body = scrape(ns)

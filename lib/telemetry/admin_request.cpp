@@ -59,18 +59,22 @@ admin_reply admin_request::reply() const noexcept {
     return r;
 }
 
-std::string serialize(const admin_reply &r, std::string_view body) {
+size_t serialize_head(const admin_reply &r, size_t body_size, char *buf, size_t size) noexcept {
     const std::string_view reason = http::reason_phrase(r.status);
     const char *type = r.what == admin_reply::body::metrics
                            ? "text/plain; version=0.0.4; charset=utf-8"
                            : "text/plain; charset=utf-8";
-    char head[320];
-    const int n = std::snprintf(head, sizeof head,
+    const int n = std::snprintf(buf, size,
                                 "HTTP/1.1 %u %.*s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
                                 "Cache-Control: no-store\r\nConnection: close\r\n%s\r\n",
                                 unsigned(r.status), static_cast<int>(reason.size()), reason.data(),
-                                type, body.size(), r.allow ? "Allow: GET, HEAD\r\n" : "");
-    std::string out(head, n > 0 && size_t(n) < sizeof head ? static_cast<size_t>(n) : 0);
+                                type, body_size, r.allow ? "Allow: GET, HEAD\r\n" : "");
+    return n > 0 && size_t(n) < size ? static_cast<size_t>(n) : 0;
+}
+
+std::string serialize(const admin_reply &r, std::string_view body) {
+    char head[320];
+    std::string out(head, serialize_head(r, body.size(), head, sizeof head));
     if (!r.head_only) out += body;
     return out;
 }

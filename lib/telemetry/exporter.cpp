@@ -17,10 +17,11 @@
 #include <span>
 #include <string>
 
+#include "ferry/base/alloc_count.h"
+#include "ferry/base/logfmt.h"
 #include "ferry/http/status.h"
 #include "ferry/telemetry/admin_request.h"
 #include "ferry/telemetry/metrics.h"
-#include "ferry/base/logfmt.h"
 #include "telemetry_log.h"
 
 namespace ferry::telemetry {
@@ -168,6 +169,31 @@ void exporter::run() noexcept {
     }
 }
 
+int exporter::send_all(int fd, std::string_view data, int64_t deadline_ms, int flags) noexcept {
+    size_t sent = 0;
+    while (sent < data.size()) {
+        // MSG_NOSIGNAL: a client gone mid-response is EPIPE here, not a
+        // SIGPIPE that would end the process.
+        const ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL | flags);
+        if (n > 0) {
+            sent += static_cast<size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            ctr_.write_failed.inc();  // reset, gone
+            return 0;
+        }
+        const int w = wait_for(fd, POLLOUT, deadline_ms);
+        if (w < 0)
+            return -1;
+        if (w == 0) {
+            ctr_.write_failed.inc();  // too slow a reader: give up on it
+            return 0;
+        }
+    }
+    return 1;
+}
+
 bool exporter::serve(int fd) noexcept {
     // Per connection: the parser's state, the request it fills and its field
     // storage live as long as this one head (admin_request.h).
@@ -210,9 +236,19 @@ bool exporter::serve(int fd) noexcept {
         }
         break;
     }
-    std::string body;
+    std::string_view body;
+    char text[64];
     switch (reply.what) {
-        case admin_reply::body::metrics: body = render_metrics(view_); break;
+        case admin_reply::body::metrics: {
+            const uint64_t a0 = thread_allocations();
+            render_metrics(view_, metrics_);
+            // Room to grow (counters gain digits): later scrapes fit.
+            if (metrics_.capacity() < metrics_.size() + metrics_.size() / 2)
+                metrics_.reserve(metrics_.size() * 2);
+            ctr_.scrape_allocations.inc(thread_allocations() - a0);
+            body = metrics_;
+            break;
+        }
         case admin_reply::body::healthz:
             // Readiness: unready from the stop request on, so a balancer in
             // front stops sending new connections during drain_grace_ms.
@@ -225,34 +261,26 @@ bool exporter::serve(int fd) noexcept {
                 body = "ok\n";
             }
             break;
-        case admin_reply::body::status_text:
-            body = std::string(http::reason_phrase(reply.status)) + "\n";
+        case admin_reply::body::status_text: {
+            const std::string_view reason = http::reason_phrase(reply.status);
+            const size_t n = std::min(reason.size(), sizeof text - 1);
+            std::copy_n(reason.data(), n, text);
+            text[n] = '\n';
+            body = std::string_view(text, n + 1);
             break;
+        }
     }
-    const std::string out = serialize(reply, body);
-
+    // The head, then the body (MSG_MORE: one segment when both fit).
+    char head[320];
+    const size_t head_len = serialize_head(reply, body.size(), head, sizeof head);
     const int64_t write_deadline = now_ms() + write_timeout_ms;
-    size_t sent = 0;
-    while (sent < out.size()) {
-        // MSG_NOSIGNAL: a client gone mid-response is EPIPE here, not a
-        // SIGPIPE that would end the process.
-        const ssize_t n = send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
-        if (n > 0) {
-            sent += static_cast<size_t>(n);
-            continue;
-        }
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-            ctr_.write_failed.inc();  // reset, gone
-            return true;
-        }
-        const int w = wait_for(fd, POLLOUT, write_deadline);
-        if (w < 0)
-            return false;
-        if (w == 0) {
-            ctr_.write_failed.inc();  // too slow a reader: give up on it
-            return true;
-        }
-    }
+    int w = send_all(fd, std::string_view(head, head_len), write_deadline,
+                     reply.head_only || body.empty() ? 0 : MSG_MORE);
+    if (w > 0 && !reply.head_only) w = send_all(fd, body, write_deadline, 0);
+    if (w < 0)
+        return false;
+    if (w == 0)
+        return true;
     // Connection: close. Half-close and read until the client closes (briefly),
     // so that bytes it sent after the head do not turn our close into a reset
     // that could destroy the response in flight.

@@ -46,35 +46,121 @@ void append_escaped(std::string &out, std::string_view text, bool quote) {
 
 namespace {
 
-// A label set rendered as `{a="x",b="y"}` (empty: no braces at all).
+void append_uint(std::string &out, uint64_t v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+// A label set, `{a="x",b="y"}`, held as views and numbers and written straight
+// into the exposition: building one allocates nothing. The views must outlive
+// the sample (configuration strings, literals). A value is text, a number, an
+// IPv4 address with its port ("10.77.0.2:9000"), or a route: its host, path
+// prefix and, for a duplicate, "#<position>".
 class labels {
 public:
     labels &add(std::string_view name, std::string_view value) {
-        s_ += s_.empty() ? "" : ",";
-        s_ += name;
-        s_ += "=\"";
-        // Label values may hold any UTF-8; \, " and LF are escaped.
-        append_escaped(s_, value, true);
-        s_ += '"';
+        item &i = next(name);
+        i.text = value;
         return *this;
     }
-    labels &add(std::string_view name, uint64_t value) { return add(name, std::to_string(value)); }
-    [[nodiscard]] std::string str() const { return s_.empty() ? std::string() : "{" + s_ + "}"; }
+    labels &add(std::string_view name, const char *value) {
+        return add(name, std::string_view(value));
+    }
+    labels &add(std::string_view name, uint64_t value) {
+        item &i = next(name);
+        i.what = item::k_number;
+        i.num = value;
+        return *this;
+    }
+    labels &add(std::string_view name, unsigned value) { return add(name, uint64_t{value}); }
+    labels &add_server(std::string_view name, uint32_t ipv4, uint16_t port) {
+        item &i = next(name);
+        i.what = item::k_server;
+        i.num = ipv4;
+        i.port = port;
+        return *this;
+    }
+    labels &add_route(std::string_view name, const config::route_config &r, uint32_t duplicate) {
+        item &i = next(name);
+        i.what = item::k_route;
+        i.route = &r;
+        i.num = duplicate;
+        return *this;
+    }
+    [[nodiscard]] bool empty() const noexcept { return n_ == 0; }
+
+    // Appends the set ("" when empty).
+    void write(std::string &out) const {
+        if (n_ == 0) return;
+        out += '{';
+        for (size_t k = 0; k < n_; ++k) {
+            const item &i = items_[k];
+            if (k != 0) out += ',';
+            out += i.name;
+            out += "=\"";
+            switch (i.what) {
+                case item::k_text:
+                    // Label values may hold any UTF-8; \, " and LF are escaped.
+                    append_escaped(out, i.text, true);
+                    break;
+                case item::k_number: append_uint(out, i.num); break;
+                case item::k_server:
+                    for (int sh = 24; sh >= 0; sh -= 8) {
+                        append_uint(out, (i.num >> sh) & 0xff);
+                        if (sh != 0) out += '.';
+                    }
+                    out += ':';
+                    append_uint(out, i.port);
+                    break;
+                case item::k_route:
+                    if (i.route->host_wildcard) out += '*';
+                    append_escaped(out, i.route->host, true);
+                    append_escaped(out, i.route->path_prefix, true);
+                    if (i.num != 0) {
+                        out += '#';
+                        append_uint(out, i.num);
+                    }
+                    break;
+            }
+            out += '"';
+        }
+        out += '}';
+    }
 
 private:
-    std::string s_;
+    struct item {
+        std::string_view name, text;
+        enum kind : uint8_t { k_text, k_number, k_server, k_route } what = k_text;
+        uint64_t num = 0;
+        uint16_t port = 0;
+        const config::route_config *route = nullptr;
+    };
+    item &next(std::string_view name) {
+        // Five at most (lcore, port, upstream, server, le): a sixth would be a bug.
+        item &i = items_[n_ < max_items ? n_++ : max_items - 1];
+        i = item{};
+        i.name = name;
+        return i;
+    }
+    static constexpr size_t max_items = 5;
+    item items_[max_items];
+    size_t n_ = 0;
 };
 
-// Appends families and samples. Callers emit each family's samples right
-// after family(), which the format requires; names are built from X-macro
-// identifiers and fixed strings, so they match [a-zA-Z_:][a-zA-Z0-9_:]*.
+// Appends families and samples to a buffer the caller keeps between scrapes
+// (its capacity stays: a scrape after the first allocates nothing). Callers
+// emit each family's samples right after family(), which the format requires;
+// names are built from X-macro identifiers and fixed strings, so they match
+// [a-zA-Z_:][a-zA-Z0-9_:]*.
 class exposition {
 public:
-    exposition() { out_.reserve(256 * 1024); }
+    explicit exposition(std::string &out) : out_(out) { out_.clear(); }
 
     // type: "counter" (the name must end in _total) or "gauge".
     void family(std::string_view name, std::string_view type, std::string_view help) {
-        name_ = name;
+        name_len_ = std::min(name.size(), sizeof name_);
+        std::copy_n(name.data(), name_len_, name_);
         out_ += "# HELP ";
         out_ += name;
         out_ += ' ';
@@ -86,50 +172,60 @@ public:
         out_ += type;
         out_ += '\n';
     }
+    // "ferry_<group>_<field><suffix>" as the family's name.
+    void family(std::string_view group, std::string_view field, std::string_view suffix,
+                std::string_view type, std::string_view help) {
+        char buf[sizeof name_];
+        size_t n = 0;
+        for (std::string_view part : {std::string_view("ferry_"), group, std::string_view("_"),
+                                      field, suffix}) {
+            const size_t k = std::min(part.size(), sizeof buf - n);
+            std::copy_n(part.data(), k, buf + n);
+            n += k;
+        }
+        family(std::string_view(buf, n), type, help);
+    }
     // A sample of the current family.
-    void sample(const std::string &labelset, uint64_t v) {
-        char buf[24];
-        const auto r = std::to_chars(buf, buf + sizeof buf, v);
-        line(labelset, std::string_view(buf, static_cast<size_t>(r.ptr - buf)));
-    }
-    void sample_seconds(const std::string &labelset, uint64_t ns) {
-        char buf[40];
-        std::snprintf(buf, sizeof buf, "%llu.%09llu",
-                      static_cast<unsigned long long>(ns / 1000000000u),
-                      static_cast<unsigned long long>(ns % 1000000000u));
-        line(labelset, buf);
-    }
+    void sample(const labels &l, uint64_t v) { sample_suffixed({}, l, v); }
+    void sample_seconds(const labels &l, uint64_t ns) { sample_seconds_suffixed({}, l, ns); }
     // A histogram's series: the family's name with `suffix` (_bucket, _sum, _count).
-    void sample_suffixed(std::string_view suffix, const std::string &labelset, uint64_t v) {
-        char buf[24];
-        const auto r = std::to_chars(buf, buf + sizeof buf, v);
-        line(labelset, std::string_view(buf, static_cast<size_t>(r.ptr - buf)), suffix);
-    }
-    void sample_seconds_suffixed(std::string_view suffix, const std::string &labelset,
-                                 uint64_t ns) {
-        char buf[40];
-        std::snprintf(buf, sizeof buf, "%llu.%09llu",
-                      static_cast<unsigned long long>(ns / 1000000000u),
-                      static_cast<unsigned long long>(ns % 1000000000u));
-        line(labelset, buf, suffix);
-    }
-    [[nodiscard]] std::string take() { return std::move(out_); }
-
-private:
-    void line(const std::string &labelset, std::string_view value, std::string_view suffix = {}) {
-        out_ += name_;
-        out_ += suffix;
-        out_ += labelset;
-        out_ += ' ';
-        out_ += value;
+    void sample_suffixed(std::string_view suffix, const labels &l, uint64_t v) {
+        line(l, suffix);
+        append_uint(out_, v);
         out_ += '\n';
     }
-    std::string out_;
-    std::string name_;
+    void sample_seconds_suffixed(std::string_view suffix, const labels &l, uint64_t ns) {
+        line(l, suffix);
+        append_uint(out_, ns / 1000000000u);
+        out_ += '.';
+        char frac[10];
+        uint64_t f = ns % 1000000000u;
+        for (int i = 8; i >= 0; --i, f /= 10) frac[i] = static_cast<char>('0' + f % 10);
+        out_.append(frac, 9);
+        out_ += '\n';
+    }
+
+private:
+    // "<name><suffix><labels> " (the value follows).
+    void line(const labels &l, std::string_view suffix) {
+        out_.append(name_, name_len_);
+        out_ += suffix;
+        l.write(out_);
+        out_ += ' ';
+    }
+    std::string &out_;
+    char name_[128];
+    size_t name_len_ = 0;
 };
 
-std::string counter_name(std::string_view group, std::string_view field) {
-    return "ferry_" + std::string(group) + "_" + std::string(field) + "_total";
+// Each counter struct's (labels, block) list, kept between scrapes on the
+// exporter's thread: cleared, not freed, so a scrape after the first
+// allocates nothing.
+template <class S>
+std::vector<std::pair<labels, const S *>> &blocks_of() {
+    static thread_local std::vector<std::pair<labels, const S *>> v;
+    v.clear();
+    return v;
 }
 
 // A counter field whose name is a label value of a family of its own
@@ -149,11 +245,11 @@ struct labelled_split {
 // nanoseconds (name ending in _ns) are exported in seconds
 // (ferry_reactor_sleep_seconds_total); fields a split names go to its
 // labelled family instead.
-template <class S, class Fields>
-void counter_group(exposition &e, std::string_view group, const Fields &fields,
-                   const std::vector<std::pair<std::string, const S *>> &blocks,
+// Blocks: a range of (labels, const S *) pairs.
+template <class Fields, class Blocks>
+void counter_group(exposition &e, std::string_view group, const Fields &fields, const Blocks &blocks,
                    std::span<const labelled_split> splits = {}) {
-    if (blocks.empty())
+    if (std::empty(blocks))
         return;
     auto in_split = [&](std::string_view name) {
         for (const labelled_split &s : splits)
@@ -164,12 +260,11 @@ void counter_group(exposition &e, std::string_view group, const Fields &fields,
         const std::string_view name = f.name;
         if (in_split(name)) continue;
         if (name.ends_with("_ns")) {
-            e.family(counter_name(group, std::string(name.substr(0, name.size() - 3)) + "_seconds"),
-                     "counter", f.help);
+            e.family(group, name.substr(0, name.size() - 3), "_seconds_total", "counter", f.help);
             for (const auto &[lbl, b] : blocks) e.sample_seconds(lbl, (b->*(f.member)).get());
             continue;
         }
-        e.family(counter_name(group, name), "counter", f.help);
+        e.family(group, name, "_total", "counter", f.help);
         for (const auto &[lbl, b] : blocks)
             e.sample(lbl, (b->*(f.member)).get());
     }
@@ -180,9 +275,8 @@ void counter_group(exposition &e, std::string_view group, const Fields &fields,
                 const std::string_view name = f.name;
                 if (!name.starts_with(s.prefix) || name == s.except) continue;
                 // The block's labels ({lcore="1"}) with the split's added.
-                std::string ls = lbl.empty() ? std::string("{") : lbl.substr(0, lbl.size() - 1) + ",";
-                ls += std::string(s.label) + "=\"" + std::string(name.substr(s.prefix.size())) + "\"}";
-                e.sample(ls, (b->*(f.member)).get());
+                labels ls = lbl;
+                e.sample(ls.add(s.label, name.substr(s.prefix.size())), (b->*(f.member)).get());
             }
     }
 }
@@ -214,19 +308,19 @@ uint64_t process_start_unix_ns() {
     return cached;
 }
 
-std::string lcore_label(const lcore_view &l) {
-    return labels().add("lcore", l.lcore).str();
+labels lcore_label(const lcore_view &l) {
+    return labels().add("lcore", l.lcore);
 }
-std::string lcore_port_label(const lcore_view &l, const net::port &p) {
-    return labels().add("lcore", l.lcore).add("port", p.spec.name).str();
+labels lcore_port_label(const lcore_view &l, const net::port &p) {
+    return labels().add("lcore", l.lcore).add("port", p.spec.name);
 }
-std::string port_label(const net::port &p) {
-    return labels().add("port", p.spec.name).str();
+labels port_label(const net::port &p) {
+    return labels().add("port", p.spec.name);
 }
 
 void render_lcores(exposition &e, const process_view &v) {
-    std::vector<std::pair<std::string, const reactor::reactor_counters *>> rc;
-    std::vector<std::pair<std::string, const net::io_counters *>> io;
+    auto &rc = blocks_of<reactor::reactor_counters>();
+    auto &io = blocks_of<net::io_counters>();
     for (const lcore_view &l : v.lcores) {
         rc.emplace_back(lcore_label(l), l.reactor);
         io.emplace_back(lcore_label(l), l.io);
@@ -254,24 +348,24 @@ void render_lcores(exposition &e, const process_view &v) {
 void render_ports(exposition &e, const process_view &v) {
     if (v.ports.empty())
         return;
-    std::vector<rte_eth_stats> st(v.ports.size());
-    std::vector<bool> have(v.ports.size());
-    for (size_t i = 0; i < v.ports.size(); ++i)
-        have[i] = rte_eth_stats_get(v.ports[i].id, &st[i]) == 0;
+    // Kept between scrapes (cleared, not freed), as blocks_of.
+    static thread_local std::vector<std::pair<const net::port *, rte_eth_stats>> st;
+    st.clear();
+    for (const net::port &p : v.ports)
+        if (rte_eth_stats get{}; rte_eth_stats_get(p.id, &get) == 0) st.emplace_back(&p, get);
     for (const auto &f : detail::eth_stat_fields) {
-        e.family(counter_name("port", f.name), "counter", f.help);
-        for (size_t i = 0; i < v.ports.size(); ++i)
-            if (have[i])
-                e.sample(port_label(v.ports[i]), st[i].*(f.member));
+        e.family("port", f.name, "_total", "counter", f.help);
+        for (const auto &[p, s] : st) e.sample(port_label(*p), s.*(f.member));
     }
     // The kernel's ring counts, only for ports that have such rings (af_packet).
-    std::vector<std::pair<const net::port *, net::kernel_ring_totals>> rings;
+    static thread_local std::vector<std::pair<const net::port *, net::kernel_ring_totals>> rings;
+    rings.clear();
     for (const auto &p : v.ports)
         if (p.kernel)
             rings.emplace_back(&p, p.kernel->read());
     if (!rings.empty())
         for (const auto &f : detail::kernel_ring_fields) {
-            e.family(counter_name("port", f.name), "counter", f.help);
+            e.family("port", f.name, "_total", "counter", f.help);
             for (const auto &[p, k] : rings)
                 e.sample(port_label(*p), k.*(f.member));
         }
@@ -288,12 +382,12 @@ void render_ports(exposition &e, const process_view &v) {
 }
 
 void render_stack(exposition &e, const process_view &v) {
-    std::vector<std::pair<std::string, const net::net_counters *>> nc;
-    std::vector<std::pair<std::string, const net::tcp_counters *>> tc;
-    std::vector<std::pair<std::string, const net::fault_counters *>> fc;
+    auto &nc = blocks_of<net::net_counters>();
+    auto &tc = blocks_of<net::tcp_counters>();
+    auto &fc = blocks_of<net::fault_counters>();
     for (const lcore_view &l : v.lcores)
         for (size_t i = 0; i < v.ports.size() && i < l.ports.size(); ++i) {
-            const std::string lbl = lcore_port_label(l, v.ports[i]);
+            const labels lbl = lcore_port_label(l, v.ports[i]);
             nc.emplace_back(lbl, l.ports[i].net);
             if (l.ports[i].tcp != nullptr)
                 tc.emplace_back(lbl, l.ports[i].tcp);
@@ -336,7 +430,7 @@ void render_stack(exposition &e, const process_view &v) {
 }
 
 void render_http(exposition &e, const process_view &v) {
-    std::vector<std::pair<std::string, const proxy::http_counters *>> hc;
+    auto &hc = blocks_of<proxy::http_counters>();
     for (const lcore_view &l : v.lcores)
         if (l.proxy != nullptr)
             hc.emplace_back(lcore_label(l), &l.proxy->counters());
@@ -367,8 +461,7 @@ void render_http(exposition &e, const process_view &v) {
             const std::string_view n = http::name(static_cast<http::parse_error>(r));
             if (n == "unknown")
                 break;
-            e.sample(labels().add("lcore", l.lcore).add("reason", n).str(),
-                     c.rejected_by_reason[r].get());
+            e.sample(labels().add("lcore", l.lcore).add("reason", n), c.rejected_by_reason[r].get());
         }
     }
     e.family("ferry_http_active_connections", "gauge",
@@ -397,6 +490,22 @@ struct histogram_sums {
     }
 };
 
+// A bucket's upper bound as le says it ("0.0005", ..., "+Inf"), formatted once.
+std::string_view bucket_le(size_t i) {
+    static const auto names = [] {
+        std::array<std::array<char, 24>, proxy::latency_histogram::buckets> n{};
+        for (size_t k = 0; k < n.size(); ++k) {
+            if (k < std::size(proxy::latency_bucket_ns))
+                std::snprintf(n[k].data(), n[k].size(), "%g",
+                              static_cast<double>(proxy::latency_bucket_ns[k]) / 1e9);
+            else
+                std::snprintf(n[k].data(), n[k].size(), "+Inf");
+        }
+        return n;
+    }();
+    return names[i].data();
+}
+
 // One label set's series of a histogram family (text format 0.0.4): the
 // buckets cumulative, le from 0.0005 to +Inf; _sum in seconds; _count, the
 // +Inf bucket's count.
@@ -404,15 +513,11 @@ void histogram_samples(exposition &e, const labels &base, const histogram_sums &
     uint64_t cum = 0;
     for (size_t i = 0; i < proxy::latency_histogram::buckets; ++i) {
         cum += h.in_bucket[i];
-        char le[24] = "+Inf";
-        if (i < std::size(proxy::latency_bucket_ns))
-            std::snprintf(le, sizeof le, "%g",
-                          static_cast<double>(proxy::latency_bucket_ns[i]) / 1e9);
         labels l = base;
-        e.sample_suffixed("_bucket", l.add("le", le).str(), cum);
+        e.sample_suffixed("_bucket", l.add("le", bucket_le(i)), cum);
     }
-    e.sample_seconds_suffixed("_sum", base.str(), h.sum_ns);
-    e.sample_suffixed("_count", base.str(), cum);
+    e.sample_seconds_suffixed("_sum", base, h.sum_ns);
+    e.sample_suffixed("_count", base, cum);
 }
 
 void render_request_latency(exposition &e, const process_view &v) {
@@ -431,14 +536,6 @@ void render_request_latency(exposition &e, const process_view &v) {
     histogram_samples(e, labels(), h);
 }
 
-// A route's label: its host (a wildcard as "*.example.com") and path prefix,
-// "api.example.com/v1/"; "default" for the listener's default_upstream,
-// "none" for requests no route took (404, or refused before routing).
-std::string route_label(const config::route_config &r) {
-    std::string s = r.host_wildcard ? "*" + r.host : r.host;
-    return s + r.path_prefix;
-}
-
 // Whether some lcore runs the HTTP proxy (a [[listener]] is configured).
 bool has_proxy(const process_view &v) {
     for (const lcore_view &l : v.lcores)
@@ -454,35 +551,39 @@ void render_route_responses(exposition &e, const process_view &v) {
              "parsed requests by listener, route and the status class of their answer "
              "(generated ones and 499/444 for those cut short included), all lcores");
     static constexpr const char *classes[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
-    auto emit = [&](size_t li, int route, const std::string &label) {
+    // The route label: its host (a wildcard as "*.example.com") and path
+    // prefix, "api.example.com/v1/"; "default" for the listener's
+    // default_upstream, "none" for requests no route took (404, or refused
+    // before routing).
+    auto emit = [&](size_t li, int route, const labels &base) {
         for (unsigned cls = 1; cls <= 5; ++cls) {
             uint64_t n = 0;
             for (const lcore_view &l : v.lcores)
                 if (l.proxy != nullptr) n += l.proxy->route_responses(li, route, cls);
-            e.sample(labels()
-                         .add("listener", ls[li].name)
-                         .add("route", label)
-                         .add("class", classes[cls - 1])
-                         .str(),
-                     n);
+            labels ls_ = base;
+            e.sample(ls_.add("class", classes[cls - 1]), n);
         }
     };
-    std::vector<std::string> seen;
+    auto on = [&](size_t ri, size_t li) {
+        return rs[ri].listener_index < 0 || static_cast<size_t>(rs[ri].listener_index) == li;
+    };
     for (size_t li = 0; li < ls.size(); ++li) {
-        seen.clear();
         for (size_t ri = 0; ri < rs.size(); ++ri) {
-            if (rs[ri].listener_index >= 0 && static_cast<size_t>(rs[ri].listener_index) != li)
-                continue;
+            if (!on(ri, li)) continue;
             // A second route with the same host and prefix (never taken: the
             // first matches) keeps its series apart by its position.
-            std::string label = route_label(rs[ri]);
-            if (std::find(seen.begin(), seen.end(), label) != seen.end())
-                label += "#" + std::to_string(ri + 1);
-            seen.push_back(label);
-            emit(li, static_cast<int>(ri), label);
+            bool dup = false;
+            for (size_t rj = 0; rj < ri && !dup; ++rj)
+                dup = on(rj, li) && rs[rj].host_wildcard == rs[ri].host_wildcard &&
+                      rs[rj].host == rs[ri].host && rs[rj].path_prefix == rs[ri].path_prefix;
+            emit(li, static_cast<int>(ri),
+                 labels()
+                     .add("listener", ls[li].name)
+                     .add_route("route", rs[ri], dup ? static_cast<uint32_t>(ri + 1) : 0));
         }
-        if (ls[li].default_upstream_index >= 0) emit(li, proxy::route_default, "default");
-        emit(li, proxy::route_none, "none");
+        if (ls[li].default_upstream_index >= 0)
+            emit(li, proxy::route_default, labels().add("listener", ls[li].name).add("route", "default"));
+        emit(li, proxy::route_none, labels().add("listener", ls[li].name).add("route", "none"));
     }
 }
 
@@ -511,7 +612,7 @@ void render_listeners(exposition &e, const process_view &v) {
             uint64_t n = 0;
             for (const lcore_view &l : v.lcores)
                 if (l.proxy != nullptr) n += (l.proxy->*f.get)(li);
-            e.sample(labels().add("listener", ls[li].name).str(), n);
+            e.sample(labels().add("listener", ls[li].name), n);
         }
     }
 }
@@ -521,20 +622,17 @@ void render_upstreams(exposition &e, const process_view &v) {
         return;
     const auto &ups = v.cfg->upstreams;
     struct srv {
-        std::string lbl;
+        labels lbl;
         size_t u, s;
         detail::server_totals t;
     };
-    std::vector<srv> all;
+    static thread_local std::vector<srv> all;  // kept between scrapes, as blocks_of
+    all.clear();
     for (size_t u = 0; u < ups.size(); ++u)
         for (size_t s = 0; s < ups[u].servers.size(); ++s) {
             const auto &sv = ups[u].servers[s];
-            all.push_back(
-                {labels()
-                     .add("upstream", ups[u].name)
-                     .add("server", config::format_ipv4(sv.addr) + ":" + std::to_string(sv.port))
-                     .str(),
-                 u, s, detail::sum_server(v, u, s)});
+            all.push_back({labels().add("upstream", ups[u].name).add_server("server", sv.addr, sv.port),
+                           u, s, detail::sum_server(v, u, s)});
         }
     if (all.empty())
         return;
@@ -601,22 +699,18 @@ void render_upstreams(exposition &e, const process_view &v) {
         histogram_sums h;
         for (const lcore_view &l : v.lcores)
             if (l.proxy != nullptr) h.add(l.proxy->server(x.u, x.s).latency);
-        histogram_samples(e, labels()
-                                 .add("upstream", ups[x.u].name)
-                                 .add("server", config::format_ipv4(ups[x.u].servers[x.s].addr) +
-                                                    ":" +
-                                                    std::to_string(ups[x.u].servers[x.s].port)),
-                          h);
+        histogram_samples(e, x.lbl, h);
     }
 }
 
 void render_rings(exposition &e, const process_view &v) {
-    const std::vector<detail::ring_snapshot> all = detail::rings(v);
+    static thread_local std::vector<detail::ring_snapshot> all;  // kept, as blocks_of
+    detail::rings(v, all);
     if (all.empty())
         return;  // one worker: no rings
-    std::vector<std::string> lbl;
-    for (const auto &r : all)
-        lbl.push_back(labels().add("from", r.from->lcore).add("to", r.to->lcore).str());
+    static thread_local std::vector<labels> lbl;
+    lbl.clear();
+    for (const auto &r : all) lbl.push_back(labels().add("from", r.from->lcore).add("to", r.to->lcore));
     e.family("ferry_ring_depth", "gauge", "messages in the cross-core ring from -> to now");
     for (size_t i = 0; i < all.size(); ++i)
         e.sample(lbl[i], all[i].depth);
@@ -637,31 +731,31 @@ void render_rings(exposition &e, const process_view &v) {
 void render_exporter(exposition &e, const process_view &v) {
     if (v.exporter == nullptr)
         return;  // no [admin] metrics_address
-    counter_group(e, "exporter", exporter_counter_fields,
-                  std::vector<std::pair<std::string, const exporter_counters *>>{{"", v.exporter}});
+    const std::pair<labels, const exporter_counters *> one[] = {{labels(), v.exporter}};
+    counter_group(e, "exporter", exporter_counter_fields, one);
 }
 
 // The event log's counters (no labels: one writer).
 void render_events(exposition &e, const process_view &v) {
     if (v.proxy_shared == nullptr)
         return;  // no [[listener]]: no proxy
-    counter_group(e, "events", proxy::event_log_counter_fields,
-                  std::vector<std::pair<std::string, const proxy::event_log_counters *>>{
-                      {"", &v.proxy_shared->events}});
+    const std::pair<labels, const proxy::event_log_counters *> one[] = {
+        {labels(), &v.proxy_shared->events}};
+    counter_group(e, "events", proxy::event_log_counter_fields, one);
 }
 
 }  // namespace
 
-std::string render_metrics(const process_view &v) {
-    exposition e;
+void render_metrics(const process_view &v, std::string &out) {
+    exposition e(out);
     e.family("ferry_build_info", "gauge", "always 1; the labels say which ferry and DPDK run");
-    e.sample(labels().add("version", FERRY_VERSION).add("dpdk", rte_version()).str(), 1);
+    e.sample(labels().add("version", FERRY_VERSION).add("dpdk", rte_version()), 1);
     e.family("ferry_workers", "gauge", "worker lcores");
-    e.sample("", v.lcores.size());
+    e.sample(labels(), v.lcores.size());
     if (const uint64_t start = process_start_unix_ns(); start != 0) {
         e.family("ferry_start_time_seconds", "gauge",
                  "when ferry started, in seconds since the Unix epoch (uptime: time() - this)");
-        e.sample_seconds("", start);
+        e.sample_seconds(labels(), start);
     }
     render_lcores(e, v);
     render_ports(e, v);
@@ -676,13 +770,18 @@ std::string render_metrics(const process_view &v) {
     render_events(e, v);
     const resident r = read_resident();
     e.family("ferry_memory_resident_bytes", "gauge", "resident memory (VmRSS)");
-    e.sample("", r.now);
+    e.sample(labels(), r.now);
     e.family("ferry_memory_resident_peak_bytes", "gauge", "peak resident memory (VmHWM)");
-    e.sample("", r.peak);
+    e.sample(labels(), r.peak);
     e.family("ferry_memory_bound_bytes", "gauge",
              "the most resident memory ferry can take with its configuration (/ferry/memory)");
-    e.sample("", v.memory.bound);
-    return e.take();
+    e.sample(labels(), v.memory.bound);
+}
+
+std::string render_metrics(const process_view &v) {
+    std::string out;
+    render_metrics(v, out);
+    return out;
 }
 
 }  // namespace ferry::telemetry

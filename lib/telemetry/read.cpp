@@ -1,8 +1,12 @@
 #include "read.h"
 
+#include <fcntl.h>
 #include <rte_ring.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace ferry::telemetry::detail {
@@ -51,7 +55,13 @@ uint64_t active_connections(const proxy::http_counters &c) noexcept {
 
 std::vector<ring_snapshot> rings(const process_view &v) {
     std::vector<ring_snapshot> out;
-    if (v.mesh == nullptr) return out;
+    rings(v, out);
+    return out;
+}
+
+void rings(const process_view &v, std::vector<ring_snapshot> &out) {
+    out.clear();
+    if (v.mesh == nullptr) return;
     for (const lcore_view &from : v.lcores)
         for (const lcore_view &to : v.lcores) {
             rte_ring *r = v.mesh->ring(from.index, to.index);
@@ -67,7 +77,6 @@ std::vector<ring_snapshot> rings(const process_view &v) {
             s.lane = from.out->stats(to.index);
             out.push_back(s);
         }
-    return out;
 }
 
 }  // namespace ferry::telemetry::detail
@@ -75,16 +84,27 @@ std::vector<ring_snapshot> rings(const process_view &v) {
 namespace ferry::telemetry {
 
 resident read_resident() noexcept {
+    // read(2) into the stack, not stdio: a scrape allocates nothing (metrics.h).
     resident r;
-    std::FILE *f = std::fopen("/proc/self/status", "r");
-    if (f == nullptr) return r;
-    char line[256];
-    while (std::fgets(line, sizeof line, f) != nullptr) {
-        unsigned long long kib = 0;
-        if (std::sscanf(line, "VmRSS: %llu kB", &kib) == 1) r.now = uint64_t(kib) * 1024;
-        if (std::sscanf(line, "VmHWM: %llu kB", &kib) == 1) r.peak = uint64_t(kib) * 1024;
+    const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return r;
+    char buf[4096];
+    size_t n = 0;
+    for (ssize_t k; n < sizeof buf - 1 && (k = ::read(fd, buf + n, sizeof buf - 1 - n)) != 0;) {
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        n += static_cast<size_t>(k);
     }
-    std::fclose(f);
+    ::close(fd);
+    buf[n] = '\0';
+    auto kib = [&](const char *key) -> uint64_t {
+        const char *p = std::strstr(buf, key);
+        return p != nullptr ? std::strtoull(p + std::strlen(key), nullptr, 10) * 1024 : 0;
+    };
+    r.now = kib("\nVmRSS:");
+    r.peak = kib("\nVmHWM:");
     return r;
 }
 

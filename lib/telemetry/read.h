@@ -86,5 +86,7 @@ struct ring_snapshot {
 };
 // Every ring of the mesh in (from, to) order; empty with one worker.
 [[nodiscard]] std::vector<ring_snapshot> rings(const process_view &v);
+// The same into `out` (cleared first; its capacity is kept: the exporter's scrapes).
+void rings(const process_view &v, std::vector<ring_snapshot> &out);
 
 }  // namespace ferry::telemetry::detail

@@ -341,7 +341,7 @@ def check_keys(d, spec, what):
 
 
 EXPORTER_COUNTERS = ("connections", "reads", "requests", "scrapes", "rejected", "read_timeouts",
-                     "closed_early", "write_failed", "healthz_draining")
+                     "closed_early", "write_failed", "healthz_draining", "scrape_allocations")
 
 
 def exporter(f):
@@ -932,6 +932,16 @@ print(s.recv(100).split(b"\\r\\n")[0].decode())
             check(True, f"the scrape parses strictly: {len(fams)} families, {nseries} series")
             check_metrics(ns, fams, tel, sent, rejected)
             check_promtool(body)
+            # Item 7: a scrape after the first allocates nothing (the exporter
+            # counts the heap allocations its thread makes while rendering).
+            a0 = exporter(f)["scrape_allocations"]
+            for i in range(3):
+                curl(ns, "-o", "/dev/null", f"{base}/hello/more{i}")  # counters move
+                check(scrape(ns)[0] == 200, "another scrape")
+            a1 = exporter(f)["scrape_allocations"]
+            check(a0 > 0 and a1 == a0, f"scrapes after the first allocate nothing "
+                  f"(scrape_allocations {a0} after the first ones, {a1} after 3 more)")
+            sent += 3
 
             # (c)
             st, _, body = scrape(ns, "/nope")

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "ferry/base/alloc_count.h"
 #include "ferry/telemetry/exporter.h"
 #include "ferry/telemetry/metrics.h"
 
@@ -109,6 +110,37 @@ TEST_F(two_lcores, NoProxyNoPortsNoRingsNoTheirFamilies) {
         ++families;
     }
     EXPECT_GT(families, 20u);
+}
+
+}  // namespace
+}  // namespace ferry::telemetry
+
+namespace ferry::telemetry {
+namespace {
+
+// Issue 19: a scrape after the first allocates nothing. The buffer is the
+// caller's and keeps its capacity; label sets are views written straight into
+// it; the lists of counter blocks are kept per thread (cleared, not freed).
+TEST_F(two_lcores, ASecondRenderIntoTheSameBufferAllocatesNothing) {
+    exporter_counters ex;
+    v.exporter = &ex;
+    std::string out;
+    render_metrics(v, out);
+    out.reserve(out.size() * 2);  // as the exporter does: room for longer numbers
+    rc[0].polls.inc(123456789);    // more digits than before
+    const uint64_t a0 = thread_allocations();
+    render_metrics(v, out);
+    EXPECT_EQ(thread_allocations() - a0, 0u);
+    EXPECT_TRUE(has_line(out, "ferry_reactor_polls_total{lcore=\"3\"} 123456800")) << out;
+    EXPECT_EQ(out, render_metrics(v));  // the same text as a fresh string
+}
+
+// The counter itself counts: a render into a new string allocates.
+TEST_F(two_lcores, ThreadAllocationsCountsThisThreadsNews) {
+    const uint64_t a0 = thread_allocations();
+    const std::string m = render_metrics(v);
+    EXPECT_GT(thread_allocations() - a0, 0u);
+    EXPECT_FALSE(m.empty());
 }
 
 }  // namespace

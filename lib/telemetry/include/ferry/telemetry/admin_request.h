@@ -77,5 +77,10 @@ private:
 // metrics), Content-Length of `body`, Cache-Control: no-store, Connection:
 // close, Allow if asked, then `body` unless head_only.
 [[nodiscard]] std::string serialize(const admin_reply &r, std::string_view body);
+// The head alone, for a body of `body_size` bytes, into `buf` (320 bytes hold
+// any): its length, 0 if it did not fit. Allocates nothing (the exporter's
+// scrapes).
+[[nodiscard]] size_t serialize_head(const admin_reply &r, size_t body_size, char *buf,
+                                    size_t size) noexcept;
 
 }  // namespace ferry::telemetry

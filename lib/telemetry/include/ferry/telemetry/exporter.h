@@ -38,7 +38,8 @@ namespace ferry::telemetry {
     X(read_timeouts, "clients answered 408: no whole request head within the read timeout")      \
     X(closed_early, "clients that closed or reset before sending a whole request head")          \
     X(write_failed, "responses not sent in full: the client reset or read too slowly")           \
-    X(healthz_draining, "GET /healthz answered 503 draining: SIGTERM came (drain_grace_ms, drain)")
+    X(healthz_draining, "GET /healthz answered 503 draining: SIGTERM came (drain_grace_ms, drain)") \
+    X(scrape_allocations, "heap allocations made while rendering /metrics: the first scrape's only (buffers kept after it)")
 
 struct alignas(64) exporter_counters {
     FERRY_EXPORTER_COUNTERS(FERRY_COUNTER_MEMBER)
@@ -85,8 +86,15 @@ private:
     // 1: `fd` has `events`; 0: `deadline_ms` (CLOCK_MONOTONIC) passed; -1: stop.
     int wait_for(int fd, short events, int64_t deadline_ms) noexcept;
 
+    // Sends all of `data` before `deadline_ms`: 1 sent, 0 gave up on the client
+    // (counted in write_failed), -1 stop.
+    int send_all(int fd, std::string_view data, int64_t deadline_ms, int flags) noexcept;
+
     const process_view &view_;
     exporter_counters &ctr_;
+    // The scrape's text, kept between scrapes: its capacity stays, so a scrape
+    // after the first allocates nothing (render_metrics).
+    std::string metrics_;
     int listen_fd_ = -1;
     int wake_fd_ = -1;
     pthread_t thread_{};

@@ -7,10 +7,7 @@
 #include "access_log.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <rte_lcore.h>
 #include <signal.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -338,12 +335,11 @@ int64_t monotonic_s() {
 
 }  // namespace
 
-access_log_writer::access_log_writer(const config::ferry_config &cfg, int fd, int wake_fd)
+access_log_writer::access_log_writer(const config::ferry_config &cfg, int fd)
     : path_(cfg.http.access_log),
       format_(cfg.http.access_log_format),
       names_(access_log_names::of(cfg)),
-      fd_(fd),
-      wake_fd_(wake_fd) {
+      fd_(fd) {
     buf_.reserve(write_batch + 64 * 1024);
 }
 
@@ -353,13 +349,10 @@ result<std::unique_ptr<access_log_writer>, std::string> access_log_writer::open(
     const int fd = open_log(path);
     if (fd < 0)
         return unexpected{"[http] access_log " + path + ": cannot open: " + errno_text(errno)};
-    const int wfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wfd < 0) {
-        const int e = errno;
-        close(fd);
-        return unexpected{"[http] access_log " + path + ": eventfd: " + errno_text(e)};
-    }
-    return std::unique_ptr<access_log_writer>(new access_log_writer(cfg, fd, wfd));
+    std::unique_ptr<access_log_writer> w(new access_log_writer(cfg, fd));  // closes fd
+    if (std::string e = w->thread_.init(); !e.empty())
+        return unexpected{"[http] access_log " + path + ": eventfd: " + e};
+    return w;
 }
 
 access_log_writer::~access_log_writer() {
@@ -372,21 +365,11 @@ proxy::access_log_sink *access_log_writer::add_sink(unsigned lcore) {
 }
 
 std::string access_log_writer::start() {
-    // As the exporter thread (lib/telemetry/exporter.cpp): a DPDK control thread on the
-    // control CPUs; the stop and reopen signals stay with the main thread.
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, &old);
-    const int rc = rte_ctrl_thread_create(&thread_, "ferry-alog", nullptr,
-                                          &access_log_writer::thread_main, this);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    if (rc != 0)
-        return "[http] access_log " + path_ +
-               ": cannot start the writer thread: " + errno_text(-rc);
-    running_ = true;
+    // A DPDK control thread on the control CPUs (drain_thread.h).
+    const std::string e = thread_.start(
+        "ferry-alog", flush_interval_ms,
+        [](void *self, bool) noexcept { static_cast<access_log_writer *>(self)->tick(); }, this);
+    if (!e.empty()) return "[http] access_log " + path_ + ": cannot start the writer thread: " + e;
     FERRY_LOG(INFO, ferry_logtype_app, "app", "%s",
               logfmt("access log opened")
                   .kv("path", path_)
@@ -397,13 +380,8 @@ std::string access_log_writer::start() {
 }
 
 void access_log_writer::stop() noexcept {
-    if (running_) {
-        stopping_.store(true, std::memory_order_release);
-        const uint64_t one = 1;
-        while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
-        }
-        pthread_join(thread_, nullptr);
-        running_ = false;
+    if (thread_.running()) {
+        thread_.stop();
         FERRY_LOG(INFO, ferry_logtype_app, "app", "%s",
                   logfmt("access log closed")
                       .kv("path", path_)
@@ -413,36 +391,17 @@ void access_log_writer::stop() noexcept {
     }
     if (fd_ >= 0)
         close(fd_);
-    if (wake_fd_ >= 0)
-        close(wake_fd_);
-    fd_ = wake_fd_ = -1;
+    fd_ = -1;
 }
 
 void access_log_writer::request_reopen() noexcept {
     reopen_requested.store(true, std::memory_order_relaxed);
 }
 
-void *access_log_writer::thread_main(void *self) noexcept {
-    static_cast<access_log_writer *>(self)->run();
-    return nullptr;
-}
-
-void access_log_writer::run() noexcept {
-    for (;;) {
-        // Read before draining: once stop() is seen, the producers are done
-        // (stop()'s contract), so this last drain takes every record.
-        const bool last = stopping_.load(std::memory_order_acquire);
-        if (reopen_requested.exchange(false, std::memory_order_relaxed))
-            reopen();
-        drain();
-        if (last)
-            return;
-        pollfd p{wake_fd_, POLLIN, 0};
-        if (poll(&p, 1, flush_interval_ms) > 0) {
-            uint64_t v;
-            (void)!read(wake_fd_, &v, sizeof v);
-        }
-    }
+void access_log_writer::tick() noexcept {
+    if (reopen_requested.exchange(false, std::memory_order_relaxed))
+        reopen();
+    drain();  // the last tick (after stop()) takes every record
 }
 
 void access_log_writer::drain() noexcept {

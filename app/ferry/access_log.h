@@ -14,14 +14,12 @@
 // every write appends.
 #pragma once
 
-#include <pthread.h>
-
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "drain_thread.h"
 #include "ferry/base/result.h"
 #include "ferry/config/config.h"
 #include "ferry/proxy/access_log.h"
@@ -78,10 +76,10 @@ public:
     [[nodiscard]] const std::string &path() const noexcept { return path_; }
 
 private:
-    access_log_writer(const config::ferry_config &cfg, int fd, int wake_fd);
+    access_log_writer(const config::ferry_config &cfg, int fd);
 
-    static void *thread_main(void *self) noexcept;
-    void run() noexcept;
+    // One tick of the writer thread: a reopen if SIGHUP asked, then drain().
+    void tick() noexcept;
     // Formats and writes everything the rings hold now.
     void drain() noexcept;
     void write_out() noexcept;
@@ -91,16 +89,13 @@ private:
     config::log_format format_;
     access_log_names names_;
     int fd_ = -1;
-    int wake_fd_ = -1;
     std::vector<std::unique_ptr<proxy::access_log_sink>> sinks_;
     std::string buf_;             // formatted, not yet written (the thread's)
     uint64_t pending_lines_ = 0;  // lines in buf_
     uint64_t lines_ = 0;          // written
     uint64_t lost_ = 0;           // lines a failed write() lost
     int64_t last_warn_s_ = 0;
-    pthread_t thread_{};
-    bool running_ = false;  // thread_ is joinable (control path only)
-    std::atomic<bool> stopping_{false};
+    drain_thread thread_;
 };
 
 }  // namespace ferry::app

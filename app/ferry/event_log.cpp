@@ -1,15 +1,6 @@
 // The event log's writer thread (event_log.h).
 #include "event_log.h"
 
-#include <poll.h>
-#include <rte_lcore.h>
-#include <signal.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "ferry/base/log.h"
 #include "ferry/base/logfmt.h"
 #include "ferry/reactor/reactor.h"
@@ -29,13 +20,9 @@ event_log_writer::event_log_writer(const config::ferry_config &cfg, proxy::share
     }
     down_since_.assign(n, 0);
     limiter_ = std::make_unique<proxy::event_limiter>(n, burst, window_ns);
-    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
-event_log_writer::~event_log_writer() {
-    stop();
-    if (wake_fd_ >= 0) close(wake_fd_);
-}
+event_log_writer::~event_log_writer() { stop(); }
 
 proxy::event_sink *event_log_writer::add_sink() {
     sinks_.push_back(std::make_unique<proxy::event_sink>(ring_events));
@@ -43,52 +30,13 @@ proxy::event_sink *event_log_writer::add_sink() {
 }
 
 std::string event_log_writer::start() {
-    if (wake_fd_ < 0) return "event log: eventfd: " + std::string(std::strerror(errno));
-    // As the access log's writer: a control thread; the signals stay with the
-    // main thread.
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, &old);
-    const int rc = rte_ctrl_thread_create(&thread_, "ferry-events", nullptr,
-                                          &event_log_writer::thread_main, this);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    if (rc != 0) return "event log: cannot start the writer thread: " + std::string(std::strerror(-rc));
-    running_ = true;
-    return "";
+    const std::string e = thread_.start(
+        "ferry-events", tick_ms,
+        [](void *self, bool) noexcept { static_cast<event_log_writer *>(self)->drain(); }, this);
+    return e.empty() ? e : "event log: cannot start the writer thread: " + e;
 }
 
-void event_log_writer::stop() noexcept {
-    if (!running_) return;
-    stopping_.store(true, std::memory_order_release);
-    const uint64_t one = 1;
-    while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
-    }
-    pthread_join(thread_, nullptr);
-    running_ = false;
-}
-
-void *event_log_writer::thread_main(void *self) noexcept {
-    static_cast<event_log_writer *>(self)->run();
-    return nullptr;
-}
-
-void event_log_writer::run() noexcept {
-    for (;;) {
-        // Read before draining: once stop() is seen the producers are done,
-        // so this last drain takes every event.
-        const bool last = stopping_.load(std::memory_order_acquire);
-        drain();
-        if (last) return;
-        pollfd p{wake_fd_, POLLIN, 0};
-        if (poll(&p, 1, tick_ms) > 0) {
-            uint64_t v;
-            (void)!read(wake_fd_, &v, sizeof v);
-        }
-    }
-}
+void event_log_writer::stop() noexcept { thread_.stop(); }
 
 void event_log_writer::drain() noexcept {
     proxy::event_log_counters &c = shared_.events;

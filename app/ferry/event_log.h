@@ -12,14 +12,12 @@
 // shared_state::events (/ferry/events, ferry_events_*_total).
 #pragma once
 
-#include <pthread.h>
-
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "access_log.h"
+#include "drain_thread.h"
 #include "ferry/config/config.h"
 #include "ferry/proxy/events.h"
 #include "ferry/proxy/proxy.h"
@@ -50,8 +48,6 @@ public:
     void stop() noexcept;
 
 private:
-    static void *thread_main(void *self) noexcept;
-    void run() noexcept;
     void drain() noexcept;
     void line(const proxy::server_event &e) noexcept;
     [[nodiscard]] size_t key(uint16_t upstream, uint16_t server) const noexcept {
@@ -65,10 +61,7 @@ private:
     std::vector<uint64_t> down_since_;  // per server: when it went down (0: up)
     std::unique_ptr<proxy::event_limiter> limiter_;
     std::vector<std::unique_ptr<proxy::event_sink>> sinks_;
-    int wake_fd_ = -1;
-    pthread_t thread_{};
-    bool running_ = false;
-    std::atomic<bool> stopping_{false};
+    drain_thread thread_;  // last: stopped first, while the rings still exist
 };
 
 }  // namespace ferry::app

@@ -618,7 +618,7 @@ int run(int argc, char **argv) {
             ports += (ports.empty() ? "" : ",") + p.name + "@" + config::format_ipv4(p.address);
         for (const auto &li : l.cfg.listeners)
             listeners += (listeners.empty() ? "" : ",") + li.name + ":" + std::to_string(li.port) +
-                         "@" + (li.port_index < 0 ? std::string("*") : l.cfg.ports[li.port_index].name);
+                         "@" + std::string(config::listener_where(l.cfg, li));
         APP_LOG(INFO, "%s",
                 logfmt("ready")
                     .kv("ports", ports)

@@ -625,6 +625,10 @@ std::string format_endpoint(uint32_t addr, uint16_t port) {
     return format_ipv4(addr) + ":" + std::to_string(port);
 }
 
+std::string_view listener_where(const ferry_config &cfg, const listener_config &l) {
+    return l.port_index < 0 ? std::string_view("*") : std::string_view(cfg.ports[l.port_index].name);
+}
+
 std::string describe_proxy(const ferry_config &c) {
     auto plural = [](size_t n, std::string_view one) {
         return std::to_string(n) + " " + std::string(one) + (n == 1 ? "" : "s");

@@ -50,7 +50,7 @@ int dump_listeners(const config::ferry_config &c, rte_tel_data *d) {
         if (t == nullptr) return -ENOMEM;
         num(t, "port", l.port);
         // Where it listens: a [[port]] name, or "*" for every port.
-        str(t, "on", l.port_index < 0 ? "*" : c.ports[l.port_index].name);
+        str(t, "on", std::string(config::listener_where(c, l)));
         str(t, "address",
             l.port_index < 0 ? "" : config::format_ipv4(c.ports[l.port_index].address));
         num(t, "max_connections", l.max_connections);

@@ -532,6 +532,10 @@ std::string format_ipv4(uint32_t addr);
 // "10.77.0.2:8080" (host byte order in).
 std::string format_endpoint(uint32_t addr, uint16_t port);
 
+// Where a listener listens: its port's name, or "*" for every port (the ready line's
+// `name:port@where`, /ferry/config/listeners' "on").
+std::string_view listener_where(const ferry_config &cfg, const listener_config &l);
+
 // The proxy part of the effective configuration, for `ferry --check`: human-readable lines,
 // each ending in '\n'. First "proxy: off (no [[listener]])" or "proxy: N listener(s), ...",
 // then (with listeners) one line for [http], one per listener, one per route in match

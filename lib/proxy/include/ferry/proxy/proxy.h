@@ -513,13 +513,13 @@ public:
     // lcore: client connections open now, accepted, and reset because the
     // listener's max_connections was reached. Any thread.
     [[nodiscard]] uint64_t listener_active(size_t l) const noexcept {
-        return listener_ctr_[l * l_n + l_active].get();
+        return listener_ctr(l, l_active).get();
     }
     [[nodiscard]] uint64_t listener_accepted(size_t l) const noexcept {
-        return listener_ctr_[l * l_n + l_accepted].get();
+        return listener_ctr(l, l_accepted).get();
     }
     [[nodiscard]] uint64_t listener_refused(size_t l) const noexcept {
-        return listener_ctr_[l * l_n + l_refused].get();
+        return listener_ctr(l, l_refused).get();
     }
     // server_counters of upstream u, server s.
     [[nodiscard]] const server_counters &server(size_t u, size_t s) const noexcept {
@@ -821,6 +821,9 @@ private:
     enum : size_t { l_active, l_accepted, l_refused, l_n };
     std::unique_ptr<counter[]> listener_ctr_;
     [[nodiscard]] counter &listener_ctr(size_t l, size_t k) noexcept { return listener_ctr_[l * l_n + k]; }
+    [[nodiscard]] const counter &listener_ctr(size_t l, size_t k) const noexcept {
+        return listener_ctr_[l * l_n + k];
+    }
     // Which object each TCP slot serves, per port: index | kind bit, or none.
     std::vector<std::unique_ptr<uint32_t[]>> slot_owner_;
     // Scratch for serializing heads.

@@ -132,7 +132,10 @@ TEST_F(two_lcores, ASecondRenderIntoTheSameBufferAllocatesNothing) {
     render_metrics(v, out);
     EXPECT_EQ(thread_allocations() - a0, 0u);
     EXPECT_TRUE(has_line(out, "ferry_reactor_polls_total{lcore=\"3\"} 123456800")) << out;
-    EXPECT_EQ(out, render_metrics(v));  // the same text as a fresh string
+    // The same text as a fresh string, up to the resident memory (which moves).
+    const std::string fresh = render_metrics(v);
+    const auto upto = [](const std::string &s) { return s.substr(0, s.find("# HELP ferry_memory_")); };
+    EXPECT_EQ(upto(out), upto(fresh));
 }
 
 // The counter itself counts: a render into a new string allocates.

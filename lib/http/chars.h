@@ -107,6 +107,16 @@ inline constexpr std::array<uint8_t, 256> char_table = make_char_table();
     return true;
 }
 
+// The same when neither side is known to be lower case (an operator's names).
+[[nodiscard]] constexpr bool iequals_any(std::string_view a, std::string_view b) noexcept {
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (ascii_lower(a[i]) != ascii_lower(b[i]))
+            return false;
+    return true;
+}
+
 [[nodiscard]] constexpr bool is_token(std::string_view s) noexcept {
     if (s.empty())
         return false;

@@ -184,6 +184,22 @@ bool is_hop_by_hop(std::string_view name, const response &r) noexcept {
     return drop(name, r.headers, r.connection);
 }
 
+bool header_edit::drops(std::string_view name) const noexcept {
+    for (const std::string_view n : remove)
+        if (iequals_any(name, n)) return true;
+    for (const header &h : set)
+        if (iequals_any(name, h.name)) return true;
+    return false;
+}
+
+namespace {
+void put_edit(writer &w, const header_edit *e) noexcept {
+    if (e == nullptr) return;
+    for (const header &h : e->set) w.field(h.name, h.value);
+    for (const header &h : e->add) w.field(h.name, h.value);
+}
+}  // namespace
+
 std::size_t serialize_request_head(const request &r, const forward_info &fi,
                                    std::span<char> out) noexcept {
     writer w(out);
@@ -229,10 +245,13 @@ std::size_t serialize_request_head(const request &r, const forward_info &fi,
             expect_written = true;
             continue;
         }
+        if (fi.edit != nullptr && fi.edit->drops(h.name))
+            continue;
         w.field(h.name, h.value);
     }
     if (!host_written)
         w.field("Host", r.form == target_form::absolute ? r.authority : fi.default_host);
+    put_edit(w, fi.edit);
     put_version_via(w, r.version_minor, fi.via_name);
     if (have_xff || !fi.client_addr.empty()) {
         // One line: the received values in order, then the client. (Several
@@ -272,8 +291,10 @@ std::size_t serialize_response_head(const response &r, const forward_info &fi,
     w.put("\r\n");
     framing_writer fw(r.headers, r.content_length, fi.dechunk);
     for (const header &h : r.headers)
-        if (!is_hop_by_hop(h.name, r) && !fw.field(w, h.name))
+        if (!is_hop_by_hop(h.name, r) && !fw.field(w, h.name) &&
+            (fi.edit == nullptr || !fi.edit->drops(h.name)))
             w.field(h.name, h.value);
+    put_edit(w, fi.edit);
     put_version_via(w, r.version_minor, fi.via_name);
     // An interim response is not the end of the exchange: no Connection.
     if (r.status >= 200)

@@ -475,3 +475,67 @@ TEST(serializer, expect_goes_out_as_one_canonical_100_continue_or_not_at_all) {
 
 }  // namespace
 }  // namespace ferry::http::test
+
+namespace ferry::http::test {
+namespace {
+
+// Issue 18 item 4: a route's header rules. remove and set drop the received
+// fields of their names (any case, every line); set writes its value once and
+// add writes beside what came, after the received fields; framing, Host and
+// ferry's own fields are untouched.
+TEST(serializer, header_rules_on_a_forwarded_request) {
+    std::vector<header> st;
+    const request r = parse_req(
+        "POST /api HTTP/1.1\r\nHost: a.example\r\nX-Debug: 1\r\nx-env: dev\r\n"
+        "Accept: */*\r\nX-ENV: test\r\nX-Tag: from-client\r\nContent-Length: 2\r\n\r\n",
+        st);
+    const std::string_view remove[] = {"x-debug"};
+    const header set[] = {{"X-Env", "prod"}};
+    const header add[] = {{"X-Tag", "ferry"}};
+    const header_edit e{remove, set, add};
+    forward_info fi;
+    fi.client_addr = "192.0.2.7";
+    fi.edit = &e;
+    EXPECT_EQ(ser_req(r, fi),
+              "POST /api HTTP/1.1\r\n"
+              "Host: a.example\r\n"
+              "Accept: */*\r\n"
+              "X-Tag: from-client\r\n"
+              "Content-Length: 2\r\n"
+              "X-Env: prod\r\n"
+              "X-Tag: ferry\r\n"
+              "Via: 1.1 ferry\r\n"
+              "X-Forwarded-For: 192.0.2.7\r\n"
+              "X-Forwarded-Proto: http\r\n"
+              "Connection: keep-alive\r\n"
+              "\r\n");
+}
+
+TEST(serializer, header_rules_on_a_forwarded_response) {
+    std::vector<header> st;
+    const response r = parse_resp(
+        "HTTP/1.1 200 OK\r\nServer: origin/1.0\r\nCache-Control: public\r\n"
+        "Transfer-Encoding: chunked\r\nSet-Cookie: a=1\r\n\r\n",
+        st);
+    const std::string_view remove[] = {"Server"};
+    const header set[] = {{"Cache-Control", "no-store"}};
+    const header add[] = {{"Set-Cookie", "b=2"}};
+    const header_edit e{remove, set, add};
+    forward_info fi;
+    fi.edit = &e;
+    EXPECT_EQ(ser_resp(r, fi),
+              "HTTP/1.1 200 OK\r\n"
+              "Transfer-Encoding: chunked\r\n"
+              "Set-Cookie: a=1\r\n"
+              "Cache-Control: no-store\r\n"
+              "Set-Cookie: b=2\r\n"
+              "Via: 1.1 ferry\r\n"
+              "Connection: keep-alive\r\n"
+              "\r\n");
+    EXPECT_TRUE(e.drops("SERVER"));
+    EXPECT_TRUE(e.drops("cache-control"));
+    EXPECT_FALSE(e.drops("Set-Cookie"));
+}
+
+}  // namespace
+}  // namespace ferry::http::test

@@ -34,6 +34,23 @@
 
 namespace ferry::http {
 
+// An operator's rules for the fields of a forwarded head (a route's
+// request_headers / response_headers, docs/OPERATIONS.md "Header rules"),
+// applied to the end-to-end fields only: the configuration refuses rules for
+// the framing, hop-by-hop and Host fields and those ferry writes itself (Via,
+// X-Forwarded-*), so no rule can change how a message is delimited.
+//   remove: received fields of these names (any case) are not forwarded
+//   set:    received fields of these names are not forwarded; each is written
+//           once with the rule's value
+//   add:    written as well, after the received fields (a list field grows)
+struct header_edit {
+    std::span<const std::string_view> remove;
+    std::span<const header> set;
+    std::span<const header> add;
+    // Whether a received field `name` is dropped by remove or set.
+    [[nodiscard]] bool drops(std::string_view name) const noexcept;
+};
+
 // What the proxy adds when it forwards a head.
 struct forward_info {
     // The downstream client's address as text ("192.0.2.7"), appended to
@@ -59,6 +76,8 @@ struct forward_info {
     // "chunked" is left out of Transfer-Encoding (and the field with it when
     // it was the only coding).
     bool dechunk = false;
+    // The route's header rules, if any (nullptr: none).
+    const header_edit *edit = nullptr;
 };
 
 // True if ferry drops the field `name` when forwarding a message with these
@@ -81,6 +100,7 @@ struct forward_info {
 //     expectations and an HTTP/1.0 one are ignored, RFC 9110 §10.1.1);
 //     Host as received, but for an absolute-form target Host is the target's
 //     authority (RFC 9112 §3.2.2), and absent Host is fi.default_host
+//   the fields of fi.edit (set, then add; received ones it drops are not above)
 //   Via: 1.<r.version_minor> <fi.via_name>      (after any received Via lines)
 //   X-Forwarded-For: <received values, in order, ", "-joined>, <fi.client_addr>
 //   X-Forwarded-Proto: <fi.proto>
@@ -96,6 +116,7 @@ struct forward_info {
 //   HTTP/1.1 SP <status> SP <reason as received> CRLF
 //   every field that is not hop-by-hop, in order, the framing fields
 //     written canonically (top of this file; fi.dechunk)
+//   the fields of fi.edit (set, then add; received ones it drops are not above)
 //   Via: 1.<r.version_minor> <fi.via_name>
 //   Connection: keep-alive | close              (fi.keep_alive; omitted for 1xx)
 //   CRLF

@@ -1,6 +1,8 @@
 // [http], [[listener]], [[route]], [[upstream]]: schema in config.h.
 #include "proxy_config.h"
 
+#include "header_rules.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -325,9 +327,19 @@ std::optional<error> proxy_reader::read_route(const toml::table &t, const std::s
         {"upstream", true,
          checked_string(r_, rt.upstream, nodes.upstream, is_name,
                         "must be an [[upstream]] name (1..32 characters of [a-z0-9_])")},
+        {"request_headers", false,
+         [&](const toml::node &v, const std::string &k) {
+             return read_header_rules(r_, v, k, false, rt.request_headers);
+         }},
+        {"response_headers", false,
+         [&](const toml::node &v, const std::string &k) {
+             return read_header_rules(r_, v, k, true, rt.response_headers);
+         }},
     };
     if (auto e = r_.walk(t, key, fields))
         return e;
+    if (cfg_.routes.size() >= max_routes)
+        return r_.at(t.source(), key, "at most " + std::to_string(max_routes) + " routes");
     cfg_.routes.push_back(std::move(rt));
     route_nodes_.push_back(nodes);
     return std::nullopt;
@@ -684,6 +696,10 @@ std::string describe_proxy(const ferry_config &c) {
                (r.listener.empty() ? std::string("any") : r.listener) + ", host " +
                (r.host.empty() ? std::string("any") : (r.host_wildcard ? "*" : "") + r.host) +
                ", path_prefix " + r.path_prefix + " -> upstream " + r.upstream + "\n";
+        if (!r.request_headers.empty())
+            out += "  request headers: " + describe_header_rules(r.request_headers) + "\n";
+        if (!r.response_headers.empty())
+            out += "  response headers: " + describe_header_rules(r.response_headers) + "\n";
     }
     for (const upstream_config &u : c.upstreams) {
         out += "upstream " + u.name + ": balance " + std::string(to_string(u.balance));

@@ -69,6 +69,8 @@ int dump_routes(const config::ferry_config &c, rte_tel_data *d) {
         str(t, "host", r.host.empty() ? "*" : (r.host_wildcard ? "*" + r.host : r.host));
         str(t, "path_prefix", r.path_prefix);
         str(t, "upstream", r.upstream);
+        str(t, "request_headers", config::describe_header_rules(r.request_headers));
+        str(t, "response_headers", config::describe_header_rules(r.response_headers));
     }
     return 0;
 }

@@ -1085,3 +1085,85 @@ TEST(proxy_config, format_endpoint) {
 
 }  // namespace
 }  // namespace ferry::config
+
+namespace ferry::config {
+namespace {
+
+// Issue 18 item 4: a route's header rules, read, described and refused.
+std::string route_rules(std::string_view rules) {
+    return cfg(route_with("upstream = \"app\"\n" + std::string(rules)) + std::string(upstream_app) +
+               listener_with(""));
+}
+
+TEST(proxy_config, header_rules_of_a_route) {
+    auto r = parse(route_rules("request_headers.set = { \"X-Env\" = \"prod\" }\n"
+                               "request_headers.add = { \"X-Tag\" = \"a b\" }\n"
+                               "request_headers.remove = [\"X-Debug\", \"cookie\"]\n"
+                               "[route.response_headers]\n"
+                               "set = { \"Cache-Control\" = \"no-store\" }\n"
+                               "add = { \"Set-Cookie\" = \"k=v\" }\n"
+                               "remove = [\"Server\"]\n"),
+                   "t.toml");
+    ASSERT_TRUE(r) << r.error().to_string();
+    const route_config &rt = r->routes[0];
+    ASSERT_EQ(rt.request_headers.set.size(), 1u);
+    EXPECT_EQ(rt.request_headers.set[0], (std::pair<std::string, std::string>{"X-Env", "prod"}));
+    EXPECT_EQ(rt.request_headers.add[0], (std::pair<std::string, std::string>{"X-Tag", "a b"}));
+    EXPECT_EQ(rt.request_headers.remove, (std::vector<std::string>{"x-debug", "cookie"}));
+    EXPECT_EQ(describe_header_rules(rt.response_headers),
+              "set \"Cache-Control: no-store\"; add \"Set-Cookie: k=v\"; remove server");
+    EXPECT_NE(describe_proxy(*r).find("\n  request headers: set \"X-Env: prod\"; add \"X-Tag: a "
+                                      "b\"; remove x-debug; remove cookie\n"),
+              std::string::npos)
+        << describe_proxy(*r);
+    // Host is the response's to set; add may repeat a name.
+    auto ok = parse(route_rules("response_headers.set = { \"Host\" = \"x\" }\n"
+                                "response_headers.add = { \"Link\" = \"a\", \"link\" = \"b\" }\n"),
+                    "t.toml");
+    EXPECT_TRUE(ok) << ok.error().to_string();
+}
+
+TEST(proxy_config, header_rules_that_are_refused) {
+    struct refused {
+        const char *rules, *error;
+    };
+    for (const refused &c : {
+             refused{"request_headers.set = { \"Content-Length\" = \"5\" }\n",
+                     "t.toml:8:44: key 'route[0].request_headers.set.Content-Length': "
+                     "'Content-Length' cannot be changed by a rule: framing: ferry writes it "
+                     "from the message it parsed, so that every hop delimits the body alike"},
+             refused{"request_headers.remove = [\"Host\"]\n",
+                     "t.toml:8:27: key 'route[0].request_headers.remove[0]': 'Host' cannot be "
+                     "changed by a rule: the origin's Host is the client's (or, for an "
+                     "absolute-form target, the target's authority)"},
+             refused{"response_headers.add = { \"Connection\" = \"close\" }\n",
+                     "t.toml:8:41: key 'route[0].response_headers.add.Connection': 'Connection' "
+                     "cannot be changed by a rule: hop-by-hop (RFC 9110 §7.6.1): ferry writes "
+                     "its own for each connection"},
+             refused{"request_headers.set = { \"X-Forwarded-For\" = \"1.2.3.4\" }\n",
+                     "t.toml:8:45: key 'route[0].request_headers.set.X-Forwarded-For': "
+                     "'X-Forwarded-For' cannot be changed by a rule: ferry writes it ([http] "
+                     "add_x_forwarded)"},
+             refused{"request_headers.set = { \"Bad Name\" = \"v\" }\n",
+                     "t.toml:8:38: key 'route[0].request_headers.set.Bad Name': expected a field "
+                     "name (1..64 characters of A-Za-z0-9 and !#$%&'*+-.^_`|~), got 'Bad Name'"},
+             refused{"request_headers.set = { \"X-A\" = \"a\\r\\nX-Injected: 1\" }\n",
+                     "t.toml:8:33: key 'route[0].request_headers.set.X-A': expected a field "
+                     "value (at most 1024 bytes of visible ASCII, spaces and tabs, none at either "
+                     "end; no control characters)"},
+             refused{"request_headers.set = { \"X-A\" = \"a\" }\n"
+                     "request_headers.remove = [\"x-a\"]\n",
+                     "t.toml:9:27: key 'route[0].request_headers.remove[0]': 'x-a' already has a "
+                     "rule (route[0].request_headers.set.X-A)"},
+             refused{"request_headers.sett = { \"X-A\" = \"a\" }\n",
+                     "t.toml:8:17: key 'route[0].request_headers.sett': unknown table (did you "
+                     "mean 'set'?)"},
+         }) {
+        auto r = parse(route_rules(c.rules), "t.toml");
+        ASSERT_FALSE(r) << c.rules;
+        EXPECT_EQ(r.error().to_string(), c.error) << c.rules;
+    }
+}
+
+}  // namespace
+}  // namespace ferry::config

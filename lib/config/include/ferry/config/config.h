@@ -418,6 +418,24 @@ struct listener_config {
     source_pos where;     // the listener's table
 };
 
+// A route's header rules ([route.request_headers], [route.response_headers];
+// docs/OPERATIONS.md "Header rules"): received fields removed by name, fields
+// set (the received ones of that name dropped, this value written once) and
+// added (written beside the received ones). Names are tokens and are compared
+// in any case; the framing and hop-by-hop fields, Host, and the fields ferry
+// writes itself (Via, X-Forwarded-*) are refused. At most max_header_rules
+// entries in all per direction.
+struct header_rules {
+    static constexpr size_t max_header_rules = 32;
+    std::vector<std::string> remove;
+    std::vector<std::pair<std::string, std::string>> set, add;  // name as written, value
+    [[nodiscard]] bool empty() const { return remove.empty() && set.empty() && add.empty(); }
+};
+
+// Routes in all: a route's index travels in the proxy's cross-core messages
+// (11 bits), for the response rules of a request handed to another lcore.
+inline constexpr size_t max_routes = 2046;
+
 struct route_config {
     std::string listener;     // "" = every listener
     int listener_index = -1;  // into ferry_config::listeners; -1 = all
@@ -429,7 +447,9 @@ struct route_config {
     std::string path_prefix = "/";
     std::string upstream;
     int upstream_index = -1;  // into ferry_config::upstreams; always resolved after parse()
-    source_pos where;         // the route's table
+    header_rules request_headers;   // toward the origin
+    header_rules response_headers;  // toward the client (final responses, not 1xx)
+    source_pos where;               // the route's table
 };
 
 struct server_config {
@@ -532,6 +552,10 @@ std::string format_ipv4(uint32_t addr);
 // "10.77.0.2:8080" (host byte order in).
 std::string format_endpoint(uint32_t addr, uint16_t port);
 
+// A route's header rules in one line, for --check and /ferry/config/routes:
+// `set "X-Env: prod"; add "X-Tag: a"; remove x-debug` ("" when there are none).
+std::string describe_header_rules(const header_rules &h);
+
 // Where a listener listens: its port's name, or "*" for every port (the ready line's
 // `name:port@where`, /ferry/config/listeners' "on").
 std::string_view listener_where(const ferry_config &cfg, const listener_config &l);
@@ -539,7 +563,8 @@ std::string_view listener_where(const ferry_config &cfg, const listener_config &
 // The proxy part of the effective configuration, for `ferry --check`: human-readable lines,
 // each ending in '\n'. First "proxy: off (no [[listener]])" or "proxy: N listener(s), ...",
 // then (with listeners) one line for [http], one per listener, one per route in match
-// order, and one per upstream followed by one indented line per server.
+// order (each followed by an indented line per direction of its header rules), and one
+// per upstream followed by one indented line per server.
 std::string describe_proxy(const ferry_config &cfg);
 // "02:00:0a:4d:00:01".
 std::string format_mac(const std::array<uint8_t, 6> &mac);

@@ -200,6 +200,7 @@ rte_mbuf *worker_proxy::forward_head(client &c, int upstream, int server, uint16
     std::snprintf(hostbuf, sizeof hostbuf, "%u.%u.%u.%u:%u", srv.addr >> 24,
                   (srv.addr >> 16) & 255, (srv.addr >> 8) & 255, srv.addr & 255, srv.port);
     fi.default_host = hostbuf;
+    fi.edit = request_edit(c.route);
     const size_t hl =
         http::serialize_request_head(c.req, fi, std::span(scratch_.get(), scratch_size));
     if (hl == 0) {
@@ -279,7 +280,7 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
     if (owner != lcore_index_) {
         const uint16_t flags = (c.keep_alive ? xf_keep_alive : 0) |
                                (req.m == http::method::head ? xf_head : 0) |
-                               (c.http10 ? xf_http10 : 0) |
+                               (c.http10 ? xf_http10 : 0) | xf_route(c.route) |
                                (retryable && c.retry_idempotent ? xf_retry : 0);
         return hand_over(c, head, slot, owner, flags, hport, server, now);
     }

@@ -312,6 +312,7 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
         r.end = m.flags & xf_end;
         r.keep_alive = m.flags & xf_keep_alive;
         r.http10 = m.flags & xf_http10;
+        r.route = static_cast<int16_t>(route_of_flags(m.flags));
         r.response_started = false;
         r.ri = http::request_info{};
         r.ri.head = m.flags & xf_head;

@@ -299,6 +299,8 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     fi.keep_alive = keep_alive && resp.status >= 200;
     fi.via_name = cfg_.http.via;
     fi.dechunk = u.dechunk;
+    // The route's response rules, on final responses only.
+    if (resp.status >= 200) fi.edit = response_edit(cp != nullptr ? cp->route : rp->route);
     const size_t hl =
         http::serialize_response_head(resp, fi, std::span(scratch_.get(), scratch_size));
     rte_mbuf *head = hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl),

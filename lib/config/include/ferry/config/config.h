@@ -154,6 +154,11 @@
 //                                   #   it, byte for byte; visible ASCII starting with "/",
 //                                   #   without '?' or '#', at most 1024 bytes
 //   upstream = "api"                # required: an [[upstream]] name
+//   request_headers.set = { "X-Env" = "prod" }   # optional header rules toward the origin:
+//   request_headers.add = { "X-Tag" = "a" }      #   set, add, remove (header_rules below;
+//   request_headers.remove = ["X-Debug"]         #   docs/OPERATIONS.md "Header rules")
+//   response_headers.set = { "Cache-Control" = "no-store" }   # and toward the client
+//                                   # (at most max_routes routes in all)
 //
 //   [[upstream]]                    # optional, any number
 //   name = "app"                    # required, unique among upstreams, 1..32 of [a-z0-9_]

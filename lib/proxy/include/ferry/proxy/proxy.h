@@ -189,6 +189,7 @@
 #include "ferry/base/counter.h"
 #include "ferry/config/config.h"
 #include "ferry/http/parser.h"
+#include "ferry/http/serializer.h"
 #include "ferry/net/tcp_layer.h"
 #include "ferry/proxy/access_log.h"
 #include "ferry/proxy/events.h"
@@ -357,6 +358,16 @@ inline constexpr uint16_t xf_keep_alive = 2;  // req_head: the client stays open
 inline constexpr uint16_t xf_head = 4;        // req_head: a HEAD request
 inline constexpr uint16_t xf_retry = 8;       // req_head: idempotent without body
 inline constexpr uint16_t xf_http10 = 16;     // req_head: an HTTP/1.0 client (no chunked to it)
+// req_head: bits 5..15 hold the request's route + 2 (route_none = -2 ..
+// config::max_routes - 1), for the route's response header rules on B.
+inline constexpr unsigned xf_route_shift = 5;
+[[nodiscard]] constexpr uint16_t xf_route(int route) noexcept {
+    return static_cast<uint16_t>(static_cast<unsigned>(route + 2) << xf_route_shift);
+}
+[[nodiscard]] constexpr int route_of_flags(uint16_t flags) noexcept {
+    return static_cast<int>(flags >> xf_route_shift) - 2;
+}
+static_assert(config::max_routes + 1 < (1u << (16 - xf_route_shift)));
 inline constexpr uint16_t xf_interim = 1;     // resp_data: a complete 1xx response
 inline constexpr uint16_t xf_framed = 2;      // resp_data: the final head; its body is framed
                                               //   (Content-Length or chunked toward the client)
@@ -795,6 +806,18 @@ private:
 
     http_counters ctr_;
     latency_histogram req_hist_;
+    // Each route's header rules as the serializer takes them (views into cfg_),
+    // made at start-up; routes without rules have empty edits.
+    struct route_edits {
+        std::vector<std::string_view> req_remove, resp_remove;
+        std::vector<http::header> req_set, req_add, resp_set, resp_add;
+        http::header_edit req, resp;
+    };
+    std::vector<route_edits> edits_;
+    // The rules of `route` (an index into cfg_.routes, or route_default /
+    // route_none) toward the origin or the client; nullptr when it has none.
+    [[nodiscard]] const http::header_edit *request_edit(int route) const noexcept;
+    [[nodiscard]] const http::header_edit *response_edit(int route) const noexcept;
     // route_responses(): (listeners x (routes + 2)) x 5 classes, allocated once.
     std::unique_ptr<counter[]> route_ctr_;
     size_t route_stride_ = 2;  // routes + 2

@@ -331,6 +331,12 @@ std::optional<error> proxy_reader::read_route(const toml::table &t, const std::s
          [&](const toml::node &v, const std::string &k) {
              return read_header_rules(r_, v, k, false, rt.request_headers);
          }},
+        // The upstream's limits (read_upstream).
+        {"connect_timeout_ms", false, r_.integer_into(rt.connect_timeout_ms, 1, 600000)},
+        {"response_timeout_ms", false, r_.integer_into(rt.response_timeout_ms, 1, max_timeout_ms)},
+        {"read_timeout_ms", false, r_.integer_into(rt.read_timeout_ms, 1, max_timeout_ms)},
+        {"write_timeout_ms", false, r_.integer_into(rt.write_timeout_ms, 1, max_timeout_ms)},
+        {"total_timeout_ms", false, r_.integer_into(rt.total_timeout_ms, 0, max_timeout_ms)},
         {"response_headers", false,
          [&](const toml::node &v, const std::string &k) {
              return read_header_rules(r_, v, k, true, rt.response_headers);
@@ -696,6 +702,20 @@ std::string describe_proxy(const ferry_config &c) {
                (r.listener.empty() ? std::string("any") : r.listener) + ", host " +
                (r.host.empty() ? std::string("any") : (r.host_wildcard ? "*" : "") + r.host) +
                ", path_prefix " + r.path_prefix + " -> upstream " + r.upstream + "\n";
+        if (r.own_timeouts()) {
+            std::string t;
+            auto one = [&](const char *name, uint32_t v) {
+                if (v == route_config::inherit_timeout) return;
+                t += std::string(t.empty() ? "" : ", ") + name + " " +
+                     (v == 0 ? std::string("off") : std::to_string(v) + " ms");
+            };
+            one("connect", r.connect_timeout_ms);
+            one("response", r.response_timeout_ms);
+            one("read", r.read_timeout_ms);
+            one("write", r.write_timeout_ms);
+            one("total", r.total_timeout_ms);
+            out += "  timeouts (the upstream's otherwise): " + t + "\n";
+        }
         if (!r.request_headers.empty())
             out += "  request headers: " + describe_header_rules(r.request_headers) + "\n";
         if (!r.response_headers.empty())

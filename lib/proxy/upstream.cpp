@@ -127,11 +127,11 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
             u->state = upconn::st::head;
             ctr_.upstream_reused.inc();
             u->total_at = 0;
-            arm_upconn(*u, timeout_kind::write, now);  // the request is being sent
             break;
         }
     }
-    if (u == nullptr) {
+    const bool fresh = u == nullptr;
+    if (fresh) {
         u = open_upconn(upstream, server, now);
         if (u == nullptr) {
             ctr_.upstream_no_connection.inc();
@@ -139,10 +139,12 @@ worker_proxy::upconn *worker_proxy::acquire(client &c, int upstream, int server,
         }
         ctr_.upstream_connects.inc();
         srv_ctr_[upstream][server].connections.inc();
-        arm_upconn(*u, timeout_kind::connect, now);
     }
+    // The client first: its route may set the timeouts (timeout_ms).
     u->client = static_cast<uint32_t>(&c - clients_.data());
     u->client_gen = c.gen;
+    // Connecting, or (reused) the request is being sent.
+    arm_upconn(*u, fresh ? timeout_kind::connect : timeout_kind::write, now);
     drop_head(*u);
     c.up = static_cast<uint32_t>(u - upconns_.data());
     c.up_gen = u->gen;
@@ -476,9 +478,8 @@ void worker_proxy::upconn_body(upconn &u, uint64_t now) noexcept {
         return;
     }
     sink.framing = !u.dechunk;
-    const auto &uc = cfg_.upstreams[u.upstream];
     const pump_result r =
-        pump_body(u, sink, 0, uint64_t(uc.read_timeout_ms) * ms, u.total_at, now);
+        pump_body(u, sink, 0, uint64_t(timeout_ms(u, timeout_kind::read)) * ms, u.total_at, now);
     auto finish = [&](bool reusable) {
         if (cp != nullptr)
             finish_response(*cp, &u, reusable, now);
@@ -519,24 +520,36 @@ bool worker_proxy::replayable(timeout_kind tk) noexcept {
 
 // ---- upstream timers
 
-void worker_proxy::arm_upconn(upconn &u, timeout_kind k, uint64_t now) noexcept {
+uint32_t worker_proxy::timeout_ms(upconn &u, timeout_kind k) noexcept {
     const auto &uc = cfg_.upstreams[u.upstream];
-    uint32_t t_ms = uc.read_timeout_ms;
+    int route = route_none;
+    if (u.health) {
+    } else if (u.client != none && clients_[u.client].used && clients_[u.client].gen == u.client_gen) {
+        route = clients_[u.client].route;
+    } else if (const rreq *r = rreq_of(u); r != nullptr) {
+        route = r->route;
+    }
+    const config::route_config *rc = route >= 0 ? &cfg_.routes[route] : nullptr;
+    auto pick = [&](uint32_t config::route_config::*own, uint32_t ups) {
+        return rc != nullptr && rc->*own != config::route_config::inherit_timeout ? rc->*own : ups;
+    };
     switch (k) {
         case timeout_kind::connect:
-            t_ms = uc.connect_timeout_ms;
-            break;
+            return pick(&config::route_config::connect_timeout_ms, uc.connect_timeout_ms);
         case timeout_kind::write:
-            t_ms = uc.write_timeout_ms;
-            break;
+            return pick(&config::route_config::write_timeout_ms, uc.write_timeout_ms);
         case timeout_kind::response:
-            t_ms = uc.response_timeout_ms;
-            break;
+            return pick(&config::route_config::response_timeout_ms, uc.response_timeout_ms);
+        case timeout_kind::total:
+            return pick(&config::route_config::total_timeout_ms, uc.total_timeout_ms);
         default:
-            break;
+            return pick(&config::route_config::read_timeout_ms, uc.read_timeout_ms);
     }
+}
+
+void worker_proxy::arm_upconn(upconn &u, timeout_kind k, uint64_t now) noexcept {
     u.tkind = k;
-    timers_.arm(u.timer, capped(now + uint64_t(t_ms) * ms, u.total_at));
+    timers_.arm(u.timer, capped(now + uint64_t(timeout_ms(u, k)) * ms, u.total_at));
 }
 
 bool worker_proxy::request_sent(upconn &u) noexcept {
@@ -554,7 +567,7 @@ void worker_proxy::arm_sending(upconn &u, uint64_t now) noexcept {
 }
 
 void worker_proxy::begin_total(upconn &u, uint64_t now) noexcept {
-    const uint32_t t = cfg_.upstreams[u.upstream].total_timeout_ms;
+    const uint32_t t = timeout_ms(u, timeout_kind::total);
     u.total_at = t != 0 ? now + uint64_t(t) * ms : 0;
     if (u.state == upconn::st::head) arm_sending(u, now);
     // connecting: the connect timer stays, capped by the total at connect.

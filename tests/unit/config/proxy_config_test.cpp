@@ -1167,3 +1167,31 @@ TEST(proxy_config, header_rules_that_are_refused) {
 
 }  // namespace
 }  // namespace ferry::config
+
+namespace ferry::config {
+namespace {
+
+// A route's own upstream timeouts: unset ones inherit the upstream's.
+TEST(proxy_config, route_timeouts) {
+    auto r = parse(route_rules("response_timeout_ms = 300000\ntotal_timeout_ms = 0\n"), "t.toml");
+    ASSERT_TRUE(r) << r.error().to_string();
+    const route_config &rt = r->routes[0];
+    EXPECT_EQ(rt.response_timeout_ms, 300000u);
+    EXPECT_EQ(rt.total_timeout_ms, 0u);
+    EXPECT_EQ(rt.connect_timeout_ms, route_config::inherit_timeout);
+    EXPECT_TRUE(rt.own_timeouts());
+    EXPECT_NE(describe_proxy(*r).find("\n  timeouts (the upstream's otherwise): response 300000 "
+                                      "ms, total off\n"),
+              std::string::npos)
+        << describe_proxy(*r);
+    auto bad = parse(route_rules("connect_timeout_ms = 0\n"), "t.toml");
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().to_string(),
+              "t.toml:8:22: key 'route[0].connect_timeout_ms': must be in 1..600000, got 0");
+    auto plain = parse(route_rules(""), "t.toml");
+    ASSERT_TRUE(plain);
+    EXPECT_FALSE(plain->routes[0].own_timeouts());
+}
+
+}  // namespace
+}  // namespace ferry::config

@@ -122,6 +122,29 @@ TEST(Timeout, UpstreamThatDoesNotAnswerIsA504) {
     finish(bed, {cl});
 }
 
+// Issue 18 item 4: a route's own response_timeout_ms replaces the upstream's
+// for the requests it takes; other requests keep the upstream's.
+TEST(Timeout, ARoutesOwnResponseTimeoutReplacesTheUpstreams) {
+    bed_options opt;
+    opt.toml = bed_config("", "response_timeout_ms = 5000\nmax_fails = 0\n",
+                          "\n[[route]]\npath_prefix = \"/report\"\nupstream = \"o\"\n"
+                          "response_timeout_ms = 20000\n");
+    proxy_bed bed(opt);
+    const size_t slow = bed.connect();
+    bed.send(slow, "GET /report/q3 HTTP/1.1\r\nHost: h\r\n\r\n");
+    const size_t other = bed.connect();
+    bed.send(other, get_req);
+    bed.advance(5100 * ms, 100 * ms);
+    EXPECT_TRUE(bed.conn(other).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(other).rx;
+    EXPECT_EQ(bed.conn(slow).rx, "");  // its route waits 20 s
+    bed.advance(14800 * ms, 100 * ms);
+    EXPECT_EQ(bed.conn(slow).rx, "");
+    bed.advance(200 * ms);
+    EXPECT_TRUE(bed.conn(slow).rx.starts_with("HTTP/1.1 504 ")) << bed.conn(slow).rx;
+    EXPECT_EQ(bed.ctr().timeouts_response.get(), 2u);
+    finish(bed, {slow, other});
+}
+
 TEST(Timeout, UpstreamThatDoesNotConnectIsA504) {
     bed_options opt;
     opt.toml = bed_config("", "connect_timeout_ms = 1500\nmax_fails = 0\nretries = 0\n");

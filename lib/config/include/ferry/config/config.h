@@ -158,6 +158,9 @@
 //   request_headers.add = { "X-Tag" = "a" }      #   set, add, remove (header_rules below;
 //   request_headers.remove = ["X-Debug"]         #   docs/OPERATIONS.md "Header rules")
 //   response_headers.set = { "Cache-Control" = "no-store" }   # and toward the client
+//   response_timeout_ms = 300000    # optional: the route's own connect_, response_, read_,
+//                                   #   write_ and total_timeout_ms, each in place of the
+//                                   #   upstream's (same limits)
 //                                   # (at most max_routes routes in all)
 //
 //   [[upstream]]                    # optional, any number
@@ -454,6 +457,16 @@ struct route_config {
     int upstream_index = -1;  // into ferry_config::upstreams; always resolved after parse()
     header_rules request_headers;   // toward the origin
     header_rules response_headers;  // toward the client (final responses, not 1xx)
+    // The route's own upstream timeouts; inherit_timeout = the upstream's.
+    static constexpr uint32_t inherit_timeout = UINT32_MAX;
+    uint32_t connect_timeout_ms = inherit_timeout, response_timeout_ms = inherit_timeout,
+             read_timeout_ms = inherit_timeout, write_timeout_ms = inherit_timeout,
+             total_timeout_ms = inherit_timeout;
+    [[nodiscard]] bool own_timeouts() const {
+        return connect_timeout_ms != inherit_timeout || response_timeout_ms != inherit_timeout ||
+               read_timeout_ms != inherit_timeout || write_timeout_ms != inherit_timeout ||
+               total_timeout_ms != inherit_timeout;
+    }
     source_pos where;               // the route's table
 };
 

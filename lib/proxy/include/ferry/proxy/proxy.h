@@ -628,6 +628,11 @@ private:
     // state head, not for health checks); begin_total starts the total bound
     // of a request given to u.
     void arm_upconn(upconn &u, timeout_kind k, uint64_t now) noexcept;
+    // The timeout of kind k (connect, write, response, read, total) for the
+    // request u serves now: its route's own if it set one, else the
+    // upstream's (a health check, or a shared connection between requests:
+    // the upstream's).
+    [[nodiscard]] uint32_t timeout_ms(upconn &u, timeout_kind k) noexcept;
     void count_timeout(timeout_kind k) noexcept;
     [[nodiscard]] static bool replayable(timeout_kind tk) noexcept;
     void reject_timeout(client &c, timeout_kind k, uint64_t now) noexcept;

@@ -643,6 +643,21 @@ std::string format_endpoint(uint32_t addr, uint16_t port) {
     return format_ipv4(addr) + ":" + std::to_string(port);
 }
 
+std::string describe_route_timeouts(const route_config &r) {
+    std::string t;
+    auto one = [&](const char *name, uint32_t v) {
+        if (v == route_config::inherit_timeout) return;
+        t += std::string(t.empty() ? "" : ", ") + name + " " +
+             (v == 0 ? std::string("off") : std::to_string(v) + " ms");
+    };
+    one("connect", r.connect_timeout_ms);
+    one("response", r.response_timeout_ms);
+    one("read", r.read_timeout_ms);
+    one("write", r.write_timeout_ms);
+    one("total", r.total_timeout_ms);
+    return t;
+}
+
 std::string_view listener_where(const ferry_config &cfg, const listener_config &l) {
     return l.port_index < 0 ? std::string_view("*") : std::string_view(cfg.ports[l.port_index].name);
 }
@@ -702,20 +717,8 @@ std::string describe_proxy(const ferry_config &c) {
                (r.listener.empty() ? std::string("any") : r.listener) + ", host " +
                (r.host.empty() ? std::string("any") : (r.host_wildcard ? "*" : "") + r.host) +
                ", path_prefix " + r.path_prefix + " -> upstream " + r.upstream + "\n";
-        if (r.own_timeouts()) {
-            std::string t;
-            auto one = [&](const char *name, uint32_t v) {
-                if (v == route_config::inherit_timeout) return;
-                t += std::string(t.empty() ? "" : ", ") + name + " " +
-                     (v == 0 ? std::string("off") : std::to_string(v) + " ms");
-            };
-            one("connect", r.connect_timeout_ms);
-            one("response", r.response_timeout_ms);
-            one("read", r.read_timeout_ms);
-            one("write", r.write_timeout_ms);
-            one("total", r.total_timeout_ms);
-            out += "  timeouts (the upstream's otherwise): " + t + "\n";
-        }
+        if (r.own_timeouts())
+            out += "  timeouts (the upstream's otherwise): " + describe_route_timeouts(r) + "\n";
         if (!r.request_headers.empty())
             out += "  request headers: " + describe_header_rules(r.request_headers) + "\n";
         if (!r.response_headers.empty())

@@ -71,6 +71,7 @@ int dump_routes(const config::ferry_config &c, rte_tel_data *d) {
         str(t, "upstream", r.upstream);
         str(t, "request_headers", config::describe_header_rules(r.request_headers));
         str(t, "response_headers", config::describe_header_rules(r.response_headers));
+        str(t, "timeouts", config::describe_route_timeouts(r));  // "": the upstream's
     }
     return 0;
 }

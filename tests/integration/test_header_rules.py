@@ -19,7 +19,8 @@ Cache-Control, add X-Route, remove Server.
 (b) The unruled route forwards the same fields untouched.
 (c) Requests were handed across lcores (xcore_requests_out > 0), so the rules
     held on both sides of a hand-off.
-(d) --check shows the rules; /ferry/config/routes lists them.
+(d) --check shows the rules; /ferry/config/routes lists them, and the local
+    route's own response_timeout_ms.
 """
 
 import json
@@ -47,7 +48,8 @@ def config():
     server = f'  [[upstream.server]]\n  address = "{PEER_ADDR}:{PY_PORT}"\n'
     return (f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "loc"\n\n'
             f'[[route]]\npath_prefix = "/shared/"\nupstream = "sh"\n{RULES % "shared"}\n'
-            f'[[route]]\npath_prefix = "/local/"\nupstream = "loc"\n{RULES % "local"}\n'
+            f'[[route]]\npath_prefix = "/local/"\nupstream = "loc"\nresponse_timeout_ms = 90000\n'
+            f'{RULES % "local"}\n'
             f'[[upstream]]\nname = "sh"\npool = "shared"\nshared_connections = 1\n{server}\n'
             f'[[upstream]]\nname = "loc"\n{server}\n'
             + tap_port_toml())
@@ -123,7 +125,8 @@ def main():
             routes = f.telemetry("/ferry/config/routes")
             check(routes["0"]["request_headers"] == 'set "X-Env: prod"; add "X-Tag: ferry"; '
                   'remove x-debug' and routes["1"]["response_headers"]
-                  == 'set "Cache-Control: no-store"; add "X-Route: local"; remove server',
+                  == 'set "Cache-Control: no-store"; add "X-Route: local"; remove server'
+                  and routes["1"]["timeouts"] == "response 90000 ms" and routes["0"]["timeouts"] == "",
                   f"(d) /ferry/config/routes lists the rules: {routes}")
     # (d) --check shows them.
     path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"ferry-header-rules-{os.getpid()}.toml")

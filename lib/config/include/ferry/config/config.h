@@ -573,6 +573,8 @@ std::string format_endpoint(uint32_t addr, uint16_t port);
 // A route's header rules in one line, for --check and /ferry/config/routes:
 // `set "X-Env: prod"; add "X-Tag: a"; remove x-debug` ("" when there are none).
 std::string describe_header_rules(const header_rules &h);
+// A route's own timeouts, "response 300000 ms, total off" ("" when it has none).
+std::string describe_route_timeouts(const route_config &r);
 
 // Where a listener listens: its port's name, or "*" for every port (the ready line's
 // `name:port@where`, /ferry/config/listeners' "on").

@@ -76,18 +76,15 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     // each route's own vectors (sized first, so none moves afterwards).
     edits_.resize(cfg.routes.size());
     for (size_t i = 0; i < cfg.routes.size(); ++i) {
-        const config::route_config &rc = cfg.routes[i];
-        route_edits &e = edits_[i];
-        auto fill = [](const config::header_rules &h, std::vector<std::string_view> &remove,
-                       std::vector<http::header> &set, std::vector<http::header> &add,
-                       http::header_edit &out) {
-            for (const std::string &n : h.remove) remove.emplace_back(n);
-            for (const auto &[n, v] : h.set) set.push_back({n, v});
-            for (const auto &[n, v] : h.add) add.push_back({n, v});
-            out = http::header_edit{remove, set, add};
+        auto fill = [](const config::header_rules &h, edit_storage &s) {
+            for (const std::string &n : h.remove) s.remove.emplace_back(n);
+            for (const auto &[n, v] : h.set) s.set.push_back({n, v});
+            for (const auto &[n, v] : h.add) s.add.push_back({n, v});
+            s.edit = http::header_edit{s.remove, s.set, s.add};
+            s.any = !h.empty();
         };
-        fill(rc.request_headers, e.req_remove, e.req_set, e.req_add, e.req);
-        fill(rc.response_headers, e.resp_remove, e.resp_set, e.resp_add, e.resp);
+        fill(cfg.routes[i].request_headers, edits_[i].req);
+        fill(cfg.routes[i].response_headers, edits_[i].resp);
     }
     route_ctr_ = std::make_unique<counter[]>(std::max<size_t>(1, cfg.listeners.size()) *
                                              route_stride_ * 5);
@@ -185,16 +182,6 @@ uint32_t worker_proxy::poll(uint64_t now) noexcept {
         shared_.xrows[lcore_index_].clients_open.store(clients_.in_use(),
                                                        std::memory_order_relaxed);
     return work;
-}
-
-const http::header_edit *worker_proxy::request_edit(int route) const noexcept {
-    if (route < 0 || static_cast<size_t>(route) >= edits_.size()) return nullptr;
-    return cfg_.routes[route].request_headers.empty() ? nullptr : &edits_[route].req;
-}
-
-const http::header_edit *worker_proxy::response_edit(int route) const noexcept {
-    if (route < 0 || static_cast<size_t>(route) >= edits_.size()) return nullptr;
-    return cfg_.routes[route].response_headers.empty() ? nullptr : &edits_[route].resp;
 }
 
 void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t now) noexcept {

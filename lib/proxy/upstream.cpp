@@ -522,12 +522,13 @@ bool worker_proxy::replayable(timeout_kind tk) noexcept {
 
 uint32_t worker_proxy::timeout_ms(upconn &u, timeout_kind k) noexcept {
     const auto &uc = cfg_.upstreams[u.upstream];
-    int route = route_none;
-    if (u.health) {
-    } else if (u.client != none && clients_[u.client].used && clients_[u.client].gen == u.client_gen) {
-        route = clients_[u.client].route;
-    } else if (const rreq *r = rreq_of(u); r != nullptr) {
-        route = r->route;
+    int route = route_none;  // a health check's, or nobody's: the upstream's
+    if (!u.health) {
+        const client *c = u.client != none ? &clients_[u.client] : nullptr;
+        if (c != nullptr && c->used && c->gen == u.client_gen)
+            route = c->route;
+        else if (const rreq *r = rreq_of(u); r != nullptr)
+            route = r->route;
     }
     const config::route_config *rc = route >= 0 ? &cfg_.routes[route] : nullptr;
     auto pick = [&](uint32_t config::route_config::*own, uint32_t ups) {

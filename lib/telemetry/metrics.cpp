@@ -88,8 +88,6 @@ public:
         i.num = duplicate;
         return *this;
     }
-    [[nodiscard]] bool empty() const noexcept { return n_ == 0; }
-
     // Appends the set ("" when empty).
     void write(std::string &out) const {
         if (n_ == 0) return;

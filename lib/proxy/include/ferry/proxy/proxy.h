@@ -813,16 +813,30 @@ private:
     latency_histogram req_hist_;
     // Each route's header rules as the serializer takes them (views into cfg_),
     // made at start-up; routes without rules have empty edits.
+    struct edit_storage {
+        std::vector<std::string_view> remove;
+        std::vector<http::header> set, add;
+        http::header_edit edit;  // spans into the vectors above
+        bool any = false;        // the route has rules in this direction
+    };
     struct route_edits {
-        std::vector<std::string_view> req_remove, resp_remove;
-        std::vector<http::header> req_set, req_add, resp_set, resp_add;
-        http::header_edit req, resp;
+        edit_storage req, resp;
     };
     std::vector<route_edits> edits_;
     // The rules of `route` (an index into cfg_.routes, or route_default /
     // route_none) toward the origin or the client; nullptr when it has none.
-    [[nodiscard]] const http::header_edit *request_edit(int route) const noexcept;
-    [[nodiscard]] const http::header_edit *response_edit(int route) const noexcept;
+    [[nodiscard]] const http::header_edit *request_edit(int route) const noexcept {
+        return edit_of(route, &route_edits::req);
+    }
+    [[nodiscard]] const http::header_edit *response_edit(int route) const noexcept {
+        return edit_of(route, &route_edits::resp);
+    }
+    [[nodiscard]] const http::header_edit *edit_of(int route,
+                                                   edit_storage route_edits::*dir) const noexcept {
+        if (route < 0 || static_cast<size_t>(route) >= edits_.size()) return nullptr;
+        const edit_storage &s = edits_[route].*dir;
+        return s.any ? &s.edit : nullptr;
+    }
     // route_responses(): (listeners x (routes + 2)) x 5 classes, allocated once.
     std::unique_ptr<counter[]> route_ctr_;
     size_t route_stride_ = 2;  // routes + 2

@@ -89,13 +89,18 @@ def descendants(pids):
     return out
 
 
-def proc_cpu_ticks(pid):
+def proc_cpu_split(pid):
+    """(utime, stime) of a process in ticks; (0, 0) once it is gone."""
     try:
         stat = _read(f"/proc/{pid}/stat")
     except OSError:
-        return 0
+        return 0, 0
     f = stat[stat.rindex(")") + 2:].split()
-    return int(f[11]) + int(f[12])  # utime, stime (fields 14, 15)
+    return int(f[11]), int(f[12])  # fields 14, 15
+
+
+def proc_cpu_ticks(pid):
+    return sum(proc_cpu_split(pid))
 
 
 def proc_ctx_switches(pid):
@@ -130,6 +135,19 @@ def interrupts_per_cpu():
 def interrupts():
     """{"RES": n, "CAL": n} summed over CPUs."""
     return {k: sum(v) for k, v in interrupts_per_cpu().items()}
+
+
+CPU_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def proc_stat_split():
+    """{cpuN: {user, nice, system, idle, iowait, irq, softirq, steal}} in ticks."""
+    out = {}
+    for line in _read("/proc/stat").splitlines():
+        parts = line.split()
+        if parts[0].startswith("cpu") and parts[0] != "cpu":
+            out[parts[0]] = dict(zip(CPU_STAT_FIELDS, map(int, parts[1:9])))
+    return out
 
 
 def proc_stat():
@@ -195,7 +213,10 @@ class Snapshot:
         self.legs = {k: link_packets(ns, devs) for k, (ns, devs) in (legs or {}).items()}
         self.tcp = ferry_tcp(ferry) if ferry is not None else None
         self.t = time.monotonic()
-        self.proxy_cpu = sum(proc_cpu_ticks(p) for p in proxy_pids)
+        split = [proc_cpu_split(p) for p in proxy_pids]
+        self.proxy_cpu = sum(u + s for u, s in split)
+        self.proxy_sys = sum(s for _, s in split)
+        self.cpu_split = proc_stat_split()
         self.proxy_cs = sum(proc_ctx_switches(p) for p in proxy_pids)
         self.origin_cpu = sum(proc_cpu_ticks(p) for p in origin_pids)
         self.irq = interrupts()

@@ -242,6 +242,17 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None
     if pids:
         out["cpu_s"] = round((b[0].proxy_cpu - a[0].proxy_cpu) / M.CLK_TCK, 3)
         out["cpu_pct"] = round(100.0 * out["cpu_s"] / wall, 1)
+        # how that CPU splits: ferry's own system time (syscalls: tap writes,
+        # af_packet sends, epoll), and per CPU what /proc/stat charged to
+        # softirq (the kernel's packet work, often not in ferry's stime) and
+        # to steal (the hypervisor ran someone else: a noisy host)
+        out["cpu_sys_pct"] = round(100.0 * (b[0].proxy_sys - a[0].proxy_sys)
+                                   / M.CLK_TCK / wall, 1)
+        out["cpu_split_pct"] = {
+            c: {k: round(100.0 * (b[0].cpu_split[c][k] - a[0].cpu_split[c][k])
+                         / M.CLK_TCK / wall, 1)
+                for k in ("user", "system", "softirq", "steal", "idle")}
+            for c in b[0].cpu_split if c in a[0].cpu_split}
     if fp is not None and a[1] and b[1]:
         d = {k: b[1][k] - a[1][k] for k in LCORE_FIELDS}
         out["ferry"] = d
@@ -437,7 +448,7 @@ def progress(i, n, t0, r):
     if r.get("p99_us") is not None:
         s += f"  p50 {r['p50_us']:>6} p99 {r['p99_us']:>6} p99.9 {r['p999_us']:>6} us"
     if "cpu_pct_per_lcore" in r:
-        s += f"  cpu {r['cpu_pct_per_lcore']:5.1f}%/lc"
+        s += f"  cpu {r['cpu_pct_per_lcore']:5.1f}%/lc (sys {r.get('cpu_sys_pct', 0):.0f}%)"
     if "wakeups_per_s" in r:
         s += f"  wakeups {r['wakeups_per_s']:,.0f}/s  doorbells {r['ferry']['doorbells_rung']}"
     s += f"  ipi {r['ipi_per_s']:,.0f}/s  err {r['errors']}"

@@ -11,7 +11,7 @@ packages=(
   libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev
   # test bed: namespaces, clients, origin, model checker
   iproute2 iputils-ping iputils-arping nftables procps
-  python3 curl wrk nginx-light haproxy spin
+  python3 python3-websockets curl wrk nginx-light haproxy spin
   # promtool (test_observability lints the /metrics output with it)
   prometheus
   # open-loop load for the wakeup sweep (perf/bench --wakeup-sweep): h2load

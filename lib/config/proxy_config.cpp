@@ -205,6 +205,7 @@ std::optional<error> proxy_reader::read_http(const toml::node &n, const std::str
          r_.integer_into(h.client_idle_timeout_ms, 1, max_timeout_ms)},
         {"client_body_timeout_ms", false,
          r_.integer_into(h.client_body_timeout_ms, 1, max_timeout_ms)},
+        {"tunnel_idle_timeout_ms", false, r_.integer_into(h.tunnel_idle_timeout_ms, 1, 86400000)},
         {"max_pending_heads", false, r_.integer_into(h.max_pending_heads, 0, 1048576)},
         {"client_head_buffers", false, r_.integer_into(h.client_head_buffers, 0, 4194304)},
         {"max_requests_per_connection", false,
@@ -681,6 +682,7 @@ std::string describe_proxy(const ferry_config &c) {
     const http_config &h = c.http;
     out += "http: client timeouts header " + ms(h.client_header_timeout_ms) + ", idle " +
            ms(h.client_idle_timeout_ms) + ", body " + ms(h.client_body_timeout_ms) +
+           ", tunnel idle " + ms(h.tunnel_idle_timeout_ms) +
            "; max_pending_heads " +
            (h.max_pending_heads ? std::to_string(h.max_pending_heads) : std::string("auto")) +
            ", client_head_buffers " +

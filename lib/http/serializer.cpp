@@ -160,6 +160,22 @@ bool drop(std::string_view name, std::span<const header> fields, uint8_t conn) n
     return !never_dropped(name) && named_in_connection(name, fields);
 }
 
+// Every Upgrade value of `fields` in order, one line (RFC 9110 §5.3: several
+// lines are one list), then Connection: upgrade.
+void put_upgrade(writer &w, std::span<const header> fields) noexcept {
+    bool first = true;
+    for (const header &h : fields) {
+        if (h.value.empty() || !iequals(h.name, "upgrade"))
+            continue;
+        w.put(first ? "Upgrade: " : ", ");
+        w.put(h.value);
+        first = false;
+    }
+    if (!first)
+        w.put("\r\n");
+    w.field("Connection", "upgrade");
+}
+
 void put_version_via(writer &w, uint8_t received_minor, std::string_view via_name) noexcept {
     // RFC 9110 §7.6.3: received-protocol is the version of the message as
     // received (the protocol name may be omitted for HTTP).
@@ -274,7 +290,10 @@ std::size_t serialize_request_head(const request &r, const forward_info &fi,
         w.put("\r\n");
     }
     w.field("X-Forwarded-Proto", fi.proto);
-    w.field("Connection", fi.keep_alive ? "keep-alive" : "close");
+    if (fi.upgrade)
+        put_upgrade(w, r.headers);
+    else
+        w.field("Connection", fi.keep_alive ? "keep-alive" : "close");
     w.put("\r\n");
     return w.finish(out.data());
 }
@@ -296,8 +315,11 @@ std::size_t serialize_response_head(const response &r, const forward_info &fi,
             w.field(h.name, h.value);
     put_edit(w, fi.edit);
     put_version_via(w, r.version_minor, fi.via_name);
-    // An interim response is not the end of the exchange: no Connection.
-    if (r.status >= 200)
+    // An interim response is not the end of the exchange: no Connection,
+    // except on the 101 that switches protocols.
+    if (fi.upgrade)
+        put_upgrade(w, r.headers);
+    else if (r.status >= 200)
         w.field("Connection", fi.keep_alive ? "keep-alive" : "close");
     w.put("\r\n");
     return w.finish(out.data());

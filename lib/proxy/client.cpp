@@ -20,6 +20,23 @@ namespace ferry::proxy {
 
 namespace {
 
+// An Upgrade field that lists h2c (HTTP/2 over cleartext, RFC 7540 §3.2).
+bool offers_h2c(const http::request &r) noexcept {
+    for (const http::header &h : r.headers) {
+        if (h.name.size() != 7 || !iequals(h.name, "upgrade")) continue;
+        std::string_view v = h.value;
+        while (!v.empty()) {
+            const size_t comma = v.find(',');
+            std::string_view t = v.substr(0, comma);
+            while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+            while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+            if (iequals(t, "h2c")) return true;
+            v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
+        }
+    }
+    return false;
+}
+
 bool idempotent(http::method m) noexcept {
     switch (m) {
         case http::method::get:
@@ -68,6 +85,12 @@ void worker_proxy::drive_client_turn(client &c, uint64_t now) noexcept {
                 drop_input(c);
                 while (pull(c, now) != 0) drop_input(c);
                 flush(c, now);
+                return;
+            case client::st::tunnel:
+                if (upconn *u = tunnel_peer(c); u != nullptr)
+                    tunnel_turn(c, *u, now);
+                else
+                    tunnel_end(c, nullptr, false, now);
                 return;
         }
     }
@@ -140,9 +163,22 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     if (alog_ != nullptr) al_begin(c, req, now);
     c.t_started = c.t_req != 0 ? c.t_req : now;
     c.t_req = 0;
-    if (req.m == http::method::connect || req.upgrade) {
-        reject(c, 501, now);  // no tunnels, no protocol upgrades
+    // Protocol upgrades (RFC 9110 §7.8): tunnelled (WebSocket) when the
+    // origin answers 101. An HTTP/1.0 request's Upgrade MUST be ignored, and
+    // h2c is not tunnelled (ferry speaks HTTP/1.1 to origins): both go on as
+    // plain HTTP with Upgrade dropped (hop-by-hop), as a server may ignore it.
+    // CONNECT has no place in a reverse proxy; an Upgrade request with a body
+    // would make the tunnel's first bytes depend on where the body ends.
+    c.upgrade = false;
+    if (req.m == http::method::connect ||
+        (req.upgrade && !c.http10 && !offers_h2c(req) && req.body != http::body_kind::none)) {
+        ctr_.upgrades_refused.inc();
+        reject(c, 501, now);
         return false;
+    }
+    if (req.upgrade) {
+        c.upgrade = !c.http10 && !offers_h2c(req);
+        if (!c.upgrade) ctr_.upgrades_ignored.inc();
     }
     if (req.body == http::body_kind::content_length && cfg_.http.max_body_bytes != 0 &&
         req.content_length > cfg_.http.max_body_bytes) {
@@ -201,6 +237,7 @@ rte_mbuf *worker_proxy::forward_head(client &c, int upstream, int server, uint16
                   (srv.addr >> 16) & 255, (srv.addr >> 8) & 255, srv.addr & 255, srv.port);
     fi.default_host = hostbuf;
     fi.edit = request_edit(c.route);
+    fi.upgrade = c.upgrade;
     const size_t hl =
         http::serialize_request_head(c.req, fi, std::span(scratch_.get(), scratch_size));
     if (hl == 0) {
@@ -226,7 +263,9 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
     upconn *u = nullptr;
     uint32_t slot = none;
     unsigned owner = lcore_index_;
-    if (uc.pool != config::pool_mode::shared) {
+    // A tunnel-to-be takes a connection of this lcore, shared pool or not:
+    // a shared connection serves requests in turn, a tunnel for its life.
+    if (uc.pool != config::pool_mode::shared || c.upgrade) {
         u = acquire(c, upstream, server, now, false);
         if (u == nullptr) {
             reject_generated(c, 503, now);
@@ -602,6 +641,10 @@ void worker_proxy::run_redrives(uint64_t now) noexcept {
 }
 
 void worker_proxy::close_client(client &c, uint64_t now) noexcept {
+    if (c.state == client::st::tunnel) {
+        tunnel_end(c, tunnel_peer(c), true, now);  // closes c
+        return;
+    }
     pending_head_end(c);
     abort_remote(c);
     c.state = client::st::closing;
@@ -612,6 +655,10 @@ void worker_proxy::close_client(client &c, uint64_t now) noexcept {
 }
 
 void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
+    if (c.state == client::st::tunnel) {
+        tunnel_end(c, tunnel_peer(c), false, now);  // resets c
+        return;
+    }
     pending_head_end(c);
     abort_remote(c);
     al_end(c, 444, true, now);  // 444: ferry reset it before any response head
@@ -632,6 +679,7 @@ void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
 }
 
 void worker_proxy::free_client(client &c, uint64_t now) noexcept {
+    if (c.state == client::st::tunnel) tunnel_end(c, tunnel_peer(c), false, now);
     // Still open: the client closed or reset before its response was complete
     // (499, as nginx logs it, when no response head went out).
     if (c.al_open) al_reason(c, term_reason::client_aborted);

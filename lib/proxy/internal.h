@@ -91,7 +91,7 @@ struct worker_proxy::endpoint {
 };
 
 struct worker_proxy::client : worker_proxy::endpoint {
-    enum class st : uint8_t { head, body, wait, closing };
+    enum class st : uint8_t { head, body, wait, closing, tunnel };
     st state = st::head;
     uint16_t listener = 0;
     // The current request's route (balance.h: an index into the routes,
@@ -109,6 +109,11 @@ struct worker_proxy::client : worker_proxy::endpoint {
     bool resp_framed = false;
     bool head_method = false;
     bool http10 = false;
+    // The request asks for a protocol upgrade ferry tunnels (RFC 9110 §7.8):
+    // it goes on a connection of this lcore with its Upgrade field, and a 101
+    // turns the pair into a tunnel (tunnel.cpp).
+    bool upgrade = false;
+    uint64_t tunnel_last = 0;  // a tunnel's last byte either way (its idle timeout)
     int upstream = -1;
     // The parsed head's bytes at the front of the buffer, until dispatch
     // consumes them (0 otherwise): what a kept-alive error answer drops.
@@ -149,7 +154,7 @@ struct worker_proxy::client : worker_proxy::endpoint {
 };
 
 struct worker_proxy::upconn : worker_proxy::endpoint {
-    enum class st : uint8_t { connecting, idle, head, body, closing };
+    enum class st : uint8_t { connecting, idle, head, body, closing, tunnel };
     st state = st::connecting;
     int upstream = -1, server = -1;
     uint32_t client = none, client_gen = 0;

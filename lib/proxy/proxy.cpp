@@ -206,6 +206,16 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
                 free_upconn(u, now);
                 return;
             }
+            if (u.state == upconn::st::tunnel) {
+                // Both ways closed (clean: what is left goes to the client,
+                // then its FIN), or the origin reset: the client is reset.
+                client *c = tunnel_peer(u);
+                if (clean) u.eof = true;
+                if (c != nullptr && clean) (void)tunnel_turn(*c, u, now);
+                if (c != nullptr && c->state == client::st::tunnel) tunnel_end(*c, &u, clean, now);
+                if (u.used) free_upconn(u, now);
+                return;
+            }
             if (u.state == upconn::st::body && u.framer.kind() == http::body_kind::until_close &&
                 clean) {
                 u.eof = true;
@@ -258,6 +268,16 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
     client &c = clients_[owner];
     if (!c.used || !(c.h == n.h) || c.port != port) return;
     if (n.events & net::tcp_event::closed) {
+        if (c.state == client::st::tunnel) {
+            // The client's side closed both ways (clean: what it sent last
+            // goes to the origin, then a FIN), or it reset: the origin is reset.
+            const bool clean = n.reason == net::tcp_close_reason::normal;
+            upconn *u = tunnel_peer(c);
+            if (clean) c.eof = true;
+            if (u != nullptr && clean) (void)tunnel_turn(c, *u, now);
+            if (c.used && c.state == client::st::tunnel) tunnel_end(c, tunnel_peer(c), clean, now);
+            if (!c.used) return;
+        }
         owner = none;
         c.h = net::tcp_handle{};
         if (c.state != client::st::closing || c.up != none) {
@@ -521,6 +541,9 @@ void worker_proxy::client_timer_cb(void *ctx, uint64_t now) noexcept {
             break;
         case client::st::wait:
             break;
+        case client::st::tunnel:
+            px.tunnel_timer(c, now);
+            break;
         case client::st::closing:
             // Lingered too long with unsent data or no FIN answer: give up.
             px.abort_client(c, now);
@@ -541,6 +564,10 @@ void worker_proxy::upconn_timer_cb(void *ctx, uint64_t now) noexcept {
             break;
         case upconn::st::closing:
             px.close_upconn(u, true, now);
+            break;
+        case upconn::st::tunnel:
+            // The client's timer decides (it is armed for the tunnel's life).
+            if (px.tunnel_peer(u) == nullptr) px.close_upconn(u, true, now);
             break;
         case upconn::st::connecting:
         case upconn::st::head:
@@ -615,7 +642,7 @@ void worker_proxy::begin_drain(uint64_t now) noexcept {
 bool worker_proxy::exchanges_in_flight() const noexcept {
     // Requests other workers handed us; ours out to an origin or handed to
     // other workers (exchanges_: the sum exchanges_recount() walks).
-    return nrreqs_ != 0 || exchanges_ != 0;
+    return nrreqs_ != 0 || exchanges_ > tunnels_;
 }
 
 uint32_t worker_proxy::exchanges_recount() const noexcept {

@@ -188,6 +188,12 @@ void worker_proxy::drive_upconn_turn(upconn &u, uint64_t now) noexcept {
         } else if (u.state == upconn::st::body) {
             upconn_body(u, now);
             return;
+        } else if (u.state == upconn::st::tunnel) {
+            if (client *c = tunnel_peer(u); c != nullptr)
+                tunnel_turn(*c, u, now);
+            else
+                close_upconn(u, true, now);
+            return;
         } else {
             return;
         }
@@ -224,7 +230,7 @@ bool worker_proxy::upconn_head(upconn &u, uint64_t now) noexcept {
             if (r.st == http::parse_result::status::done) {
                 const head_next next = response_head(u, cp, rp, r.consumed, now);
                 if (next == head_next::again) continue;  // a 1xx went: the final head follows
-                return next == head_next::body;
+                return next == head_next::body || next == head_next::tunnel;
             }
             if (u.buf_len >= u.cap) {
                 ctr_.upstream_bad_response.inc();
@@ -275,13 +281,20 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
         close_upconn(u, false, now);
         return head_next::stop;
     }
-    if (resp.status == 101) {  // no upgrades through ferry
+    // 101 only switches a request that asked (RFC 9110 §15.2.2), with the
+    // protocol named in Upgrade; anything else is out of step.
+    const bool switching = resp.status == 101;
+    if (switching && (cp == nullptr || !cp->upgrade || !resp.upgrade)) {
         ctr_.upstream_bad_response.inc();
         upconn_failed(u, 502, term_reason::upstream_bad_response, false, now);
         return head_next::stop;
     }
+    if (cp != nullptr && cp->upgrade && resp.status >= 200) {
+        ctr_.upgrades_declined.inc();  // an ordinary response: plain HTTP goes on
+        cp->upgrade = false;
+    }
     auto &sc = srv_ctr_[u.upstream][u.server];
-    if (resp.status >= 200) {
+    if (resp.status >= 200 || switching) {
         sc.latency_ns.inc(now - u.t_sent);
         sc.responses.inc();
         sc.latency.observe(now - u.t_sent);
@@ -301,8 +314,9 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     fi.keep_alive = keep_alive && resp.status >= 200;
     fi.via_name = cfg_.http.via;
     fi.dechunk = u.dechunk;
+    fi.upgrade = switching;
     // The route's response rules, on final responses only.
-    if (resp.status >= 200) fi.edit = response_edit(cp != nullptr ? cp->route : rp->route);
+    if (resp.status >= 200 || switching) fi.edit = response_edit(cp != nullptr ? cp->route : rp->route);
     const size_t hl =
         http::serialize_response_head(resp, fi, std::span(scratch_.get(), scratch_size));
     rte_mbuf *head = hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl),
@@ -324,7 +338,7 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     if (cp != nullptr) {
         client &c = *cp;
         if (c.al_open) al_head(c, u, now);
-        if (resp.status >= 200) c.al_status = resp.status;  // al_end's, access log or not
+        if (resp.status >= 200 || switching) c.al_status = resp.status;  // al_end's, access log or not
         if (!push(c, head, now)) {  // the client's out queue is full
             ctr_.no_buffer.inc();
             upconn_failed(u, 503, term_reason::no_resources, false, now);
@@ -354,6 +368,7 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     std::memmove(u.buf, u.buf + consumed, u.buf_len - consumed);
     u.buf_len -= consumed;
     u.hp.reset();
+    if (switching) return begin_tunnel(*cp, u, now) ? head_next::tunnel : head_next::stop;
     if (resp.status < 200) {
         // 1xx: a complete message; the final response follows.
         if (cp != nullptr) {

@@ -109,6 +109,8 @@ constexpr std::string_view canned[] = {
     "HTTP/1.0 200 OK\r\n\r\n",
     "HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok",
     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n",
+    "Connection: upgrade\r\nUpgrade: websocket\r\n",
+    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
 };
 
 // What ferry sent one origin: complete, well-formed requests, and at most
@@ -124,6 +126,9 @@ void check_forwarded(std::string_view rx) {
         const auto r = http::parse_request(hp, rx, req, fields, lim);
         if (r.st == http::parse_result::status::need_more) return;
         check(r.st == http::parse_result::status::done, "ferry forwarded a malformed request head");
+        // An upgrade ferry forwards may become a tunnel: what follows is
+        // the new protocol's bytes, not HTTP.
+        if (req.upgrade) return;
         rx.remove_prefix(r.consumed);
         http::body_framer f;
         f.reset(req.body, req.content_length, lim);

@@ -480,6 +480,8 @@ const range_case range_cases[] = {
      [](const ferry_config &c) -> uint64_t { return c.http.client_idle_timeout_ms; }},
     {"client_body_timeout_ms", "[http]\n", "", "client_body_timeout_ms", "http", 7, 1, 3600000,
      [](const ferry_config &c) -> uint64_t { return c.http.client_body_timeout_ms; }},
+    {"tunnel_idle_timeout_ms", "[http]\n", "", "tunnel_idle_timeout_ms", "http", 7, 1, 86400000,
+     [](const ferry_config &c) -> uint64_t { return c.http.tunnel_idle_timeout_ms; }},
     {"max_pending_heads", "[http]\n", "", "max_pending_heads", "http", 7, 0, 1048576,
      [](const ferry_config &c) -> uint64_t { return c.http.max_pending_heads; }},
     {"client_head_buffers", "[http]\n", "", "client_head_buffers", "http", 7, 0, 4194304,
@@ -726,7 +728,7 @@ gateway = "10.78.255.254"
 
     EXPECT_EQ(describe_proxy(c),
               "proxy: 2 listeners, 3 routes, 2 upstreams\n"
-              "http: client timeouts header 5000 ms, idle 30000 ms, body 20000 ms; "
+              "http: client timeouts header 5000 ms, idle 30000 ms, body 20000 ms, tunnel idle 600000 ms; "
               "max_pending_heads auto, client_head_buffers auto, max_requests_per_connection unlimited, max_header_bytes 16384, max_headers 100, "
               "max_body_bytes 1048576, drain 0 ms, via edge-1.example, "
               "x-forwarded off\n"
@@ -820,7 +822,7 @@ TEST(proxy_config, defaults_of_a_minimal_proxy) {
 
     EXPECT_EQ(describe_proxy(*r),
               "proxy: 1 listener, 1 route, 1 upstream\n"
-              "http: client timeouts header 10000 ms, idle 60000 ms, body 60000 ms; "
+              "http: client timeouts header 10000 ms, idle 60000 ms, body 60000 ms, tunnel idle 600000 ms; "
               "max_pending_heads auto, client_head_buffers auto, max_requests_per_connection 1000, max_header_bytes 8192, max_headers 64, "
               "max_body_bytes unlimited, drain 10000 ms, via ferry, "
               "x-forwarded on\n"

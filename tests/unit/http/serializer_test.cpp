@@ -113,6 +113,60 @@ TEST(serializer, request_drops_hop_by_hop_and_connection_named_fields) {
               "\r\n");
 }
 
+// A tunnelled upgrade (forward_info::upgrade): the Upgrade values go on as
+// one line with Connection: upgrade, the other hop-by-hop fields are still
+// dropped; the 101 that accepts it carries the same pair. Without the flag
+// Upgrade is dropped like any hop-by-hop field.
+TEST(serializer, upgrade_goes_on_as_one_line_with_connection_upgrade) {
+    std::vector<header> st, st2, st3;
+    const request r = parse_req(
+        "GET /chat HTTP/1.1\r\n"
+        "Host: a\r\n"
+        "Connection: keep-alive, Upgrade, X-Hop\r\n"
+        "Upgrade: websocket\r\n"
+        "X-Hop: 1\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        "Upgrade: x-other/2\r\n"
+        "Sec-WebSocket-Version: 13\r\n"
+        "\r\n",
+        st);
+    ASSERT_TRUE(r.upgrade);
+    forward_info fi;
+    fi.upgrade = true;
+    const std::string out = ser_req(r, fi);
+    EXPECT_EQ(out,
+              "GET /chat HTTP/1.1\r\n"
+              "Host: a\r\n"
+              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+              "Sec-WebSocket-Version: 13\r\n"
+              "Via: 1.1 ferry\r\n"
+              "X-Forwarded-Proto: http\r\n"
+              "Upgrade: websocket, x-other/2\r\n"
+              "Connection: upgrade\r\n"
+              "\r\n");
+    EXPECT_TRUE(parse_req(out, st2).upgrade);  // the next hop sees the upgrade
+    fi.upgrade = false;
+    EXPECT_EQ(ser_req(r, fi).find("pgrade"), std::string::npos);
+
+    const request_info ri;
+    const response resp = parse_resp(
+        "HTTP/1.1 101 Switching Protocols\r\n"
+        "Upgrade: websocket\r\n"
+        "Connection: Upgrade\r\n"
+        "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+        "\r\n",
+        st3, ri);
+    forward_info rf;
+    rf.upgrade = true;
+    EXPECT_EQ(ser_resp(resp, rf),
+              "HTTP/1.1 101 Switching Protocols\r\n"
+              "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+              "Via: 1.1 ferry\r\n"
+              "Upgrade: websocket\r\n"
+              "Connection: upgrade\r\n"
+              "\r\n");
+}
+
 // Naming a framing field in Connection must not change the framing the next
 // hop sees: Transfer-Encoding, Content-Length, Trailer and Host stay.
 TEST(serializer, framing_fields_survive_connection_naming_them) {

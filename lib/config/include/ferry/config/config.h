@@ -104,6 +104,9 @@
 //                                   #   bound; response heads always have a buffer
 //   client_idle_timeout_ms = 60000  # 1..3600000: keep-alive idle time between requests
 //   client_body_timeout_ms = 60000  # 1..3600000: the longest gap between request body bytes
+//   tunnel_idle_timeout_ms = 600000 # 1..86400000: an upgraded connection (WebSocket: a
+//                                   #   101 answer to an Upgrade request) is closed after
+//                                   #   this long without a byte in either direction
 //   max_requests_per_connection = 1000  # 0..1000000000, 0 = unlimited
 //   max_header_bytes = 8192         # 256..65536: request head limit (431) and upstream
 //                                   #   response head limit (502)
@@ -400,6 +403,7 @@ struct http_config {
     uint32_t client_head_buffers = 0;  // per lcore; 0 = one per client slot
     uint32_t client_idle_timeout_ms = 60000;
     uint32_t client_body_timeout_ms = 60000;
+    uint32_t tunnel_idle_timeout_ms = 600000;
     uint32_t max_requests_per_connection = 1000;  // 0 = unlimited
     uint32_t max_header_bytes = 8192;
     uint16_t max_headers = 64;

@@ -78,6 +78,12 @@ struct forward_info {
     bool dechunk = false;
     // The route's header rules, if any (nullptr: none).
     const header_edit *edit = nullptr;
+    // A protocol upgrade passes this hop (RFC 9110 §7.8): the message's
+    // Upgrade fields go on as one line (every received value, in order,
+    // ", "-separated) with "Connection: upgrade" in place of keep-alive or
+    // close. For an Upgrade request the proxy tunnels, and for the 101 that
+    // accepts it; everywhere else Upgrade is hop-by-hop and dropped.
+    bool upgrade = false;
 };
 
 // True if ferry drops the field `name` when forwarding a message with these

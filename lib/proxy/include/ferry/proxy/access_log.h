@@ -28,13 +28,15 @@ namespace ferry::proxy {
 // http_counters as timeouts_<name>). Client side: header, body (408); the
 // keep-alive idle timeout ends no request. Upstream side (504 before the
 // response began, a reset after): connect, write (sending the request),
-// response (waiting for its head), read (its body), total.
-enum class timeout_kind : uint8_t { none, header, body, connect, write, response, read, total };
+// response (waiting for its head), read (its body), total. A tunnel (an
+// upgraded connection): tunnel, neither side sent a byte in
+// tunnel_idle_timeout_ms (both closed with a FIN).
+enum class timeout_kind : uint8_t { none, header, body, connect, write, response, read, total, tunnel };
 
-// "-", "header", "body", "connect", "write", "response", "read", "total".
+// "-", "header", "body", "connect", "write", "response", "read", "total", "tunnel".
 [[nodiscard]] constexpr const char *name(timeout_kind k) noexcept {
-    constexpr const char *names[] = {"-",     "header",   "body", "connect",
-                                     "write", "response", "read", "total"};
+    constexpr const char *names[] = {"-",     "header",   "body", "connect", "write",
+                                     "response", "read", "total", "tunnel"};
     const auto i = static_cast<unsigned>(k);
     return i < sizeof names / sizeof names[0] ? names[i] : "?";
 }

@@ -238,6 +238,14 @@ namespace ferry::proxy {
     X(timeouts_response,        "no response head within response_timeout_ms of the request's end")   \
     X(timeouts_read,            "response bodies stalled longer than read_timeout_ms")                 \
     X(timeouts_total,           "exchanges longer than total_timeout_ms")                              \
+    X(timeouts_tunnel,          "tunnels closed after tunnel_idle_timeout_ms without a byte either way") \
+    X(tunnels_opened,           "Upgrade requests answered 101: the connection pair became a byte tunnel") \
+    X(tunnels_closed,           "tunnels ended (both sides closed, a reset, the idle timeout, a drain)") \
+    X(tunnel_bytes_up,          "bytes carried through tunnels from clients to origins")               \
+    X(tunnel_bytes_down,        "bytes carried through tunnels from origins to clients")               \
+    X(upgrades_declined,        "Upgrade requests the origin answered without 101 (plain HTTP went on)") \
+    X(upgrades_ignored,         "Upgrade fields not acted on: h2c, or an HTTP/1.0 request (plain HTTP)") \
+    X(upgrades_refused,         "requests answered 501: CONNECT, or an Upgrade request with a body")   \
     X(body_too_large,           "requests answered 413: body over max_body_bytes")                     \
     X(no_buffer,                "mbuf allocation failures while building heads (connection closed)")   \
     X(head_buffers_exhausted,   "request heads answered 503: [http] client_head_buffers were all in use") \
@@ -610,7 +618,7 @@ private:
     void drive_upconn(upconn &u, uint64_t now) noexcept;
     void drive_upconn_turn(upconn &u, uint64_t now) noexcept;
     bool upconn_head(upconn &u, uint64_t now) noexcept;
-    enum class head_next : uint8_t { stop, body, again };
+    enum class head_next : uint8_t { stop, body, again, tunnel };
     head_next response_head(upconn &u, client *cp, rreq *rp, uint32_t consumed,
                             uint64_t now) noexcept;
     bool head_body(upconn &u, client *cp, rreq *rp, rte_mbuf *rhead, uint32_t head_arg,
@@ -686,6 +694,21 @@ private:
     }
     std::size_t reserved_base_ = 0, reserved_shared_ = 0, reserved_al_ = 0;
     bool begin_body(client &c, upconn &u, uint64_t now) noexcept;
+    // Tunnels (tunnel.cpp): after a 101 to an Upgrade request, c and u carry
+    // bytes both ways until both sides closed, one reset, or neither sent a
+    // byte for tunnel_idle_timeout_ms. begin_tunnel: false when it could not
+    // start (both ended). tunnel_turn: moves what both sides have (false:
+    // the tunnel ended). tunnel_end: ends it once (access log, counters),
+    // closing both with a FIN (clean) or a reset; u may be null.
+    bool begin_tunnel(client &c, upconn &u, uint64_t now) noexcept;
+    bool tunnel_turn(client &c, upconn &u, uint64_t now) noexcept;
+    void tunnel_end(client &c, upconn *u, bool clean, uint64_t now) noexcept;
+    void tunnel_timer(client &c, uint64_t now) noexcept;
+    enum class tunnel_dir_end : uint8_t { going, closed, failed };
+    tunnel_dir_end tunnel_dir(endpoint &src, endpoint &dst, client &c, bool up,
+                              uint64_t now) noexcept;
+    [[nodiscard]] upconn *tunnel_peer(client &c) noexcept;
+    [[nodiscard]] client *tunnel_peer(upconn &u) noexcept;
     bool shared_submit(uint32_t slot, job j, bool front) noexcept;
     void kick(uint32_t slot) noexcept;
     void run_kicks(uint64_t now) noexcept;
@@ -915,6 +938,9 @@ private:
     // The sum of every upstream_state::busy and of inflight_to_, kept by
     // busy_begin/_end and handoff_begin/_end (exchanges_in_flight()).
     uint32_t exchanges_ = 0;
+    // Open tunnels: counted in exchanges_ (their servers are busy), but no
+    // answer is coming (exchanges_in_flight() leaves them out).
+    uint32_t tunnels_ = 0;
 
     // Access log: the sink, and a record in the making per client slot.
     access_log_sink *alog_ = nullptr;

@@ -227,6 +227,29 @@ TEST(Tunnel, A101NobodyAskedForIs502) {
     finish(bed2, {cl2});
 }
 
+// SIGTERM's drain lets an open tunnel run (its connections count as open)
+// until the drain timeout, whose abort resets both sides and ends it once.
+TEST(Tunnel, ADrainLetsATunnelRunUntilItsTimeoutResetsIt) {
+    proxy_bed bed;
+    const size_t cl = open_tunnel(bed);
+    peer_conn &o = *bed.origin();
+    peer_conn &c = bed.conn(cl);
+    bed.proxy().begin_drain(bed.now());
+    bed.pump();
+    const size_t head_up = o.rx.size();
+    bed.send(c, "during the drain");
+    EXPECT_EQ(o.rx.substr(head_up), "during the drain");
+    EXPECT_EQ(bed.proxy().open_connections(), 2u);
+    bed.proxy().abort_all(bed.now());
+    bed.advance(100 * ms);
+    EXPECT_TRUE(c.closed);
+    EXPECT_TRUE(o.closed);
+    EXPECT_FALSE(c.fin);
+    EXPECT_EQ(bed.ctr().tunnels_closed.get(), 1u);
+    EXPECT_EQ(bed.proxy().open_connections(), 0u);
+    EXPECT_EQ(bed.proxy().exchanges_count(), 0u);
+}
+
 TEST(Tunnel, ASharedPoolUpstreamTunnelsOnAConnectionOfItsOwn) {
     bed_options opt;
     opt.toml = bed_config("", "pool = \"shared\"\nshared_connections = 1\n");

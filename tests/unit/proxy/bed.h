@@ -76,6 +76,9 @@ struct peer_conn {
     bool connected = false;
     bool fin = false;     // the other side's FIN arrived
     bool closed = false;  // reached CLOSED
+    // While set the peer reads nothing of this connection: its receive
+    // window closes and the sender's queues fill (backpressure).
+    bool paused = false;
     net::tcp_close_reason reason = net::tcp_close_reason::none;
     std::string rx;
 };
@@ -271,6 +274,37 @@ public:
         pump();
         return true;
     }
+    // Queues what the connection's send queue takes now (16 KiB pieces),
+    // then pumps; returns the bytes queued (0: the queue is full).
+    size_t send_some(peer_conn &c, std::string_view data) {
+        size_t queued = 0;
+        while (queued < data.size() && !c.closed) {
+            const uint32_t k = static_cast<uint32_t>(std::min<size_t>(data.size() - queued, 16384));
+            rte_mbuf *m = chain_of(data.substr(queued, k));
+            if (m == nullptr) break;
+            if (play_->send(c.h, m, now_) == 0) {
+                rte_pktmbuf_free(m);
+                break;
+            }
+            queued += k;
+        }
+        pump();
+        return queued;
+    }
+    // Lets a paused connection read what waits for it (and pumps).
+    void resume(peer_conn &c) {
+        c.paused = false;
+        net::tcp_rx_piece got[16];
+        for (;;) {
+            const size_t k = play_->recv(c.h, got, now_);
+            for (size_t j = 0; j < k; ++j) {
+                append(c.rx, got[j]);
+                rte_pktmbuf_free(got[j].m);
+            }
+            if (k < std::size(got)) break;
+        }
+        pump();
+    }
     void close(size_t i) {
         play_->close(conns_.at(i).h, now_);
         pump();
@@ -361,7 +395,7 @@ private:
                 }
                 if (e.events & net::tcp_event::connected) c->connected = true;
                 net::tcp_rx_piece got[16];
-                for (;;) {
+                for (; !c->paused;) {
                     const size_t k = play_->recv(c->h, got, now_);
                     for (size_t j = 0; j < k; ++j) {
                         append(c->rx, got[j]);

@@ -96,6 +96,49 @@ TEST(Tunnel, BytesGoBothWaysAndEachSideClosesItsDirection) {
     EXPECT_FALSE(recs[0].flags & access_record::f_aborted);
 }
 
+// A client that stops reading holds the origin back: ferry reads from the
+// origin only what it can queue toward the client, so what is in flight is
+// bounded by the TCP windows and queues on the way (not by what the origin
+// has to send), and every byte arrives in order once the client reads again.
+TEST(Tunnel, AClientThatStopsReadingHoldsTheOriginBack) {
+    proxy_bed bed;
+    const size_t cl = open_tunnel(bed);
+    peer_conn &o = *bed.origin();
+    peer_conn &c = bed.conn(cl);
+    const size_t head_down = c.rx.size();
+    c.paused = true;
+    std::string stream(8 << 20, '\0');
+    for (size_t i = 0; i < stream.size(); ++i) stream[i] = char('a' + (i * 7 + i / 4096) % 26);
+    size_t queued = 0;
+    for (int idle = 0; idle < 20 && queued < stream.size();) {
+        const size_t k = bed.send_some(o, std::string_view(stream).substr(queued));
+        queued += k;
+        idle = k == 0 ? idle + 1 : 0;
+        bed.advance(20 * ms, 5 * ms);  // window probes, retransmission timers
+    }
+    // The client's window, ferry's queues toward it, ferry's window toward
+    // the origin and the origin's send queue: 256 KiB each here (tcp_conn
+    // defaults), a few chains in ferry's out queue; never the 8 MiB.
+    EXPECT_LT(queued, size_t(2) << 20);
+    EXPECT_GT(queued, size_t(256) << 10);
+    EXPECT_EQ(bed.ctr().no_buffer.get(), 0u);
+    // Reading again, everything comes, in order, then the rest of the stream.
+    while (queued < stream.size()) {
+        bed.resume(c);
+        queued += bed.send_some(o, std::string_view(stream).substr(queued));
+        bed.advance(5 * ms, 5 * ms);
+    }
+    for (int i = 0; i < 50 && c.rx.size() - head_down < stream.size(); ++i) {
+        bed.resume(c);
+        bed.advance(10 * ms, 5 * ms);
+    }
+    EXPECT_TRUE(c.rx.substr(head_down) == stream) << c.rx.size() - head_down << " of " << stream.size();
+    EXPECT_EQ(bed.ctr().tunnel_bytes_down.get(), stream.size());
+    bed.close(o);
+    bed.close(c);
+    finish(bed, {cl});
+}
+
 TEST(Tunnel, TheOriginClosingFirstIsPassedOnAndTheClientMayStillSend) {
     proxy_bed bed;
     const size_t cl = open_tunnel(bed);

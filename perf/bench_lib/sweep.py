@@ -327,6 +327,8 @@ def run(a, build, out_path, log=print):
                 "points": a.sweep_points, "ports": a.sweep_ports, "lcores": a.sweep_lcores,
                 "per_conn_rps": PER_CONN_RPS, "sat_conns": SAT_CONNS, "quick": a.quick,
                 "client": a.sweep_client,
+                "haproxy": bool(getattr(a, "sweep_haproxy", False)),
+                "idle_threshold_us": getattr(a, "sweep_idle_threshold_us", None) or 200,
                 "ferry_bin": a.ferry_bin, "build": build, "topology": topo.describe(),
                 "host": {"kernel": os.uname().release, "cpus": os.cpu_count(),
                          "loadavg_at_start": open("/proc/loadavg").read().split()[:3]}}
@@ -339,17 +341,23 @@ def run(a, build, out_path, log=print):
                 raise RuntimeError(f"no {ol}: build it (ninja -C {a.build} perf/openloop)")
         url = f"http://{T.FERRY_IP}:{T.PROXY_PORT}/"
         t0 = time.monotonic()
-        plan_n = len(groups(a)) * a.rounds * len(a.sweep_points) * (len(a.sweep_modes) + 1)
+        extra_runs = 2 if getattr(a, "sweep_haproxy", False) else 1
+        plan_n = len(groups(a)) * a.rounds * len(a.sweep_points) * (len(a.sweep_modes) + extra_runs)
         i = 0
         for nl, port in groups(a):
             cpus = ferry_cpus(topo, nl)
             cfg = S.ferry_config("http", port, "shared", wakeup_mode="conditional")
+            if getattr(a, "sweep_idle_threshold_us", None):
+                # the fixed modes' spin before sleeping (default 200 us)
+                cfg = cfg.replace('wakeup_mode = "conditional"\n', 'wakeup_mode = "conditional"\n'
+                                  f'idle_threshold_us = {a.sweep_idle_threshold_us}\n')
             try:
                 fp = S.FerryProc(topo, a.ferry_bin, cfg, lcores=cpus, cpus=cpus, ports=port)
             except S.Skip as e:
                 log(f"sweep: ferry -l {cpus} on {port}: not started: {e}")
                 emit({"kind": "skipped", "lcores": nl, "port": port, "reason": str(e)[:300]})
                 continue
+            hp = None
             try:
                 ok = util.wait_until(lambda: topo.probe(topo.client, url, timeout=2) is not None,
                                      max(30.0, a.probe_timeout), 0.1)
@@ -363,6 +371,11 @@ def run(a, build, out_path, log=print):
                 emit({"kind": "group", "lcores": nlc, "port": port, "can_sleep": can_sleep,
                       "modes": modes})
                 pids = M.descendants([fp.pid])
+                if getattr(a, "sweep_haproxy", False):
+                    # HAProxy on ferry's first CPU (ferry sleeps meanwhile,
+                    # conditional): what a kernel proxy costs at the same rate.
+                    hp = S.Haproxy(topo, a)
+                    hp_url = hp.start().url_base + "/"
                 for rnd in range(a.rounds):
                     wf = wake_floor(a.build, topo)
                     for pt in a.sweep_points:
@@ -406,6 +419,23 @@ def run(a, build, out_path, log=print):
                                 ValueError) as e:
                             base["error"] = str(e)[:300]
                         log(progress(i, plan_n, t0, base))
+                        if hp is not None:
+                            i += 1
+                            hrec = {"mode": "haproxy", "lcores": nlc, "port": port,
+                                    "offered_rps": pt if pt != "sat" else "saturation",
+                                    "baseline_rate": rate, "round": rnd}
+                            try:
+                                time.sleep(0.3)
+                                hrec.update(one_load(topo, hp_url, rate, a.duration,
+                                                     a.sweep_warmup, [hp.proc.pid], None,
+                                                     "haproxy", ol))
+                                # one HAProxy thread: its CPU is one core's share
+                                hrec["cpu_pct_per_lcore"] = hrec.get("cpu_pct")
+                            except (RuntimeError, subprocess.SubprocessError, OSError,
+                                    ValueError) as e:
+                                hrec["error"] = str(e)[:300]
+                            log(progress(i, plan_n, t0, hrec))
+                            got.append(hrec)
                         fcpus = [int(x) for x in util_cpus(cpus)]
                         for g in got:
                             g["ipis_added_per_s"] = (round(g["ipi_per_s"] - base["ipi_per_s"], 1)
@@ -430,6 +460,8 @@ def run(a, build, out_path, log=print):
                 emit({"kind": "failed", "lcores": nl, "port": port, "reason": str(e)[:300],
                       "ferry_log_tail": fp.proc.log_text()[-2000:]})
             finally:
+                if hp is not None:
+                    hp.stop()
                 fp.stop()
     return recs
 
@@ -554,6 +586,15 @@ def checks(sm, nap_budget_us=100):
             else:
                 res.append((where, f"IPIs added <= {nl} x 1000 / 1k req", f"{ia:.0f}",
                             ia <= nl * 1000.0))
+            ih = g("haproxy", "ipis_added_per_1k")
+            if ih is not None:
+                # A kernel proxy on the same CPU at the same rate: the IPIs
+                # any proxy on its own CPU adds (mostly the client and the
+                # origin woken for its packets).
+                res.append((where, "(info) IPIs added by HAProxy at the same rate / 1k req",
+                            f"{ih:.0f} (ferry's CPUs: HAProxy "
+                            f"{_n(g('haproxy', 'ipis_ferry_cpus_added_per_1k'), 0)}, "
+                            f"ferry {_n(fi, 0)})", True))
             ip = g("poll", "ipis_added_per_1k")
             if ip is not None:
                 # What the wakeup policy adds over a core that never sleeps:
@@ -596,7 +637,7 @@ def markdown(recs, path):
                 "|" + "---|" * 13]
         pts = sorted({k[2] for k in sm if k[:2] == (nl, port)}, key=point_order)
         for pt in pts:
-            for mode in MODES_TAP + ["no-proxy"]:
+            for mode in MODES_TAP + ["haproxy", "no-proxy"]:
                 c = sm.get((nl, port, pt, mode))
                 if c is None:
                     continue
@@ -635,7 +676,7 @@ def plot(recs, stem):
                                         ("p99_us", "p99 latency (us)", "p99", True)):
         fig, axes = plt.subplots(1, len(grp), figsize=(5 * len(grp), 4), squeeze=False)
         for ax, (nl, port) in zip(axes[0], grp):
-            for mode in MODES_TAP + ["no-proxy"]:
+            for mode in MODES_TAP + ["haproxy", "no-proxy"]:
                 pts = sorted((k[2], c) for k, c in sm.items()
                              if k[:2] == (nl, port) and k[3] == mode and k[2] != "saturation")
                 xs = [max(p, 10) for p, c in pts if c[field] is not None]

@@ -679,7 +679,7 @@ void worker_proxy::abort_client(client &c, uint64_t now) noexcept {
 }
 
 void worker_proxy::free_client(client &c, uint64_t now) noexcept {
-    if (c.state == client::st::tunnel) tunnel_end(c, tunnel_peer(c), false, now);
+    if (c.state == client::st::tunnel) tunnel_close(c, tunnel_peer(c), false, now);
     // Still open: the client closed or reset before its response was complete
     // (499, as nginx logs it, when no response head went out).
     if (c.al_open) al_reason(c, term_reason::client_aborted);

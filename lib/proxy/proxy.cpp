@@ -207,13 +207,19 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
                 return;
             }
             if (u.state == upconn::st::tunnel) {
-                // Both ways closed (clean: what is left goes to the client,
-                // then its FIN), or the origin reset: the client is reset.
+                // The origin reset: the client is reset. Both ways closed
+                // (clean): what ferry still holds of the origin's bytes goes
+                // to the client, then its FIN; u stays (its connection gone)
+                // until the pump has passed them on (tunnel_end frees it).
                 client *c = tunnel_peer(u);
-                if (clean) u.eof = true;
-                if (c != nullptr && clean) (void)tunnel_turn(*c, u, now);
-                if (c != nullptr && c->state == client::st::tunnel) tunnel_end(*c, &u, clean, now);
-                if (u.used) free_upconn(u, now);
+                if (c == nullptr) {
+                    free_upconn(u, now);
+                } else if (!clean) {
+                    tunnel_end(*c, &u, false, now);
+                } else {
+                    u.eof = true;
+                    (void)tunnel_turn(*c, u, now);
+                }
                 return;
             }
             if (u.state == upconn::st::body && u.framer.kind() == http::body_kind::until_close &&
@@ -269,14 +275,20 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
     if (!c.used || !(c.h == n.h) || c.port != port) return;
     if (n.events & net::tcp_event::closed) {
         if (c.state == client::st::tunnel) {
-            // The client's side closed both ways (clean: what it sent last
-            // goes to the origin, then a FIN), or it reset: the origin is reset.
-            const bool clean = n.reason == net::tcp_close_reason::normal;
+            // The client reset: the origin is reset. Both ways closed
+            // (clean): what ferry still holds of the client's bytes goes to
+            // the origin, then a FIN; c stays (its connection gone) until the
+            // pump has passed them on (tunnel_end frees it).
+            owner = none;
+            c.h = net::tcp_handle{};
             upconn *u = tunnel_peer(c);
-            if (clean) c.eof = true;
-            if (u != nullptr && clean) (void)tunnel_turn(c, *u, now);
-            if (c.used && c.state == client::st::tunnel) tunnel_end(c, tunnel_peer(c), clean, now);
-            if (!c.used) return;
+            if (n.reason != net::tcp_close_reason::normal || u == nullptr) {
+                tunnel_end(c, u, false, now);
+            } else {
+                c.eof = true;
+                (void)tunnel_turn(c, *u, now);
+            }
+            return;
         }
         owner = none;
         c.h = net::tcp_handle{};

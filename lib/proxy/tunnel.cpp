@@ -119,20 +119,26 @@ bool worker_proxy::tunnel_turn(client &c, upconn &u, uint64_t now) noexcept {
     return true;
 }
 
-void worker_proxy::tunnel_end(client &c, upconn *u, bool clean, uint64_t now) noexcept {
+void worker_proxy::tunnel_close(client &c, upconn *u, bool clean, uint64_t now) noexcept {
     if (c.state != client::st::tunnel) return;
     --tunnels_;
     ctr_.tunnels_closed.inc();
     al_end(c, 101, !clean, now);
-    c.state = client::st::closing;  // close_client / abort_client below see no tunnel
-    if (u != nullptr) {
-        // close_upconn ends its busy accounting for c (unaccount).
-        close_upconn(*u, !clean, now);
-    }
+    c.state = client::st::closing;  // close_client / abort_client see no tunnel
+    // close_upconn ends u's busy accounting for c (unaccount), and frees u
+    // when its connection is gone already.
+    if (u != nullptr) close_upconn(*u, !clean, now);
     c.up = none;
-    if (clean)
+}
+
+void worker_proxy::tunnel_end(client &c, upconn *u, bool clean, uint64_t now) noexcept {
+    if (c.state != client::st::tunnel) return;
+    tunnel_close(c, u, clean, now);
+    if (!c.h.valid())
+        free_client(c, now);  // its connection ended before the tunnel did
+    else if (clean)
         close_client(c, now);
-    else if (c.h.valid())
+    else
         ports_[c.port].layer->abort(c.h, now);  // its closed event frees it
 }
 

@@ -291,6 +291,19 @@ public:
         pump();
         return queued;
     }
+    // A paused connection reads at most n of the pieces waiting for it (a
+    // slow reader), then pumps; it stays paused. Returns the bytes read.
+    size_t read_some(peer_conn &c, size_t n) {
+        const size_t before = c.rx.size();
+        net::tcp_rx_piece got[1];
+        for (size_t i = 0; i < n; ++i) {
+            if (play_->recv(c.h, got, now_) == 0) break;
+            append(c.rx, got[0]);
+            rte_pktmbuf_free(got[0].m);
+        }
+        pump();
+        return c.rx.size() - before;
+    }
     // Lets a paused connection read what waits for it (and pumps).
     void resume(peer_conn &c) {
         c.paused = false;

@@ -139,6 +139,53 @@ TEST(Tunnel, AClientThatStopsReadingHoldsTheOriginBack) {
     finish(bed, {cl});
 }
 
+// The client half-closes and stops reading; the origin sends its last
+// bytes and closes. Its connection is then fully closed (both FINs done)
+// while ferry still holds some of those bytes, waiting for room toward the
+// client: they must still reach the client, then its FIN (issue 18: once,
+// they were dropped with the upstream connection).
+TEST(Tunnel, BytesHeldWhenTheOriginsConnectionClosesStillReachTheClient) {
+    for (const bool origin_side : {true, false}) {
+        proxy_bed bed;
+        const size_t cl = open_tunnel(bed);
+        peer_conn &o = *bed.origin();
+        peer_conn &c = bed.conn(cl);
+        peer_conn &sender = origin_side ? o : c;
+        peer_conn &reader = origin_side ? c : o;
+        const size_t head = reader.rx.size();
+        bed.close(reader);  // the reader's direction ends first
+        EXPECT_TRUE(sender.fin);
+        reader.paused = true;
+        std::string stream(700 * 1024, '\0');
+        for (size_t i = 0; i < stream.size(); ++i) stream[i] = char('A' + (i * 13 + i / 1000) % 26);
+        size_t queued = 0;
+        for (int idle = 0; idle < 10 && queued < stream.size();) {
+            const size_t k = bed.send_some(sender, std::string_view(stream).substr(queued));
+            queued += k;
+            idle = k == 0 ? idle + 1 : 0;
+            bed.advance(20 * ms, 5 * ms);
+        }
+        stream.resize(queued);
+        bed.close(sender);
+        bed.advance(200 * ms, 10 * ms);
+        // A slow reader: ferry's queue toward it stays full, so the last
+        // bytes are read from the sender's connection while they cannot go
+        // on yet, and that connection then closes.
+        for (int i = 0; i < 20000 && !reader.fin; ++i) {
+            bed.read_some(reader, 2);
+            bed.advance(1 * ms, 1 * ms);
+        }
+        bed.resume(reader);
+        EXPECT_TRUE(reader.fin) << origin_side;
+        EXPECT_EQ(reader.rx.size() - head, stream.size()) << origin_side;
+        EXPECT_TRUE(reader.rx.substr(head) == stream) << origin_side;
+        bed.advance(2000 * ms, 100 * ms);
+        EXPECT_TRUE(c.closed && o.closed) << origin_side;
+        EXPECT_EQ(bed.ctr().tunnels_closed.get(), 1u) << origin_side;
+        EXPECT_EQ(bed.proxy().open_connections(), 0u) << origin_side;
+    }
+}
+
 TEST(Tunnel, TheOriginClosingFirstIsPassedOnAndTheClientMayStillSend) {
     proxy_bed bed;
     const size_t cl = open_tunnel(bed);

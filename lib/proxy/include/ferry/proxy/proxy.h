@@ -699,10 +699,13 @@ private:
     // byte for tunnel_idle_timeout_ms. begin_tunnel: false when it could not
     // start (both ended). tunnel_turn: moves what both sides have (false:
     // the tunnel ended). tunnel_end: ends it once (access log, counters),
-    // closing both with a FIN (clean) or a reset; u may be null.
+    // closing both with a FIN (clean) or a reset, and frees c if its
+    // connection is gone; u may be null. tunnel_close: the same for u and
+    // the accounting, leaving c to the caller (free_client).
     bool begin_tunnel(client &c, upconn &u, uint64_t now) noexcept;
     bool tunnel_turn(client &c, upconn &u, uint64_t now) noexcept;
     void tunnel_end(client &c, upconn *u, bool clean, uint64_t now) noexcept;
+    void tunnel_close(client &c, upconn *u, bool clean, uint64_t now) noexcept;
     void tunnel_timer(client &c, uint64_t now) noexcept;
     enum class tunnel_dir_end : uint8_t { going, closed, failed };
     tunnel_dir_end tunnel_dir(endpoint &src, endpoint &dst, client &c, bool up,

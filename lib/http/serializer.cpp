@@ -192,6 +192,14 @@ bool is_hop_by_hop(std::string_view name, std::span<const header> fields) noexce
     return drop(name, fields, connection_option::other);
 }
 
+bool lists_token(std::span<const header> fields, std::string_view lower_name,
+                 std::string_view lower_token) noexcept {
+    for (const header &h : fields)
+        if (iequals(h.name, lower_name) && list_has_token(h.value, lower_token))
+            return true;
+    return false;
+}
+
 bool is_hop_by_hop(std::string_view name, const request &r) noexcept {
     return drop(name, r.headers, r.connection);
 }

@@ -20,23 +20,6 @@ namespace ferry::proxy {
 
 namespace {
 
-// An Upgrade field that lists h2c (HTTP/2 over cleartext, RFC 7540 §3.2).
-bool offers_h2c(const http::request &r) noexcept {
-    for (const http::header &h : r.headers) {
-        if (h.name.size() != 7 || !iequals(h.name, "upgrade")) continue;
-        std::string_view v = h.value;
-        while (!v.empty()) {
-            const size_t comma = v.find(',');
-            std::string_view t = v.substr(0, comma);
-            while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
-            while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
-            if (iequals(t, "h2c")) return true;
-            v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
-        }
-    }
-    return false;
-}
-
 bool idempotent(http::method m) noexcept {
     switch (m) {
         case http::method::get:
@@ -169,17 +152,17 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     // plain HTTP with Upgrade dropped (hop-by-hop), as a server may ignore it.
     // CONNECT has no place in a reverse proxy; an Upgrade request with a body
     // would make the tunnel's first bytes depend on where the body ends.
-    c.upgrade = false;
-    if (req.m == http::method::connect ||
-        (req.upgrade && !c.http10 && !offers_h2c(req) && req.body != http::body_kind::none)) {
+    // (h2c: HTTP/2 over cleartext, RFC 7540 §3.2.)
+    const bool tunnel =
+        req.upgrade && !c.http10 && !http::lists_token(req.headers, "upgrade", "h2c");
+    if (req.m == http::method::connect || (tunnel && req.body != http::body_kind::none)) {
         ctr_.upgrades_refused.inc();
+        c.upgrade = false;
         reject(c, 501, now);
         return false;
     }
-    if (req.upgrade) {
-        c.upgrade = !c.http10 && !offers_h2c(req);
-        if (!c.upgrade) ctr_.upgrades_ignored.inc();
-    }
+    c.upgrade = tunnel;
+    if (req.upgrade && !tunnel) ctr_.upgrades_ignored.inc();
     if (req.body == http::body_kind::content_length && cfg_.http.max_body_bytes != 0 &&
         req.content_length > cfg_.http.max_body_bytes) {
         ctr_.body_too_large.inc();

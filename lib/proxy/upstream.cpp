@@ -293,8 +293,11 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
         ctr_.upgrades_declined.inc();  // an ordinary response: plain HTTP goes on
         cp->upgrade = false;
     }
+    // A final response, or the 101 that ends the exchange as HTTP: an answer
+    // (latency, health), the route's response rules, the access log's status.
+    const bool answer = resp.status >= 200 || switching;
     auto &sc = srv_ctr_[u.upstream][u.server];
-    if (resp.status >= 200 || switching) {
+    if (answer) {
         sc.latency_ns.inc(now - u.t_sent);
         sc.responses.inc();
         sc.latency.observe(now - u.t_sent);
@@ -315,8 +318,8 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     fi.via_name = cfg_.http.via;
     fi.dechunk = u.dechunk;
     fi.upgrade = switching;
-    // The route's response rules, on final responses only.
-    if (resp.status >= 200 || switching) fi.edit = response_edit(cp != nullptr ? cp->route : rp->route);
+    // The route's response rules, on answers only (not on an interim 1xx).
+    if (answer) fi.edit = response_edit(cp != nullptr ? cp->route : rp->route);
     const size_t hl =
         http::serialize_response_head(resp, fi, std::span(scratch_.get(), scratch_size));
     rte_mbuf *head = hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl),
@@ -338,7 +341,7 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     if (cp != nullptr) {
         client &c = *cp;
         if (c.al_open) al_head(c, u, now);
-        if (resp.status >= 200 || switching) c.al_status = resp.status;  // al_end's, access log or not
+        if (answer) c.al_status = resp.status;  // al_end's, access log or not
         if (!push(c, head, now)) {  // the client's out queue is full
             ctr_.no_buffer.inc();
             upconn_failed(u, 503, term_reason::no_resources, false, now);

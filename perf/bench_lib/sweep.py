@@ -327,8 +327,8 @@ def run(a, build, out_path, log=print):
                 "points": a.sweep_points, "ports": a.sweep_ports, "lcores": a.sweep_lcores,
                 "per_conn_rps": PER_CONN_RPS, "sat_conns": SAT_CONNS, "quick": a.quick,
                 "client": a.sweep_client,
-                "haproxy": bool(getattr(a, "sweep_haproxy", False)),
-                "idle_threshold_us": getattr(a, "sweep_idle_threshold_us", None) or 200,
+                "haproxy": bool(a.sweep_haproxy),
+                "idle_threshold_us": a.sweep_idle_threshold_us or 200,
                 "ferry_bin": a.ferry_bin, "build": build, "topology": topo.describe(),
                 "host": {"kernel": os.uname().release, "cpus": os.cpu_count(),
                          "loadavg_at_start": open("/proc/loadavg").read().split()[:3]}}
@@ -341,13 +341,13 @@ def run(a, build, out_path, log=print):
                 raise RuntimeError(f"no {ol}: build it (ninja -C {a.build} perf/openloop)")
         url = f"http://{T.FERRY_IP}:{T.PROXY_PORT}/"
         t0 = time.monotonic()
-        extra_runs = 2 if getattr(a, "sweep_haproxy", False) else 1
+        extra_runs = 2 if a.sweep_haproxy else 1
         plan_n = len(groups(a)) * a.rounds * len(a.sweep_points) * (len(a.sweep_modes) + extra_runs)
         i = 0
         for nl, port in groups(a):
             cpus = ferry_cpus(topo, nl)
             cfg = S.ferry_config("http", port, "shared", wakeup_mode="conditional")
-            if getattr(a, "sweep_idle_threshold_us", None):
+            if a.sweep_idle_threshold_us:
                 # the fixed modes' spin before sleeping (default 200 us)
                 cfg = cfg.replace('wakeup_mode = "conditional"\n', 'wakeup_mode = "conditional"\n'
                                   f'idle_threshold_us = {a.sweep_idle_threshold_us}\n')
@@ -371,7 +371,7 @@ def run(a, build, out_path, log=print):
                 emit({"kind": "group", "lcores": nlc, "port": port, "can_sleep": can_sleep,
                       "modes": modes})
                 pids = M.descendants([fp.pid])
-                if getattr(a, "sweep_haproxy", False):
+                if a.sweep_haproxy:
                     # HAProxy on ferry's first CPU (ferry sleeps meanwhile,
                     # conditional): what a kernel proxy costs at the same rate.
                     hp = S.Haproxy(topo, a)

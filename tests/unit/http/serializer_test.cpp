@@ -117,6 +117,18 @@ TEST(serializer, request_drops_hop_by_hop_and_connection_named_fields) {
 // one line with Connection: upgrade, the other hop-by-hop fields are still
 // dropped; the 101 that accepts it carries the same pair. Without the flag
 // Upgrade is dropped like any hop-by-hop field.
+TEST(serializer, lists_token_reads_every_line_of_a_list_field) {
+    std::vector<header> st;
+    const request r = parse_req(
+        "GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: upgrade\r\n"
+        "UPGRADE: foo ,  H2C\t, bar\r\nX-H2c: h2c\r\n\r\n",
+        st);
+    EXPECT_TRUE(lists_token(r.headers, "upgrade", "h2c"));
+    EXPECT_TRUE(lists_token(r.headers, "upgrade", "websocket"));
+    EXPECT_FALSE(lists_token(r.headers, "upgrade", "h2"));
+    EXPECT_FALSE(lists_token(r.headers, "connection", "h2c"));
+}
+
 TEST(serializer, upgrade_goes_on_as_one_line_with_connection_upgrade) {
     std::vector<header> st, st2, st3;
     const request r = parse_req(

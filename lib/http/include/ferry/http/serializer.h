@@ -92,6 +92,11 @@ struct forward_info {
 // `fields` (case-insensitive) — except Transfer-Encoding, Content-Length,
 // Trailer and Host, which are always kept (see the top of this file).
 [[nodiscard]] bool is_hop_by_hop(std::string_view name, std::span<const header> fields) noexcept;
+// True if a field `lower_name` of `fields` lists the token `lower_token` (a
+// comma-separated list, RFC 9110 §5.6.1; case-insensitive; both arguments
+// lower case), e.g. ("upgrade", "h2c").
+[[nodiscard]] bool lists_token(std::span<const header> fields, std::string_view lower_name,
+                               std::string_view lower_token) noexcept;
 // The same for a parsed message (faster: it skips the Connection scan when no
 // Connection field named anything but close / keep-alive / upgrade).
 [[nodiscard]] bool is_hop_by_hop(std::string_view name, const request &r) noexcept;

@@ -43,6 +43,91 @@ size_t open_tunnel(proxy_bed &bed, std::string_view first = "") {
     return cl;
 }
 
+// What each side received in one scripted tunnel: the upgrade request and the
+// 101 (with the origin's first bytes behind it) split at byte k (0 = whole),
+// each piece in its own poll; then a message each way and both sides close.
+// fail_at: the proxy's fail_at-th mbuf allocation fails (0 = none).
+struct tunnel_run {
+    std::string to_origin, to_client;
+    uint64_t no_buffer = 0, opened = 0, closed = 0;
+    bool both_ended = false;
+};
+tunnel_run script(size_t k, uint32_t fail_at = 0) {
+    bed_options opt;
+    // No replay on a second connection the script would not answer.
+    opt.toml = bed_config("", "retries = 0\n");
+    opt.px.fail_alloc_at = fail_at;
+    proxy_bed bed(opt);
+    const size_t cl = bed.connect();
+    auto send_split = [&](peer_conn &c, std::string_view s) {
+        const size_t at = k % s.size();
+        if (at != 0) bed.send(c, s.substr(0, at));
+        bed.send(c, s.substr(at));
+    };
+    send_split(bed.conn(cl), ws_req);
+    tunnel_run r;
+    if (peer_conn *o = bed.origin(); o != nullptr) {
+        send_split(*o, std::string(ws_101) + "first");
+        bed.send(bed.conn(cl), "up-message");
+        bed.send(*o, "down-message");
+        bed.close(bed.conn(cl));
+        bed.close(*o);
+    }
+    bed.advance(2000 * ms, 100 * ms);
+    if (peer_conn *o = bed.origin(); o != nullptr) r.to_origin = o->rx;
+    r.to_client = bed.conn(cl).rx;
+    r.no_buffer = bed.ctr().no_buffer.get();
+    r.opened = bed.ctr().tunnels_opened.get();
+    r.closed = bed.ctr().tunnels_closed.get();
+    r.both_ended = bed.conn(cl).closed && (bed.origin() == nullptr || bed.origin()->closed);
+    return r;
+}
+
+TEST(Tunnel, HeadsSplitAtEveryOffsetOpenTheSameTunnel) {
+    const tunnel_run whole = script(0);
+    ASSERT_TRUE(whole.to_client.ends_with("\r\n\r\nfirstdown-message")) << whole.to_client;
+    ASSERT_TRUE(whole.to_origin.ends_with("\r\n\r\nup-message")) << whole.to_origin;
+    ASSERT_EQ(whole.closed, 1u);
+    for (size_t k = 1; k < ws_101.size() + 5; ++k) {
+        SCOPED_TRACE("split at " + std::to_string(k));
+        const tunnel_run r = script(k);
+        EXPECT_EQ(r.to_client, whole.to_client);
+        EXPECT_EQ(r.to_origin, whole.to_origin);
+        EXPECT_EQ(r.opened, 1u);
+        EXPECT_EQ(r.closed, 1u);
+        EXPECT_TRUE(r.both_ended);
+    }
+}
+
+// Every mbuf allocation of a tunnel's life failing in turn: the tunnel
+// either carries every byte, or ends with a counted no_buffer, both sides
+// closed or reset, and what each side got is a prefix of what it should
+// have (nothing skipped); the bed checks that no mbuf leaked.
+TEST(Tunnel, EveryAllocationOfATunnelFailsCleanly) {
+    const tunnel_run base = script(0);
+    ASSERT_EQ(base.no_buffer, 0u);
+    uint32_t failed_runs = 0;
+    for (uint32_t k = 1; k < 60; ++k) {
+        SCOPED_TRACE("allocation " + std::to_string(k) + " fails");
+        const tunnel_run r = script(0, k);
+        EXPECT_TRUE(r.both_ended);
+        EXPECT_EQ(r.opened, r.closed);
+        if (r.no_buffer == 0) {
+            EXPECT_EQ(r.to_client, base.to_client);
+            EXPECT_EQ(r.to_origin, base.to_origin);
+            continue;
+        }
+        ++failed_runs;
+        EXPECT_TRUE(base.to_origin.starts_with(r.to_origin)) << r.to_origin;
+        if (r.opened == 0) {  // before the tunnel: a generated answer (503, 502)
+            EXPECT_TRUE(r.to_client.starts_with("HTTP/1.1 50")) << r.to_client;
+            continue;
+        }
+        EXPECT_TRUE(base.to_client.starts_with(r.to_client)) << r.to_client;
+    }
+    EXPECT_GT(failed_runs, 2u);  // the heads and the tunnel's first bytes at least
+}
+
 TEST(Tunnel, BytesGoBothWaysAndEachSideClosesItsDirection) {
     access_log_sink sink(16, 0);
     proxy_bed bed;

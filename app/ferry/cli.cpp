@@ -41,7 +41,7 @@ const char usage_text[] =
     "  then /ferry/ports, /ferry/net, /ferry/tcp, /ferry/lcores, /ferry/http,\n"
     "  /ferry/upstreams, /ferry/config (and /ferry/config/ports, /listeners,\n"
     "  /routes, /upstreams), /ferry/version, /ferry/wakeup_mode,\n"
-    "  /ferry/idle_threshold_us\n"
+    "  /ferry/idle_threshold_us, /ferry/latency_weight_pct\n"
     "\n"
     "Example (a tap port in a private network namespace):\n"
     "  ip netns add demo\n"

@@ -133,17 +133,45 @@ uint32_t reactor::run_once(uint64_t now) noexcept {
     return work;
 }
 
-uint64_t reactor::measure_wake_cost() noexcept {
-    uint64_t late[5];
-    for (uint64_t &l : late) {
+namespace {
+// This thread's CPU time (ns): a syscall, so sampled, not read per sleep.
+uint64_t thread_cpu_ns() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+// One sleep in this many has its thread CPU measured (an S sample).
+constexpr uint64_t sleep_cpu_sample_every = 8;
+}  // namespace
+
+reactor::wake_sample reactor::measure_wake_cost() noexcept {
+    uint64_t late[5], cpu[5];
+    for (unsigned i = 0; i < 5; ++i) {
+        const uint64_t c0 = thread_cpu_ns();
         const uint64_t t0 = now_ns();
         timespec ts{0, 20'000};
         nanosleep(&ts, nullptr);
         const uint64_t t1 = now_ns();
-        l = t1 - t0 > 20'000 ? t1 - t0 - 20'000 : 0;
+        late[i] = t1 - t0 > 20'000 ? t1 - t0 - 20'000 : 0;
+        cpu[i] = thread_cpu_ns() - c0;
     }
     std::sort(late, late + 5);
-    return late[2];
+    std::sort(cpu, cpu + 5);
+    return {late[2], cpu[2]};
+}
+
+void reactor::sync_policy() noexcept {
+    const uint32_t w = settings_.latency_weight_pct.load(std::memory_order_relaxed);
+    const uint64_t nap = can_sleep_ ? 0 : settings_.nap_budget_ns.load(std::memory_order_relaxed);
+    if (w == sw_.latency_weight_pct() && w == sw_busy_.latency_weight_pct() &&
+        (can_sleep_ || nap == last_nap_budget_))
+        return;
+    last_nap_budget_ = nap;
+    for (spin_window *s : {&sw_, &sw_busy_}) {
+        s->set_latency_weight(w);
+        s->set_nap_budget(nap);
+    }
+    publish_window();
 }
 
 void reactor::publish_window() noexcept {
@@ -152,6 +180,11 @@ void reactor::publish_window() noexcept {
     spin_limit_ns_.store(sw_.limit(), std::memory_order_relaxed);
     busy_limit_ns_.store(sw_busy_.limit(), std::memory_order_relaxed);
     wake_cost_ns_.store(sw_.wake_cost(), std::memory_order_relaxed);
+    sleep_cpu_ns_.store(sw_.sleep_cpu(), std::memory_order_relaxed);
+    sleep_price_ns_.store(sw_.price(), std::memory_order_relaxed);
+    busy_price_ns_.store(sw_busy_.price(), std::memory_order_relaxed);
+    nap_ns_.store(sw_.nap(), std::memory_order_relaxed);
+    busy_nap_ns_.store(sw_busy_.nap(), std::memory_order_relaxed);
 }
 
 bool reactor::expecting() const noexcept {
@@ -162,16 +195,10 @@ bool reactor::expecting() const noexcept {
 
 void reactor::end_gap(uint64_t gap_ns, bool slept, bool expected) noexcept {
     c_.adaptive_gaps.inc();
-    // A sleeping lcore learns of the work a wake-up after it came. Judged by
-    // the wake time, a gap with a request out looks longer than the answer
-    // took: the window shrinks for it, the lcore sleeps more, its gaps look
-    // longer still. Such gaps are judged by when the answer came. (Idle
-    // gaps are not: there the error only errs toward sleeping, the cheap
-    // side, and the next arrival may wake the lcore anyway.)
-    if (expected && slept) {
-        const uint64_t late = sw_busy_.wake_cost();
-        gap_ns = gap_ns > late ? gap_ns - late : 0;
-    }
+    sync_policy();
+    // A sleeping lcore learns of the work a wake-up after it came: on_gap
+    // takes a sleep's latency off such a gap, so it is recorded as long as
+    // the work really kept the lcore waiting.
     switch ((expected ? sw_busy_ : sw_).on_gap(gap_ns, slept)) {
         case spin_window::verdict::spun: c_.adaptive_spins_paid.inc(); break;
         case spin_window::verdict::short_sleep: c_.adaptive_sleeps_short.inc(); break;
@@ -187,9 +214,11 @@ void reactor::run(const std::atomic<bool> &stop) noexcept {
     // learned from late timer wakeups) and inflate every spin window.
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     if (can_sleep_ || can_nap_) {
-        const uint64_t cost = measure_wake_cost();
-        sw_ = spin_window(cost, idle_limit_factor, idle_shrink_shift);
-        sw_busy_ = spin_window(cost, busy_limit_factor, busy_shrink_shift);
+        const wake_sample w = measure_wake_cost();
+        sw_ = spin_window(w.late_ns, w.cpu_ns);
+        sw_busy_ = spin_window(w.late_ns, w.cpu_ns);
+        last_nap_budget_ = 0;
+        sync_policy();
     }
     publish_window();
     last_busy_ = now_ns();
@@ -210,10 +239,13 @@ void reactor::run(const std::atomic<bool> &stop) noexcept {
             gap_start_ = last_busy_;
             gap_expected_ = mode == wakeup_mode::adaptive && expecting();
         }
+        // adaptive spins once per gap: after a sleep or nap that found
+        // nothing, the gap is already longer than the window, and the
+        // cheapest way through the rest of it is another sleep.
         const uint64_t threshold =
-            mode == wakeup_mode::adaptive
-                ? (gap_expected_ ? sw_busy_ : sw_).window()
-                : settings_.idle_threshold_ns.load(std::memory_order_relaxed);
+            mode != wakeup_mode::adaptive ? settings_.idle_threshold_ns.load(std::memory_order_relaxed)
+            : slept_in_gap_               ? 0
+                                          : (gap_expected_ ? sw_busy_ : sw_).window();
         if (now - last_busy_ < threshold) continue;
         if (try_sleep(now, stop)) slept_in_gap_ = true;
     }
@@ -240,10 +272,19 @@ bool reactor::anything_pending(uint64_t now, const std::atomic<bool> &stop) cons
 bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
     const wakeup_mode mode = settings_.mode.load(std::memory_order_relaxed);
     if (!ok() || mode == wakeup_mode::poll) return false;
-    // A poller without rx interrupts: only a timed nap, in adaptive mode.
-    const uint64_t nap = can_sleep_ ? 0 : settings_.nap_budget_ns.load(std::memory_order_relaxed);
+    // A poller without rx interrupts: only a timed nap, in adaptive mode, as
+    // long as the window of the gap in progress says (within the budget).
+    uint64_t nap = can_sleep_ ? 0 : settings_.nap_budget_ns.load(std::memory_order_relaxed);
     if (!can_sleep_ && (mode != wakeup_mode::adaptive || !can_nap_ || nap == 0)) return false;
+    if (nap != 0) {
+        sync_policy();
+        nap = std::min(nap, std::max<uint64_t>((gap_expected_ ? sw_busy_ : sw_).nap(), 1));
+    }
     c_.sleep_attempts.inc();
+    // Every few sleeps, the thread CPU of the whole round trip (arming,
+    // re-check, epoll, wake, disarm): what a sleep costs besides latency.
+    const bool sample_cpu = c_.sleeps.get() % sleep_cpu_sample_every == 0;
+    const uint64_t cpu0 = sample_cpu ? thread_cpu_ns() : 0;
     if (doorbell_owed_) {
         drain(bell_.fd);
         doorbell_owed_ = false;
@@ -316,6 +357,12 @@ bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
     }
     for (unsigned i = 0; i < npollers_; ++i)
         if (pollers_[i].disarm != nullptr) pollers_[i].disarm(pollers_[i].ctx);
+    if (slept && sample_cpu) {
+        const uint64_t cpu = thread_cpu_ns() - cpu0;
+        sw_.on_sleep_cpu(cpu);
+        sw_busy_.on_sleep_cpu(cpu);
+        publish_window();
+    }
     return slept;
 }
 

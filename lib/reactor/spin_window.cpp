@@ -1,37 +1,131 @@
 #include "ferry/reactor/spin_window.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ferry::reactor {
 
-spin_window::spin_window(uint64_t wake_cost_ns, uint32_t limit_factor,
-                         uint32_t shrink_shift) noexcept
-    : factor_(std::max<uint32_t>(limit_factor, 1)),
-      shrink_shift_(std::clamp<uint32_t>(shrink_shift, 1, 8)) {
-    set_cost(wake_cost_ns);
+namespace {
+// Gaps past a second are all "very long": capped so the sums stay exact enough.
+constexpr uint64_t gap_cap_ns = 1'000'000'000;
+// Between two choices a lcore records this many gaps it spun through (a
+// sleep makes a choice at once: it is rare and was the expensive case).
+constexpr uint32_t choose_every = 16;
+}  // namespace
+
+spin_window::spin_window(uint64_t wake_cost_ns, uint64_t sleep_cpu_ns,
+                         uint32_t latency_weight_pct) noexcept
+    : wake_cost_(std::min(wake_cost_ns, max_limit_ns)),
+      sleep_cpu_(std::min(sleep_cpu_ns, max_limit_ns)),
+      weight_pct_(latency_weight_pct) {
+    reprice();
 }
 
-void spin_window::set_cost(uint64_t c) noexcept {
-    wake_cost_ = c;
-    limit_ = std::clamp<uint64_t>(uint64_t{factor_} * c, min_limit_ns, max_limit_ns);
+uint64_t spin_window::sleep_latency() const noexcept {
+    return wake_cost_ + (nap_budget_ != 0 ? nap_ / 2 : 0);
+}
+
+void spin_window::reprice() noexcept {
+    price_ = sleep_cpu_ + uint64_t{weight_pct_} * sleep_latency() / 100;
+    limit_ = std::clamp<uint64_t>(4 * price_, min_limit_ns, max_limit_ns);
     window_ = std::min(window_, limit_);
 }
 
-spin_window::verdict spin_window::on_gap(uint64_t gap_ns, bool slept) noexcept {
-    if (!slept) return verdict::spun;
-    if (gap_ns <= limit_) {
-        window_ = std::min(limit_, std::max(grow_start_ns, 2 * window_));
-        return verdict::short_sleep;
-    }
-    window_ -= window_ >> shrink_shift_;
-    if (window_ < grow_start_ns) window_ = 0;
-    return verdict::long_sleep;
+void spin_window::set_latency_weight(uint32_t pct) noexcept {
+    if (pct == weight_pct_) return;
+    weight_pct_ = pct;
+    reprice();
+    choose();
 }
 
+void spin_window::set_nap_budget(uint64_t ns) noexcept {
+    if (ns == nap_budget_) return;
+    nap_budget_ = ns;
+    nap_ = std::min(nap_ == 0 ? ns : nap_, ns);
+    reprice();
+    choose();
+}
+
+void spin_window::choose() noexcept {
+    since_choice_ = 0;
+    const double c = static_cast<double>(price_);
+    // W = 0: every gap costs a sleep.
+    double tail = total_, below = 0, best = tail * c;
+    unsigned best_i = 0;
+    for (unsigned i = 1; i < nbuckets && edge(i) <= limit_; ++i) {
+        // W = edge(i): bucket i-1's gaps are caught by the spin, the rest
+        // cost the spin and a sleep.
+        tail -= count_[i - 1];
+        below += sum_[i - 1];
+        const double cost = below + tail * (static_cast<double>(edge(i)) + c);
+        if (cost < best) {  // a tie keeps the shorter window
+            best = cost;
+            best_i = i;
+        }
+    }
+    window_ = edge(best_i);
+
+    if (nap_budget_ == 0) return;
+    // The nap length for what is left of a gap that outlasts the window.
+    double tail_n = 0, tail_sum = 0;
+    for (unsigned i = best_i; i < nbuckets; ++i) {
+        tail_n += count_[i];
+        tail_sum += sum_[i];
+    }
+    uint64_t nap = nap_budget_;
+    if (tail_n > 0 && weight_pct_ != 0) {
+        const double rest = std::max(0.0, tail_sum / tail_n - static_cast<double>(window_));
+        const double lambda = weight_pct_ / 100.0;
+        const double n = std::sqrt(2.0 * static_cast<double>(sleep_cpu_) * rest / lambda);
+        nap = static_cast<uint64_t>(std::min(n, static_cast<double>(nap_budget_)));
+    }
+    nap_ = std::max(nap, std::min(min_nap_ns, nap_budget_));
+    reprice();
+}
+
+spin_window::verdict spin_window::on_gap(uint64_t gap_ns, bool slept) noexcept {
+    if (slept) {
+        const uint64_t late = sleep_latency();
+        gap_ns = gap_ns > late ? gap_ns - late : 0;
+    }
+    const verdict v = !slept                ? verdict::spun
+                      : gap_ns <= price_ ? verdict::short_sleep
+                                         : verdict::long_sleep;
+    unsigned b = nbuckets - 1;
+    while (b > 0 && gap_ns < edge(b)) --b;
+    count_[b] += 1;
+    sum_[b] += static_cast<double>(std::min(gap_ns, gap_cap_ns));
+    total_ += 1;
+    if (total_ >= history) {
+        for (unsigned i = 0; i < nbuckets; ++i) {
+            count_[i] /= 2;
+            sum_[i] /= 2;
+        }
+        total_ /= 2;
+    }
+    if (slept || ++since_choice_ >= choose_every) choose();
+    return v;
+}
+
+namespace {
+// EWMA, 1/8 new, of samples clamped to twice the estimate (plus 10 us, so a
+// small one can still grow): an odd sample (a preempted vCPU, a timer that
+// fired behind another process on a shared CPU) moves it by an eighth at
+// most, while a lasting change is followed at up to 12.5% per sample.
+uint64_t ewma(uint64_t est, uint64_t sample) noexcept {
+    sample = std::min({sample, 2 * est + 10'000, spin_window::max_limit_ns});
+    return est - est / 8 + sample / 8;
+}
+}  // namespace
+
 void spin_window::on_wake_late(uint64_t late_ns) noexcept {
-    // EWMA, 1/8 new: one odd wakeup (a preempted vCPU) moves it little.
-    late_ns = std::min(late_ns, max_limit_ns);
-    set_cost(wake_cost_ - wake_cost_ / 8 + late_ns / 8);
+    wake_cost_ = ewma(wake_cost_, late_ns);
+    reprice();
+}
+
+void spin_window::on_sleep_cpu(uint64_t cpu_ns) noexcept {
+    sleep_cpu_ = ewma(sleep_cpu_, cpu_ns);
+    reprice();
 }
 
 }  // namespace ferry::reactor

@@ -267,6 +267,11 @@ int lcores(const process_view &v, rte_tel_data *d) {
         rte_tel_data_add_dict_u64(c, "spin_limit_ns", l.loop->spin_limit_ns());
         rte_tel_data_add_dict_u64(c, "busy_spin_limit_ns", l.loop->busy_spin_limit_ns());
         rte_tel_data_add_dict_u64(c, "wake_cost_ns", l.loop->wake_cost_ns());
+        rte_tel_data_add_dict_u64(c, "sleep_cpu_ns", l.loop->sleep_cpu_ns());
+        rte_tel_data_add_dict_u64(c, "sleep_price_ns", l.loop->sleep_price_ns());
+        rte_tel_data_add_dict_u64(c, "busy_sleep_price_ns", l.loop->busy_sleep_price_ns());
+        rte_tel_data_add_dict_u64(c, "nap_ns", l.loop->nap_ns());
+        rte_tel_data_add_dict_u64(c, "busy_nap_ns", l.loop->busy_nap_ns());
         rte_tel_data_add_dict_string(c, "state", l.loop->asleep() ? "asleep" : "running");
         const uint64_t polls = l.reactor->polls.get(), busy = l.reactor->busy_polls.get();
         rte_tel_data_add_dict_u64(c, "busy_permille", polls ? busy * 1000 / polls : 0);
@@ -326,6 +331,28 @@ int idle_threshold(const process_view &v, const char *params, rte_tel_data *d) {
     return 0;
 }
 
+// Read: /ferry/latency_weight_pct. Write: /ferry/latency_weight_pct,<0..10000>.
+int latency_weight(const process_view &v, const char *params, rte_tel_data *d) {
+    if (params != nullptr && *params != '\0') {
+        char *end = nullptr;
+        const unsigned long pct = std::strtoul(params, &end, 10);
+        if (end == params || *end != '\0' || pct > 10'000)
+            return refused(d, "not a whole percentage in range, nothing changed", "0..10000");
+        const uint32_t was = v.settings->latency_weight_pct.exchange(static_cast<uint32_t>(pct),
+                                                                     std::memory_order_relaxed);
+        v.wake_all();
+        TELEMETRY_LOG(NOTICE, "%s",
+                      logfmt("setting changed")
+                          .kv("latency_weight_pct", pct)
+                          .kv("was", was)
+                          .c_str());
+    }
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_u64(d, "latency_weight_pct",
+                              v.settings->latency_weight_pct.load(std::memory_order_relaxed));
+    return 0;
+}
+
 int config_cmd(const process_view &v, rte_tel_data *d) {
     const config::ferry_config &cfg = *v.cfg;
     rte_tel_data_start_dict(d);
@@ -337,6 +364,10 @@ int config_cmd(const process_view &v, rte_tel_data *d) {
                                  reactor::name(v.settings->mode.load(std::memory_order_relaxed)));
     rte_tel_data_add_dict_u64(d, "idle_threshold_us",
                               v.settings->idle_threshold_ns.load(std::memory_order_relaxed) / 1000u);
+    rte_tel_data_add_dict_u64(d, "latency_weight_pct",
+                              v.settings->latency_weight_pct.load(std::memory_order_relaxed));
+    rte_tel_data_add_dict_u64(d, "nap_budget_us",
+                              v.settings->nap_budget_ns.load(std::memory_order_relaxed) / 1000u);
     rte_tel_data_add_dict_u64(d, "neighbor_timeout_s", cfg.neighbor_timeout_s);
     rte_tel_data_add_dict_int(d, "ports", static_cast<int>(cfg.ports.size()));
     // [admin]: "" when there is no metrics listener.
@@ -474,6 +505,8 @@ constexpr command commands[] = {
      "Read, or set with ,<conditional|always|poll|adaptive>: when workers sleep and peers ring."},
     {"/ferry/idle_threshold_us", writer<idle_threshold>,
      "Read, or set with ,<us>: idle time before a worker tries to sleep."},
+    {"/ferry/latency_weight_pct", writer<latency_weight>,
+     "Read, or set with ,<0..10000>: adaptive's price of wake-up latency in CPU, percent."},
     {"/ferry/config", reader<config_cmd>,
      "The effective configuration's scalars; the rest under /ferry/config/<part>."},
     {"/ferry/config/ports", reader<config_part<dump_ports>>,

@@ -341,6 +341,11 @@ void render_lcores(exposition &e, const process_view &v) {
              "the learned latency of a sleep/wake round trip on this worker");
     for (const lcore_view &l : v.lcores)
         e.sample_seconds(lcore_label(l), l.loop->wake_cost_ns());
+    e.family("ferry_lcore_sleep_price_seconds", "gauge",
+             "adaptive: what one sleep costs this worker in CPU, its own plus the weighted "
+             "latency (latency_weight_pct)");
+    for (const lcore_view &l : v.lcores)
+        e.sample_seconds(lcore_label(l), l.loop->sleep_price_ns());
 }
 
 void render_ports(exposition &e, const process_view &v) {

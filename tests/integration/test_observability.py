@@ -369,7 +369,7 @@ def check_telemetry(f, requests_sent, rejected_sent):
           f"'/' lists the commands ({len(listed)})")
     expected = {"/ferry/version", "/ferry/config", "/ferry/ports", "/ferry/net", "/ferry/tcp",
                 "/ferry/lcores", "/ferry/wakeup_mode", "/ferry/idle_threshold_us",
-                "/ferry/http", "/ferry/upstreams", "/ferry/rings", "/ferry/exporter",
+                "/ferry/latency_weight_pct", "/ferry/http", "/ferry/upstreams", "/ferry/rings", "/ferry/exporter",
                 "/ferry/events", "/ferry/config/ports", "/ferry/config/listeners",
                 "/ferry/config/routes", "/ferry/config/upstreams"}
     ferry_cmds = {c for c in listed if c.startswith("/ferry/")}
@@ -387,7 +387,8 @@ def check_telemetry(f, requests_sent, rejected_sent):
 
     c = out["/ferry/config"]
     check_keys(c, {"source": str, "drivers_dir": str, "workers": is_uint, "wakeup_mode": str,
-                   "idle_threshold_us": is_uint, "neighbor_timeout_s": is_uint, "ports": is_uint,
+                   "idle_threshold_us": is_uint, "latency_weight_pct": is_uint,
+                   "nap_budget_us": is_uint, "neighbor_timeout_s": is_uint, "ports": is_uint,
                    "metrics_address": str}, "/ferry/config")
     check(c["workers"] == len(LCORES) and c["ports"] == 1, "/ferry/config: 2 workers, 1 port")
     check(c["metrics_address"] == METRICS, f"/ferry/config: metrics_address {c['metrics_address']}")
@@ -453,7 +454,9 @@ def check_telemetry(f, requests_sent, rejected_sent):
                        "can_sleep": lambda v: v in (0, 1), "can_nap": lambda v: v in (0, 1),
                        "spin_window_ns": is_uint, "busy_spin_window_ns": is_uint,
                        "spin_limit_ns": is_uint, "busy_spin_limit_ns": is_uint,
-                       "wake_cost_ns": is_uint,
+                       "wake_cost_ns": is_uint, "sleep_cpu_ns": is_uint,
+                       "sleep_price_ns": is_uint, "busy_sleep_price_ns": is_uint,
+                       "nap_ns": is_uint, "busy_nap_ns": is_uint,
                        "state": lambda v: v in ("asleep", "running"),
                        "busy_permille": lambda v: is_uint(v) and v <= 1000,
                        "polls": is_uint, "busy_polls": is_uint, "sleeps": is_uint,
@@ -466,6 +469,8 @@ def check_telemetry(f, requests_sent, rejected_sent):
 
     check(out["/ferry/wakeup_mode"] == {"wakeup_mode": "conditional"}, "/ferry/wakeup_mode")
     check(out["/ferry/idle_threshold_us"] == {"idle_threshold_us": 200}, "/ferry/idle_threshold_us")
+    check(out["/ferry/latency_weight_pct"] == {"latency_weight_pct": 25},
+          "/ferry/latency_weight_pct: the default")
 
     def http_adds_up(d):
         blocks = [d[k] for k in lcore_keys()]
@@ -688,7 +693,8 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
     # /ferry/lcores mixes reactor and io counters with non-counters.
     non_counters = {"lcore", "queue", "socket", "mode", "can_sleep", "state", "busy_permille",
                     "current_sleep_ns", "can_nap", "spin_window_ns", "busy_spin_window_ns",
-                    "spin_limit_ns", "busy_spin_limit_ns", "wake_cost_ns"}
+                    "spin_limit_ns", "busy_spin_limit_ns", "wake_cost_ns", "sleep_cpu_ns",
+                    "sleep_price_ns", "busy_sleep_price_ns", "nap_ns", "busy_nap_ns"}
     lcore_counters = set(tel["/ferry/lcores"]["lcore0"]) - non_counters
     io_names = {"rx_packets", "rx_bursts", "tx_packets", "tx_short_bursts", "tx_drop_stuck",
                 "mem_pressure"}
@@ -701,7 +707,8 @@ def check_metrics(ns, fams, tel, requests_sent, rejected_sent):
         s = samples(fams, g)
         check(set(s) == per_lcore and all(v in (0, 1) for v in s.values())
               and fams[g]["type"] == "gauge", f"{g}: a 0/1 gauge per lcore")
-    for g in ("ferry_lcore_spin_window_seconds", "ferry_lcore_wake_cost_seconds"):
+    for g in ("ferry_lcore_spin_window_seconds", "ferry_lcore_wake_cost_seconds",
+              "ferry_lcore_sleep_price_seconds"):
         s = samples(fams, g)
         check(set(s) == per_lcore and fams[g]["type"] == "gauge", f"{g}: a gauge per lcore")
     check(all(0 < v < 0.1 for v in samples(fams, "ferry_lcore_wake_cost_seconds").values()),

@@ -108,11 +108,33 @@ def main():
         r = ns.run(["ping", "-c", "5", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
         check("5 packets transmitted, 5 received" in r.stdout, "ping answered in adaptive mode")
         lc = f.telemetry("/ferry/lcores")
-        shown = {k: (v["wake_cost_ns"], v["spin_limit_ns"], v["spin_window_ns"], v["adaptive_gaps"])
+        shown = {k: (v["wake_cost_ns"], v["sleep_cpu_ns"], v["sleep_price_ns"], v["spin_limit_ns"],
+                     v["spin_window_ns"], v["adaptive_gaps"])
                  for k, v in lc.items()}
-        check(all(v["wake_cost_ns"] > 0 and v["spin_limit_ns"] >= 20000 and
+        check(all(v["wake_cost_ns"] > 0 and v["sleep_cpu_ns"] > 0 and
+                  v["sleep_price_ns"] >= v["sleep_cpu_ns"] and v["spin_limit_ns"] >= 20000 and
                   v["spin_window_ns"] <= v["spin_limit_ns"] for v in lc.values()),
-              f"adaptive: every lcore shows a wake cost, a spin limit and its window: {shown}")
+              f"adaptive: every lcore shows a wake cost, a sleep's CPU and price, a spin limit "
+              f"and its window: {shown}")
+        # The latency weight: set at run time, it reprices every lcore's
+        # sleep (0: a sleep costs its CPU alone); out of range is refused.
+        check(f.telemetry("/ferry/latency_weight_pct")["latency_weight_pct"] == 25,
+              "latency weight: the default 25")
+        check(f.telemetry("/ferry/latency_weight_pct,0")["latency_weight_pct"] == 0,
+              "latency weight set to 0")
+        r = ns.run(["ping", "-c", "3", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
+        lc = wait_for(lambda: f.telemetry("/ferry/lcores"),
+                      lambda lc: any(v["sleep_price_ns"] == v["sleep_cpu_ns"] for v in lc.values()))
+        check(any(v["sleep_price_ns"] == v["sleep_cpu_ns"] for v in lc.values()),
+              f"latency weight 0: the pinged lcore prices a sleep at its CPU alone: "
+              f"{ {k: (v['sleep_cpu_ns'], v['sleep_price_ns']) for k, v in lc.items()} }")
+        for bad in ("10001", "x", "-1"):
+            r = f.telemetry(f"/ferry/latency_weight_pct,{bad}")
+            check(r is not None and r.get("allowed") == "0..10000" and
+                  f.telemetry("/ferry/latency_weight_pct")["latency_weight_pct"] == 0,
+                  f"latency weight {bad!r} refused with the range: {r}")
+        check(f.telemetry("/ferry/config")["latency_weight_pct"] == 0,
+              "/ferry/config shows the live latency weight")
         check(sum(v["adaptive_gaps"] for v in lc.values()) > 0,
               f"adaptive: the pings' lcore learned from the gaps between them: {shown}")
 

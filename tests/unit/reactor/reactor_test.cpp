@@ -119,43 +119,46 @@ TEST_F(ReactorTest, AdaptiveNapsOnAPollerWithoutWakeFd) {
 }
 
 // Gaps that begin with work in flight are learned apart: an lcore can learn
-// to spin while it waits on an origin and to sleep at once otherwise.
+// to spin while it waits on an origin and to sleep at once otherwise. Before
+// run() a sleep is priced 15 us (S 5 us, L 10 us, weight 100%: set, the
+// default is 25%); a slept gap
+// loses L: 20 us observed is 10 us waited.
 TEST_F(ReactorTest, GapsWithWorkInFlightHaveTheirOwnWindow) {
+    s.latency_weight_pct = 100;
     for (int i = 0; i < 4; ++i) r.end_gap(20'000, true, true);  // short, expected
     for (int i = 0; i < 4; ++i) r.end_gap(50'000'000, true, false);  // long, idle
-    EXPECT_GT(r.busy_spin_window_ns(), 0u);
+    ASSERT_EQ(r.busy_sleep_price_ns(), 15'000u);  // published by end_gap
+    EXPECT_EQ(r.busy_spin_window_ns(), 12'000u);  // 10 us waited: caught by 12
     EXPECT_EQ(r.spin_window_ns(), 0u);
     EXPECT_EQ(c.adaptive_sleeps_short.get(), 4u);
     EXPECT_EQ(c.adaptive_sleeps_long.get(), 4u);
+    EXPECT_EQ(c.adaptive_gaps.get(), 8u);
 }
 
-// A sleeping lcore learns of an answer a wake-up after it came: a gap with
-// work in flight is judged by when the answer came (its end minus the wake
-// cost), else every sleep through an answer would look too long to have been
-// worth spinning, and the window would shrink toward sleeping on every one.
-// Idle gaps are judged as they end. Before run() the wake cost is 10 us: the
-// busy limit is 40 us, the idle one 20 us.
-TEST_F(ReactorTest, AGapWithWorkInFlightIsJudgedByWhenTheAnswerCame) {
-    r.end_gap(45'000, true, true);  // ended 45 us in; the answer came at 35 us
-    ASSERT_EQ(r.wake_cost_ns(), 10'000u);  // published by end_gap
-    ASSERT_EQ(r.busy_spin_limit_ns(), 40'000u);
-    EXPECT_EQ(c.adaptive_sleeps_short.get(), 1u);
-    EXPECT_EQ(r.busy_spin_window_ns(), spin_window::grow_start_ns);
-    r.end_gap(25'000, true, false);  // idle: 25 us against its 20 us limit
-    EXPECT_EQ(c.adaptive_sleeps_long.get(), 1u);
-    // A gap that ran well past the limit is still a long one.
-    r.end_gap(200'000, true, true);
-    EXPECT_EQ(c.adaptive_sleeps_long.get(), 2u);
+// The weight is the process's setting, read at each gap's end: set to 0,
+// latency is free, and a 10 us wait is no longer worth a spin against a
+// sleep's 5 us of CPU.
+TEST_F(ReactorTest, TheLatencyWeightSettingReachesBothWindows) {
+    s.latency_weight_pct = 100;
+    for (int i = 0; i < 4; ++i) r.end_gap(20'000, true, true);
+    ASSERT_EQ(r.busy_spin_window_ns(), 12'000u);
+    s.latency_weight_pct = 0;
+    r.end_gap(20'000, true, false);
+    EXPECT_EQ(r.sleep_price_ns(), 5'000u);
+    EXPECT_EQ(r.busy_sleep_price_ns(), 5'000u);
+    EXPECT_EQ(r.busy_spin_window_ns(), 0u);
 }
 
-// One slow answer (an origin's p99) takes an eighth off the busy window, not
-// half: what a run of quick answers taught survives the odd late one.
-TEST_F(ReactorTest, ALateAnswerTakesAnEighthOffTheBusyWindow) {
-    for (int i = 0; i < 8; ++i) r.end_gap(20'000, true, true);
-    ASSERT_EQ(r.busy_spin_window_ns(), r.busy_spin_limit_ns());
-    const uint64_t w = r.busy_spin_window_ns();
+// One slow answer (an origin's p99) among many quick ones leaves the spin
+// that catches the quick ones.
+TEST_F(ReactorTest, ALateAnswerAmongQuickOnesKeepsTheBusyWindow) {
+    s.latency_weight_pct = 100;
+    for (int i = 0; i < 32; ++i) r.end_gap(8'000, false, true);
+    ASSERT_EQ(r.busy_spin_window_ns(), 12'000u);
     r.end_gap(5'000'000, true, true);
-    EXPECT_EQ(r.busy_spin_window_ns(), w - w / 8);
+    EXPECT_EQ(r.busy_spin_window_ns(), 12'000u);
+    EXPECT_EQ(c.adaptive_spins_paid.get(), 32u);
+    EXPECT_EQ(c.adaptive_sleeps_long.get(), 1u);
 }
 
 TEST_F(ReactorTest, APollerWithNeitherWakeFdNorPendingForbidsNaps) {
@@ -407,11 +410,14 @@ TEST_F(ReactorTest, AdaptiveLearnsToSpinThroughShortGapsAndToSleepThroughLongOne
     EXPECT_GE(c.adaptive_spins_paid.get(), 100u);
     EXPECT_GE(c.adaptive_sleeps_short.get(), 1u);  // how the window grew from 0
     EXPECT_GT(r.wake_cost_ns(), 0u);
-    // Long gaps: each sleep runs past the limit (at most 1 ms), so the window
-    // halves to nothing.
-    for (int i = 0; i < 12; ++i) {
+    EXPECT_GT(r.sleep_cpu_ns(), 0u);
+    EXPECT_GT(r.spin_window_ns(), 0u);
+    // Long gaps (each past the 2 ms limit on any price): once they outweigh
+    // the short ones in the histogram (a few hundred: it halves every 512),
+    // the window is 0. Bounded: 3000 gaps.
+    for (int i = 0; i < 3000 && r.spin_window_ns() != 0; ++i) {
         const uint64_t before = c.adaptive_gaps.get();
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the gap itself, not a wait
+        std::this_thread::sleep_for(std::chrono::microseconds(2500));  // the gap itself, not a wait
         src.add(1);
         while (c.adaptive_gaps.get() == before) std::this_thread::yield();
     }

@@ -17,6 +17,10 @@
 //   nap_budget_us = 100             # 0..100000, adaptive on ports without rx interrupts
 //                                   #   (af_packet): the longest timed nap, so the most
 //                                   #   latency a nap adds; 0 = no naps (poll)
+//   latency_weight_pct = 25         # 0..10000, adaptive: what 1 us of wake-up latency is
+//                                   #   worth in us of CPU, in percent; a sleep is priced
+//                                   #   its CPU plus this times its latency, and a lcore
+//                                   #   spins through a gap only when that is cheaper
 //   neighbor_timeout_s = 60         # 1..86400: ARP entry lifetime
 //
 //   [tcp]                           # optional: the TCP layer of every (lcore, port)
@@ -519,6 +523,7 @@ struct ferry_config {
     wakeup_mode wakeup = wakeup_mode::conditional;
     uint32_t idle_threshold_us = 200;
     uint32_t nap_budget_us = 100;
+    uint32_t latency_weight_pct = 25;
     uint32_t neighbor_timeout_s = 60;
     tcp_config tcp;
     tcp_test_config tcp_test;

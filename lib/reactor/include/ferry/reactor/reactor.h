@@ -23,12 +23,15 @@
 //
 // How long "idle" must last before a sleep is tried: idle_threshold_ns in the
 // fixed modes; in wakeup_mode::adaptive the lcore's own spin window
-// (spin_window.h), learned from the gaps it sees and the lateness of its
-// timer wakeups (the wake cost, first measured when run() starts). It keeps
-// two: one for gaps that begin while a poller expects work (a request is out
-// to an origin: its answer is a round trip away) and one for the others (the
-// next request is the clients' to send), so a lcore can learn to spin while
-// it waits on an origin and to sleep at once when it waits on the world.
+// (spin_window.h), chosen from the gaps it has seen against the price of a
+// sleep: its thread CPU (sampled every few sleeps, first measured when run()
+// starts) plus settings::latency_weight_pct times its latency (the lateness
+// of its timer wakeups). It keeps two: one for gaps that begin while a
+// poller expects work (a request is out to an origin: its answer is a round
+// trip away) and one for the others (the next request is the clients' to
+// send), so a lcore can learn to spin while it waits on an origin and to
+// sleep at once when it waits on the world. It spins at most once per gap:
+// a sleep or nap that ends with nothing to do is followed by another.
 #pragma once
 
 #include <atomic>
@@ -64,8 +67,8 @@ namespace ferry::reactor {
     X(ring_full, "enqueue bursts that left messages behind (backpressure)")             \
     X(adaptive_gaps, "adaptive: idle gaps that ended with work")                       \
     X(adaptive_spins_paid, "adaptive: gaps that ended while spinning (no sleep needed)") \
-    X(adaptive_sleeps_short, "adaptive: sleeps whose work came within the spin limit (window grows)") \
-    X(adaptive_sleeps_long, "adaptive: sleeps past the spin limit (window shrinks)")
+    X(adaptive_sleeps_short, "adaptive: sleeps through a gap shorter than a sleep's price (a spin would have been cheaper)") \
+    X(adaptive_sleeps_long, "adaptive: sleeps through a gap longer than a sleep's price (the sleep paid)")
 
 struct alignas(64) reactor_counters {
     FERRY_REACTOR_COUNTERS(FERRY_COUNTER_MEMBER)
@@ -82,6 +85,11 @@ struct alignas(64) settings {
     std::atomic<uint64_t> idle_threshold_ns{200'000};
     // adaptive on ports without rx interrupts: the longest timed nap; 0: no naps.
     std::atomic<uint64_t> nap_budget_ns{100'000};
+    // adaptive: what a ns of wake-up latency is worth in ns of CPU, in percent
+    // (spin_window.h). 25: the offered-load sweep's choice (docs/OPERATIONS.md
+    // section 3): CPU per request at HAProxy's, where 100 spun through gaps
+    // for no p99 it could show.
+    std::atomic<uint32_t> latency_weight_pct{25};
 };
 
 // A source of work. Plain function pointers (no virtual calls, no allocation).
@@ -196,9 +204,28 @@ public:
     [[nodiscard]] uint64_t wake_cost_ns() const noexcept {
         return wake_cost_ns_.load(std::memory_order_relaxed);
     }
-    // The median lateness of a few short sleeps on this machine now: the
-    // first estimate of a sleep/wake round trip (about 0.2 ms to measure).
-    [[nodiscard]] static uint64_t measure_wake_cost() noexcept;
+    // The thread CPU a sleep/wake round trip costs (S), and the price of one
+    // sleep in the idle and the busy window (C: S plus the weighted latency),
+    // and the nap length each would take now.
+    [[nodiscard]] uint64_t sleep_cpu_ns() const noexcept {
+        return sleep_cpu_ns_.load(std::memory_order_relaxed);
+    }
+    [[nodiscard]] uint64_t sleep_price_ns() const noexcept {
+        return sleep_price_ns_.load(std::memory_order_relaxed);
+    }
+    [[nodiscard]] uint64_t busy_sleep_price_ns() const noexcept {
+        return busy_price_ns_.load(std::memory_order_relaxed);
+    }
+    [[nodiscard]] uint64_t nap_ns() const noexcept { return nap_ns_.load(std::memory_order_relaxed); }
+    [[nodiscard]] uint64_t busy_nap_ns() const noexcept {
+        return busy_nap_ns_.load(std::memory_order_relaxed);
+    }
+    // A few short sleeps on this machine now: their median lateness (the
+    // first L) and median thread CPU (the first S); about 0.2 ms to measure.
+    struct wake_sample {
+        uint64_t late_ns = 0, cpu_ns = 0;
+    };
+    [[nodiscard]] static wake_sample measure_wake_cost() noexcept;
     // Feeds the end of an idle gap to the adaptive policy (run() does;
     // public for tests that drive the loop by hand).
     void end_gap(uint64_t gap_ns, bool slept, bool expected = false) noexcept;
@@ -221,18 +248,19 @@ private:
     uint64_t last_busy_ = 0;
     // The adaptive policy, and the gap in progress (run()).
     // Two windows: gaps that began with work in flight (a poller's
-    // expecting()) have their own, learned apart from idle ones.
-    // The busy window's limit is larger: a sleep there adds a wake-up to a
-    // request's latency, one in an idle gap only to the next arrival's.
-    static constexpr uint32_t idle_limit_factor = 2, busy_limit_factor = 4;
-    static constexpr uint32_t idle_shrink_shift = 1, busy_shrink_shift = 3;
-    spin_window sw_{spin_window::min_limit_ns / 2, idle_limit_factor, idle_shrink_shift};
-    spin_window sw_busy_{spin_window::min_limit_ns / 2, busy_limit_factor, busy_shrink_shift};
+    // expecting()) have their own histogram, learned apart from idle ones
+    // (an origin's answer time is not the clients' think time).
+    spin_window sw_{spin_window::min_limit_ns / 2};
+    spin_window sw_busy_{spin_window::min_limit_ns / 2};
     bool gap_open_ = false, slept_in_gap_ = false, gap_expected_ = false;
     uint64_t gap_start_ = 0;
+    uint64_t last_nap_budget_ = 0;
     std::atomic<uint64_t> spin_window_ns_{0}, busy_window_ns_{0}, spin_limit_ns_{0},
-        busy_limit_ns_{0}, wake_cost_ns_{0};
+        busy_limit_ns_{0}, wake_cost_ns_{0}, sleep_cpu_ns_{0}, sleep_price_ns_{0},
+        busy_price_ns_{0}, nap_ns_{0}, busy_nap_ns_{0};
     [[nodiscard]] bool expecting() const noexcept;
+    // Hands the settings' latency weight and nap budget to both windows.
+    void sync_policy() noexcept;
     void publish_window() noexcept;
     // Start of the sleep in progress (0: awake), for telemetry.
     std::atomic<uint64_t> asleep_since_{0};

@@ -1,24 +1,34 @@
 // The adaptive wakeup policy (wakeup_mode::adaptive): how long an idle lcore
-// spins before it tries to sleep, learned per lcore from the idle gaps it
-// sees.
+// spins before it sleeps, chosen per lcore by pricing a spin and a sleep in
+// the same unit, CPU time, against the idle gaps it has seen.
 //
-// The rule is Linux cpuidle-haltpoll's, on gaps instead of guest halts. A
-// gap is the time from the last work to the next. The window W starts at 0
-// (sleep as soon as idle) and is bounded by a limit L, a few times what a
-// sleep/wake round trip costs on this machine (learned: the lateness of the
-// lcore's own timer wakeups, an EWMA): twice for idle gaps, four times for
-// gaps with a request out to an origin, where a sleep puts a wake-up into
-// that request's latency (the reactor's two windows):
-//   - the gap ended while spinning: the spin paid off; W stays;
-//   - the lcore slept and the work came within L: the sleep was too short
-//     to be worth its wake-up, a longer spin would have caught the work
-//     without one: W grows (doubled, at least grow_start, at most L);
-//   - the lcore slept and the work came after L: spinning longer would only
-//     have burnt CPU: W shrinks (halves, or loses an eighth: shrink_shift;
-//     0 below grow_start).
-// So a lcore whose work comes in quick succession (a request, then its
-// upstream's answer a few tens of us later) learns to spin through those
-// gaps, and one whose work is sparse learns to sleep at once.
+// A gap is the time from the last work to the next. Spinning through a gap
+// of g costs g of CPU and adds no latency. Sleeping costs the CPU of a
+// sleep/wake round trip (S: the thread's CPU time across one, sampled) and
+// adds its latency to whatever ends the gap (L: how late the lcore's timer
+// wakeups come, an EWMA; a timed nap of length N adds N/2 on top). The
+// operator's latency weight λ (latency_weight_pct / 100) says how many ns of
+// CPU one ns of that latency is worth, so one sleep is priced
+//     C = S + λ · (L [+ N/2])
+// and spinning for a window W, then sleeping, costs for a gap g
+//     g            if g <= W  (the spin caught the work)
+//     W + C        otherwise.
+// The window chosen is the W that minimizes the mean of that cost over the
+// recent gaps: a small histogram (log-spaced buckets, each with its count
+// and the sum of its gaps, halved every few hundred gaps so that old load
+// fades). It is the ski-rental choice made with the distribution known: when
+// gaps are short against C it spins through them, when they are long, or
+// spread like arrivals from independent clients (memoryless: a spin never
+// makes the rest of the wait shorter), it sleeps at once. Unlike
+// cpuidle-haltpoll's grow/shrink rule, which the first version of this
+// policy used, it spins through a gap only when that is cheaper than the
+// wake-up it saves at the configured price, so a lcore that sleeps at once
+// uses no more CPU per request than a proxy that always sleeps (HAProxy).
+//
+// A nap (a port without rx interrupts) lasts N = sqrt(2·S·R/λ), the length
+// that balances the naps' CPU (S per nap over the R the gap still has to run,
+// on average) against their latency (λ·N/2), within [min_nap_ns, the
+// configured budget].
 //
 // Pure logic (no clock, no syscalls): the reactor feeds it.
 #pragma once
@@ -29,39 +39,80 @@ namespace ferry::reactor {
 
 class spin_window {
 public:
-    static constexpr uint64_t grow_start_ns = 10'000;
+    static constexpr unsigned nbuckets = 24;
+    // No window past this (and none past 4 C: a spin that long never pays
+    // for the sleep it saves unless nearly every gap ends just before it).
+    static constexpr uint64_t max_limit_ns = 2'000'000;
     static constexpr uint64_t min_limit_ns = 20'000;
-    static constexpr uint64_t max_limit_ns = 1'000'000;
+    static constexpr uint64_t min_nap_ns = 10'000;
+    // The gaps a histogram remembers: every time its count reaches this, all
+    // counts and sums are halved.
+    static constexpr uint32_t history = 512;
+    // Bucket i covers [edge(i), edge(i+1)): 0, 1, 1.5, 2, 3, 4, 6, ... us up
+    // to 2,048 us; the last bucket has no upper edge.
+    [[nodiscard]] static constexpr uint64_t edge(unsigned i) noexcept {
+        if (i == 0) return 0;
+        const uint64_t base = uint64_t{1000} << ((i - 1) / 2);
+        return (i - 1) % 2 == 0 ? base : base + base / 2;
+    }
 
-    // `wake_cost_ns`: the first estimate of a sleep/wake round trip's cost;
-    // the limit is `limit_factor` times the wake cost. A sleep past the
-    // limit takes W / 2^shrink_shift off the window: 1 (halve) for idle
-    // gaps; the reactor's window for gaps with a request out uses 3 (an
-    // eighth), so that an odd slow answer (the p99 of an origin) does not
-    // undo what a run of quick ones taught, while an origin whose answers
-    // all come late still brings it to 0 in a few tens of gaps.
-    explicit spin_window(uint64_t wake_cost_ns, uint32_t limit_factor = 2,
-                         uint32_t shrink_shift = 1) noexcept;
+    // `wake_cost_ns` (L) and `sleep_cpu_ns` (S): the first estimates, until
+    // samples come; `latency_weight_pct`: λ in percent.
+    explicit spin_window(uint64_t wake_cost_ns, uint64_t sleep_cpu_ns = 5'000,
+                         uint32_t latency_weight_pct = 100) noexcept;
 
-    enum class verdict : uint8_t { spun, short_sleep, long_sleep };
-    // An idle gap of `gap_ns` ended (work came); `slept`: the lcore slept in
-    // it. The caller passes when the work came: a sleeping lcore learns of
-    // it about a wake cost later (reactor::end_gap).
+    enum class verdict : uint8_t {
+        spun,         // the gap ended while spinning
+        short_sleep,  // slept, but the gap was shorter than C: a spin would have been cheaper
+        long_sleep,   // slept through a gap longer than C: the sleep paid
+    };
+    // An idle gap ended (work came) `gap_ns` after it began; `slept`: the
+    // lcore slept in it, and then learned of the work a sleep's latency
+    // after it came: that much (L, plus N/2 for a nap) is taken off before
+    // the gap is recorded.
     verdict on_gap(uint64_t gap_ns, bool slept) noexcept;
-    // A timer wakeup came `late_ns` after its deadline: a wake cost sample.
+    // A timer wakeup came `late_ns` after its deadline: an L sample.
     void on_wake_late(uint64_t late_ns) noexcept;
+    // One sleep/wake round trip took `cpu_ns` of the thread's CPU: an S sample.
+    void on_sleep_cpu(uint64_t cpu_ns) noexcept;
+    // λ in percent (0: latency is free, sleep whenever a spin costs more
+    // than S; 10000: a ns of latency is worth 100 ns of CPU).
+    void set_latency_weight(uint32_t pct) noexcept;
+    // The longest nap (a port without rx interrupts); 0: sleeps end by
+    // interrupt or doorbell, no nap.
+    void set_nap_budget(uint64_t ns) noexcept;
 
     [[nodiscard]] uint64_t window() const noexcept { return window_; }
+    // The longest window the policy would choose now.
     [[nodiscard]] uint64_t limit() const noexcept { return limit_; }
     [[nodiscard]] uint64_t wake_cost() const noexcept { return wake_cost_; }
+    [[nodiscard]] uint64_t sleep_cpu() const noexcept { return sleep_cpu_; }
+    // C, in ns of CPU.
+    [[nodiscard]] uint64_t price() const noexcept { return price_; }
+    // The latency a sleep adds: L, plus half a nap when napping.
+    [[nodiscard]] uint64_t sleep_latency() const noexcept;
+    // The nap length to take now (the budget until gaps are known; 0 with no
+    // budget).
+    [[nodiscard]] uint64_t nap() const noexcept { return nap_; }
+    [[nodiscard]] uint32_t latency_weight_pct() const noexcept { return weight_pct_; }
+    // Gaps in the histogram now (after halvings), for telemetry and tests.
+    [[nodiscard]] double remembered() const noexcept { return total_; }
 
 private:
-    void set_cost(uint64_t c) noexcept;
+    void reprice() noexcept;
+    void choose() noexcept;
     uint64_t window_ = 0;
     uint64_t limit_ = 0;
     uint64_t wake_cost_ = 0;
-    uint32_t factor_ = 2;
-    uint32_t shrink_shift_ = 1;
+    uint64_t sleep_cpu_ = 0;
+    uint64_t price_ = 0;
+    uint64_t nap_budget_ = 0;
+    uint64_t nap_ = 0;
+    uint32_t weight_pct_ = 100;
+    uint32_t since_choice_ = 0;
+    double total_ = 0;
+    double count_[nbuckets] = {};
+    double sum_[nbuckets] = {};
 };
 
 }  // namespace ferry::reactor

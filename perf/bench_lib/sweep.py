@@ -47,18 +47,45 @@ from . import util
 
 MODES_TAP = ["always", "conditional", "poll", "adaptive"]
 MODES_NAP = ["poll", "adaptive"]
+DEFAULT_WEIGHT_PCT = 25  # [ferry] latency_weight_pct's default
+
+
+def base_mode(m):
+    """'adaptive:25' -> 'adaptive'."""
+    return m.split(":", 1)[0]
+
+
+def mode_weight(m):
+    """'adaptive:25' -> 25 (latency_weight_pct); None for a plain mode or a bad weight."""
+    if ":" not in m or base_mode(m) != "adaptive":
+        return None
+    try:
+        w = int(m.split(":", 1)[1])
+    except ValueError:
+        return None
+    return w if 0 <= w <= 10000 else None
+
+
+def mode_order(modes):
+    """Table and plot order: the fixed modes, adaptive and its weighted runs by weight."""
+    def key(m):
+        b = base_mode(m)
+        return (MODES_TAP.index(b) if b in MODES_TAP else len(MODES_TAP),
+                mode_weight(m) if mode_weight(m) is not None else -1)
+    return sorted(set(modes), key=key)
 POINTS = [0, 100, 1000, 4000, 10000, 20000, "sat"]
 PER_CONN_RPS = 100   # h2load --rps is per connection; ~125/conn is its ceiling here
 SAT_CONNS = 50
 LCORE_FIELDS = ("doorbells_rung", "doorbells_suppressed", "sleeps", "naps", "wakeups_nap",
                 "wakeups_doorbell", "wakeups_rx", "wakeups_timer", "msgs_out",
                 "adaptive_gaps", "adaptive_spins_paid", "adaptive_sleeps_short",
-                "adaptive_sleeps_long")
+                "adaptive_sleeps_long", "tx_short_bursts", "tx_drop_stuck")
 
 WAKE_FIELDS = ("wakeups_doorbell", "wakeups_rx", "wakeups_timer", "naps")
 # Where wakeups come from: the segments ferry got and sent (a peer's lone ACK
 # wakes a sleeping core as a request does), per request in "diag".
-DIAG_TCP_FIELDS = ("segs_in", "segs_out", "pure_acks", "delayed_acks", "quick_acks")
+DIAG_TCP_FIELDS = ("segs_in", "segs_out", "pure_acks", "delayed_acks", "quick_acks",
+                   "retransmits", "rto_fired", "tlp_probes")
 
 
 # Port kinds without rx interrupts (their lcores sleep on the queues' sockets,
@@ -144,7 +171,8 @@ def ipis_per_cpu():
 
 
 POLICY_FIELDS = ("spin_window_ns", "busy_spin_window_ns", "spin_limit_ns", "busy_spin_limit_ns",
-                 "wake_cost_ns")
+                 "wake_cost_ns", "sleep_cpu_ns", "sleep_price_ns", "busy_sleep_price_ns", "nap_ns",
+                 "busy_nap_ns")
 
 
 def lcore_sums(fp):
@@ -388,9 +416,15 @@ def run(a, build, out_path, log=print):
                                    "offered_rps": pt if pt != "sat" else "saturation",
                                    "round": rnd, "wake_floor_p99_us": wf}
                             try:
-                                r = fp.telemetry(f"/ferry/wakeup_mode,{mode}")
-                                if r.get("wakeup_mode") != mode:
+                                r = fp.telemetry(f"/ferry/wakeup_mode,{base_mode(mode)}")
+                                if r.get("wakeup_mode") != base_mode(mode):
                                     raise RuntimeError(f"wakeup_mode reply {r}")
+                                w = mode_weight(mode)
+                                w = DEFAULT_WEIGHT_PCT if w is None else w
+                                r = fp.telemetry(f"/ferry/latency_weight_pct,{w}")
+                                if r.get("latency_weight_pct") != w:
+                                    raise RuntimeError(f"latency_weight_pct reply {r}")
+                                rec["latency_weight_pct"] = w
                                 time.sleep(0.3)  # the previous run's connections close
                                 rec.update(one_load(topo, url, pt, a.duration, a.sweep_warmup,
                                                     pids, fp, f"{nl}-{port}-{mode}", ol))
@@ -467,7 +501,7 @@ def run(a, build, out_path, log=print):
 
 
 def modes_for(can_sleep, a):
-    return [m for m in (MODES_TAP if can_sleep else MODES_NAP) if m in a.sweep_modes]
+    return [m for m in a.sweep_modes if base_mode(m) in (MODES_TAP if can_sleep else MODES_NAP)]
 
 
 def progress(i, n, t0, r):
@@ -527,10 +561,10 @@ def checks(sm, nap_budget_us=100):
     res = []
     for (nl, port, pt, mode), c in sorted(sm.items(), key=lambda kv: (kv[0][0], kv[0][1],
                                                                      point_order(kv[0][2]))):
-        if mode != "adaptive":
+        if base_mode(mode) != "adaptive":
             continue
         g = lambda m, f: (sm.get((nl, port, pt, m)) or {}).get(f)  # noqa: E731
-        where = f"{port} {nl} lc {pt}"
+        where = f"{port} {nl} lc {pt}" + ("" if mode == "adaptive" else f" {mode}")
         cpu = c["cpu_pct_per_lcore"]
         best = [x for x in (g("conditional", "cpu_pct_per_lcore"),
                             g("always", "cpu_pct_per_lcore")) if x is not None]
@@ -538,12 +572,12 @@ def checks(sm, nap_budget_us=100):
             # The rate is not fixed there: compare CPU per request.
             per = {m: (g(m, "cpu_pct_per_lcore") / g(m, "achieved_rps") * 1e4
                        if g(m, "cpu_pct_per_lcore") is not None and g(m, "achieved_rps") else None)
-                   for m in ("adaptive", "conditional", "always")}
+                   for m in (mode, "conditional", "always")}
             bp = [per[m] for m in ("conditional", "always") if per[m] is not None]
-            if bp and per["adaptive"] is not None:
+            if bp and per[mode] is not None:
                 res.append((where, "CPU per request <= 1.1 x min(conditional, always)",
-                            f"{per['adaptive']:.1f} vs {min(bp):.1f} us of CPU per request",
-                            per["adaptive"] <= 1.1 * min(bp)))
+                            f"{per[mode]:.1f} vs {min(bp):.1f} us of CPU per request",
+                            per[mode] <= 1.1 * min(bp)))
         elif best and cpu is not None:
             # 1.1x, with a floor of 0.2% of a core (the /proc tick is 1% of a
             # core over 1 s, 0.1% over 10 s)
@@ -637,7 +671,8 @@ def markdown(recs, path):
                 "|" + "---|" * 13]
         pts = sorted({k[2] for k in sm if k[:2] == (nl, port)}, key=point_order)
         for pt in pts:
-            for mode in MODES_TAP + ["haproxy", "no-proxy"]:
+            for mode in [m for m in mode_order(k[3] for k in sm)
+                         if m not in ("haproxy", "no-proxy")] + ["haproxy", "no-proxy"]:
                 c = sm.get((nl, port, pt, mode))
                 if c is None:
                     continue
@@ -676,7 +711,8 @@ def plot(recs, stem):
                                         ("p99_us", "p99 latency (us)", "p99", True)):
         fig, axes = plt.subplots(1, len(grp), figsize=(5 * len(grp), 4), squeeze=False)
         for ax, (nl, port) in zip(axes[0], grp):
-            for mode in MODES_TAP + ["haproxy", "no-proxy"]:
+            for mode in [m for m in mode_order(k[3] for k in sm)
+                         if m not in ("haproxy", "no-proxy")] + ["haproxy", "no-proxy"]:
                 pts = sorted((k[2], c) for k, c in sm.items()
                              if k[:2] == (nl, port) and k[3] == mode and k[2] != "saturation")
                 xs = [max(p, 10) for p, c in pts if c[field] is not None]

@@ -6,7 +6,7 @@
 // of g costs g of CPU and adds no latency. Sleeping costs the CPU of a
 // sleep/wake round trip (S: the thread's CPU time across one, sampled) and
 // adds its latency to whatever ends the gap (L: how late the lcore's timer
-// wakeups come, an EWMA; a timed nap of length N adds N/2 on top). The
+// wakeups come, a running median; a timed nap of length N adds N/2 on top). The
 // operator's latency weight λ (latency_weight_pct / 100) says how many ns of
 // CPU one ns of that latency is worth, so one sleep is priced
 //     C = S + λ · (L [+ N/2])

@@ -163,10 +163,8 @@ reactor::wake_sample reactor::measure_wake_cost() noexcept {
 void reactor::sync_policy() noexcept {
     const uint32_t w = settings_.latency_weight_pct.load(std::memory_order_relaxed);
     const uint64_t nap = can_sleep_ ? 0 : settings_.nap_budget_ns.load(std::memory_order_relaxed);
-    if (w == sw_.latency_weight_pct() && w == sw_busy_.latency_weight_pct() &&
-        (can_sleep_ || nap == last_nap_budget_))
-        return;
-    last_nap_budget_ = nap;
+    // Both windows are always set together: one tells what they hold.
+    if (w == sw_.latency_weight_pct() && nap == sw_.nap_budget()) return;
     for (spin_window *s : {&sw_, &sw_busy_}) {
         s->set_latency_weight(w);
         s->set_nap_budget(nap);
@@ -217,7 +215,6 @@ void reactor::run(const std::atomic<bool> &stop) noexcept {
         const wake_sample w = measure_wake_cost();
         sw_ = spin_window(w.late_ns, w.cpu_ns);
         sw_busy_ = spin_window(w.late_ns, w.cpu_ns);
-        last_nap_budget_ = 0;
         sync_policy();
     }
     publish_window();

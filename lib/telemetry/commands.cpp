@@ -308,49 +308,42 @@ int wakeup_mode(const process_view &v, const char *params, rte_tel_data *d) {
     return 0;
 }
 
-// Read: /ferry/idle_threshold_us. Write: /ferry/idle_threshold_us,<1..1000000>.
-int idle_threshold(const process_view &v, const char *params, rte_tel_data *d) {
+// A whole-number setting read and written through telemetry: `key` names it
+// in the answer and the log, `a` holds it in `scale` units per unit shown. A
+// value that is not a whole number in lo..hi is refused with `why` and
+// `allowed` and changes nothing; a change wakes every worker, so a sleeper
+// re-reads it at once, and is logged with the value it replaced.
+template <class T>
+int whole_setting(const process_view &v, const char *params, rte_tel_data *d, std::atomic<T> &a,
+                  const char *key, unsigned long lo, unsigned long hi, uint64_t scale,
+                  const char *why, const char *allowed) {
     if (params != nullptr && *params != '\0') {
         char *end = nullptr;
-        const unsigned long us = std::strtoul(params, &end, 10);
-        if (end == params || *end != '\0' || us < 1 || us > 1'000'000)
-            return refused(d, "not a whole number of microseconds in range, nothing changed",
-                           "1..1000000");
-        const uint64_t was =
-            v.settings->idle_threshold_ns.exchange(uint64_t(us) * 1000u, std::memory_order_relaxed);
+        const unsigned long n = std::strtoul(params, &end, 10);
+        if (end == params || *end != '\0' || n < lo || n > hi) return refused(d, why, allowed);
+        const uint64_t was = a.exchange(static_cast<T>(n * scale), std::memory_order_relaxed);
         v.wake_all();
         TELEMETRY_LOG(NOTICE, "%s",
-                      logfmt("setting changed")
-                          .kv("idle_threshold_us", us)
-                          .kv("was", was / 1000u)
-                          .c_str());
+                      logfmt("setting changed").kv(key, uint64_t{n}).kv("was", was / scale).c_str());
     }
     rte_tel_data_start_dict(d);
-    rte_tel_data_add_dict_u64(d, "idle_threshold_us",
-                              v.settings->idle_threshold_ns.load(std::memory_order_relaxed) / 1000u);
+    rte_tel_data_add_dict_u64(d, key, a.load(std::memory_order_relaxed) / scale);
     return 0;
+}
+
+// Read: /ferry/idle_threshold_us. Write: /ferry/idle_threshold_us,<1..1000000>.
+int idle_threshold(const process_view &v, const char *params, rte_tel_data *d) {
+    return whole_setting(v, params, d, v.settings->idle_threshold_ns, "idle_threshold_us", 1,
+                         1'000'000, 1000,
+                         "not a whole number of microseconds in range, nothing changed",
+                         "1..1000000");
 }
 
 // Read: /ferry/latency_weight_pct. Write: /ferry/latency_weight_pct,<0..10000>.
 int latency_weight(const process_view &v, const char *params, rte_tel_data *d) {
-    if (params != nullptr && *params != '\0') {
-        char *end = nullptr;
-        const unsigned long pct = std::strtoul(params, &end, 10);
-        if (end == params || *end != '\0' || pct > 10'000)
-            return refused(d, "not a whole percentage in range, nothing changed", "0..10000");
-        const uint32_t was = v.settings->latency_weight_pct.exchange(static_cast<uint32_t>(pct),
-                                                                     std::memory_order_relaxed);
-        v.wake_all();
-        TELEMETRY_LOG(NOTICE, "%s",
-                      logfmt("setting changed")
-                          .kv("latency_weight_pct", pct)
-                          .kv("was", was)
-                          .c_str());
-    }
-    rte_tel_data_start_dict(d);
-    rte_tel_data_add_dict_u64(d, "latency_weight_pct",
-                              v.settings->latency_weight_pct.load(std::memory_order_relaxed));
-    return 0;
+    return whole_setting(v, params, d, v.settings->latency_weight_pct, "latency_weight_pct", 0,
+                         10'000, 1, "not a whole percentage in range, nothing changed",
+                         "0..10000");
 }
 
 int config_cmd(const process_view &v, rte_tel_data *d) {

@@ -254,7 +254,6 @@ private:
     spin_window sw_busy_{spin_window::min_limit_ns / 2};
     bool gap_open_ = false, slept_in_gap_ = false, gap_expected_ = false;
     uint64_t gap_start_ = 0;
-    uint64_t last_nap_budget_ = 0;
     std::atomic<uint64_t> spin_window_ns_{0}, busy_window_ns_{0}, spin_limit_ns_{0},
         busy_limit_ns_{0}, wake_cost_ns_{0}, sleep_cpu_ns_{0}, sleep_price_ns_{0},
         busy_price_ns_{0}, nap_ns_{0}, busy_nap_ns_{0};

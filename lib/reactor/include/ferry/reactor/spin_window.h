@@ -95,6 +95,7 @@ public:
     // budget).
     [[nodiscard]] uint64_t nap() const noexcept { return nap_; }
     [[nodiscard]] uint32_t latency_weight_pct() const noexcept { return weight_pct_; }
+    [[nodiscard]] uint64_t nap_budget() const noexcept { return nap_budget_; }
     // Gaps in the histogram now (after halvings), for telemetry and tests.
     [[nodiscard]] double remembered() const noexcept { return total_; }
 

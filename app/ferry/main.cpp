@@ -124,9 +124,12 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
     tc.max_connections = cfg.tcp.max_connections;
     tc.syn_backlog = cfg.tcp.syn_backlog;
     tc.syn_cookies = cfg.tcp.syn_cookies;
-    // Software checksums unless asked for and enabled on the port.
-    tc.tx_cksum_offload =
-        cfg.tcp.tx_checksum_offload && (p.tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_CKSUM) != 0;
+    // Software checksums unless asked for and enabled on the port; ferry's own
+    // AF_PACKET path always leaves them to the kernel (packet_io.h: its GSO
+    // frames need it, and the kernel sums a frame's bytes at most once).
+    const bool own_packet = p.driver_name == net::own_packet_driver;
+    tc.tx_cksum_offload = (cfg.tcp.tx_checksum_offload || own_packet) &&
+                          (p.tx_offloads & RTE_ETH_TX_OFFLOAD_TCP_CKSUM) != 0;
     if (cfg.tcp.tx_checksum_offload && !tc.tx_cksum_offload)
         APP_LOG(WARNING, "%s",
                 logfmt("tcp checksums in software")

@@ -14,7 +14,7 @@ namespace ferry::app {
 namespace {
 
 bool attaches_to_existing_iface(const config::driver_profile &p) {
-    return p.driver == "net_af_packet" || p.driver == "net_af_xdp";
+    return p.driver == "net_af_packet" || p.driver == "net_af_xdp" || p.driver == "net_ferry_packet";
 }
 
 // A /proc "Key:   value" line's value, or -1.

@@ -139,6 +139,7 @@ std::string setup_worker(app_state &app, worker &w) {
             fp = net::fault_params_of(p.spec.fault, static_cast<uint32_t>(i), w.lcore);
         q->io = std::make_unique<net::queue_io>(p.id, w.index, *w.stacks[i], w.io,
                                                 p.spec.fault.enabled() ? &fp : nullptr, p.pool);
+        if (w.index < p.packet_queues.size()) q->io->attach(p.packet_queues[w.index].get());
         q->app = i < w.tcp_apps.size() ? w.tcp_apps[i].get() : nullptr;
         reactor::poller pl;
         pl.poll = queue_poll;

@@ -2,13 +2,19 @@
 
 #include <rte_dev.h>
 #include <rte_errno.h>
+#include <rte_eth_ring.h>
 #include <rte_lcore.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include "ferry/base/log.h"
 #include "ferry/base/logfmt.h"
@@ -163,6 +169,90 @@ void find_xdp_wake_sockets(port &p, const std::vector<std::vector<int>> &opened)
     p.caps.rx_wake_sockets = true;
 }
 
+std::string fail(const port &p, const char *call, int rc);
+
+// The value of `key` in devargs "k=v,k=v", or "".
+std::string devarg(const std::string &args, std::string_view key) {
+    size_t at = 0;
+    while (at <= args.size()) {
+        const size_t end = std::min(args.find(',', at), args.size());
+        const std::string_view kv(args.data() + at, end - at);
+        if (kv.size() > key.size() && kv.substr(0, key.size()) == key && kv[key.size()] == '=')
+            return std::string(kv.substr(key.size() + 1));
+        at = end + 1;
+    }
+    return "";
+}
+
+// net_ferry_packet: opens a packet_queue per queue pair on spec.iface and the
+// net_ring ethdev over their rings (packet_io.h). Devargs: framecnt (rx ring
+// frames per queue, default 4096), gso (on|off, default on).
+std::string open_own_packet(port &p) {
+    const port_spec &spec = p.spec;
+    const int ifindex = static_cast<int>(if_nametoindex(spec.iface.c_str()));
+    if (ifindex == 0)
+        return "port '" + spec.name + "': interface '" + spec.iface + "': " + std::strerror(errno);
+    packet_queue::params pp;
+    pp.port = spec.name;
+    pp.iface = spec.iface;
+    pp.nqueues = p.queues;
+    pp.fanout_id = static_cast<uint16_t>((getpid() ^ ifindex) & 0xffff);
+    if (const std::string f = devarg(spec.devargs, "framecnt"); !f.empty())
+        pp.ring_frames = static_cast<uint32_t>(std::strtoul(f.c_str(), nullptr, 10));
+    if ((pp.ring_frames & (pp.ring_frames - 1)) != 0 || pp.ring_frames < 32)
+        return "port '" + spec.name + "': framecnt must be a power of two >= 32";
+    pp.gso = devarg(spec.devargs, "gso") != "off";
+    pp.numa_socket = static_cast<int>(rte_socket_id());
+    std::vector<rte_ring *> rx, tx;
+    std::vector<int> fds;
+    for (uint16_t q = 0; q < p.queues; ++q) {
+        pp.queue = q;
+        auto pq = packet_queue::open(pp);
+        if (!pq) return pq.error();
+        rx.push_back(pq.value()->rx_ring());
+        tx.push_back(pq.value()->tx_ring());
+        fds.push_back(pq.value()->fd());
+        p.packet_queues.push_back(std::move(pq.value()));
+    }
+    // rte_eth_from_rings names the device net_ring_<name> (the prefix that
+    // finds the net_ring driver); p.dev_name is read back below.
+    p.dev_name = "net_ring_" + spec.name;
+    PORT_LOG(INFO, "%s",
+             logfmt("creating device")
+                 .kv("device", p.dev_name)
+                 .kv("driver", std::string(own_packet_driver))
+                 .kv("iface", spec.iface)
+                 .kv("ring_frames", pp.ring_frames)
+                 .kv("gso", pp.gso ? "on" : "off")
+                 .c_str());
+    const int id = rte_eth_from_rings(spec.name.c_str(), rx.data(), p.queues, tx.data(), p.queues,
+                                      rte_socket_id());
+    if (id < 0) return fail(p, "rte_eth_from_rings", rte_errno);
+    p.created = true;
+    p.id = static_cast<uint16_t>(id);
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    if (rte_eth_dev_get_name_by_port(p.id, name) == 0) p.dev_name = name;
+    // The interface's MAC is ours unless the port names one (net_ring has no
+    // MAC to set: ferry writes its frames' source address itself).
+    if (spec.mac) {
+        std::memcpy(p.mac.addr_bytes, spec.mac->data(), RTE_ETHER_ADDR_LEN);
+    } else {
+        ifreq ifr{};
+        std::snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", spec.iface.c_str());
+        if (ioctl(fds.front(), SIOCGIFHWADDR, &ifr) != 0)
+            return "port '" + spec.name + "': SIOCGIFHWADDR on " + spec.iface + ": " +
+                   std::strerror(errno);
+        std::memcpy(p.mac.addr_bytes, ifr.ifr_hwaddr.sa_data, RTE_ETHER_ADDR_LEN);
+    }
+    p.kernel = std::make_unique<kernel_rings>(fds);
+    if (!p.kernel->start_polling())
+        PORT_LOG(WARNING, "%s",
+                 logfmt("kernel ring counts read on demand").kv("port", spec.name).c_str());
+    p.rx_wake_fds = std::move(fds);
+    p.caps.rx_wake_sockets = true;
+    return "";
+}
+
 std::string fail(const port &p, const char *call, int rc) {
     return "port '" + p.spec.name + "' (" + p.dev_name + "): " + call +
            " failed: " + std::strerror(rc < 0 ? -rc : rc);
@@ -207,7 +297,13 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
     // 1. Find or create the ethdev. The AF_PACKET sockets open before the
     // probe are not the new device's (step 2b).
     std::vector<int> packet_fds_before;
-    if (!spec.pci) {
+    const bool own = !spec.pci && spec.driver == own_packet_driver;
+    if (own) {
+        if (std::string err = open_own_packet(p); !err.empty()) {
+            port_close(p);
+            return unexpected{err};
+        }
+    } else if (!spec.pci) {
         packet_fds_before = packet_sockets(0);
         // A vdev name is the driver name plus a unique suffix (net_tap0).
         p.dev_name = spec.driver + std::to_string(rte_eth_dev_count_total());
@@ -224,7 +320,7 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
     } else {
         p.dev_name = spec.pci_addr;
     }
-    if (rte_eth_dev_get_port_by_name(p.dev_name.c_str(), &p.id) != 0) {
+    if (!own && rte_eth_dev_get_port_by_name(p.dev_name.c_str(), &p.id) != 0) {
         std::string msg = "port '" + spec.name + "': no ethdev named '" + p.dev_name + "'";
         if (spec.pci)
             msg += " (is the device bound to vfio-pci and allowed with EAL -a " + spec.pci_addr +
@@ -238,7 +334,12 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
         port_close(p);
         return unexpected{fail(p, "rte_eth_dev_info_get", rc)};
     }
-    p.driver_name = info.driver_name != nullptr ? info.driver_name : "?";
+    p.driver_name = own ? spec.driver : info.driver_name != nullptr ? info.driver_name : "?";
+    if (own) {
+        // What packet_queue does for the net_ring device (packet_io.h).
+        info.rx_offload_capa |= RTE_ETH_RX_OFFLOAD_TCP_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+        info.tx_offload_capa |= RTE_ETH_TX_OFFLOAD_TCP_CKSUM | RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    }
     p.caps.max_rx_queues = info.max_rx_queues;
     p.caps.max_tx_queues = info.max_tx_queues;
     p.caps.rx_ipv4_cksum = info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
@@ -259,7 +360,7 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
 
     // 2b. The kernel's packet rings (net_af_packet): its sockets are the
     // AF_PACKET sockets on the device's interface that the probe opened.
-    if (!spec.pci && info.if_index != 0)
+    if (!spec.pci && !own && info.if_index != 0)
         find_kernel_rings(p, packet_fds_before, static_cast<int>(info.if_index));
 
     // 3. Configure: offloads we asked for and the device has; the rest is done
@@ -277,8 +378,9 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
 
     rte_eth_conf conf{};
     conf.rxmode.mtu = spec.mtu;
-    conf.rxmode.offloads = p.rx_offloads;
-    conf.txmode.offloads = p.tx_offloads;
+    // net_ring is told of none: packet_queue does them (see the capa above).
+    conf.rxmode.offloads = own ? 0 : p.rx_offloads;
+    conf.txmode.offloads = own ? 0 : p.tx_offloads;
     if (p.caps.rss && queues > 1) {
         conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
         conf.rx_adv_conf.rss_conf.rss_hf =
@@ -337,7 +439,7 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
     std::vector<std::vector<int>> xdp_opened(af_xdp ? queues : 0);
     for (uint16_t q = 0; q < queues; ++q) {
         rte_eth_rxconf rxc = info.default_rxconf;
-        rxc.offloads = p.rx_offloads;
+        rxc.offloads = conf.rxmode.offloads;
         const std::vector<int> xdp_before = af_xdp ? xdp_sockets() : std::vector<int>{};
         if (rc = rte_eth_rx_queue_setup(p.id, q, p.rx_desc, socket, &rxc, p.pool); rc != 0) {
             port_close(p);
@@ -348,14 +450,14 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
                 if (!std::binary_search(xdp_before.begin(), xdp_before.end(), fd))
                     xdp_opened[q].push_back(fd);
         rte_eth_txconf txc = info.default_txconf;
-        txc.offloads = p.tx_offloads;
+        txc.offloads = conf.txmode.offloads;
         if (rc = rte_eth_tx_queue_setup(p.id, q, p.tx_desc, socket, &txc); rc != 0) {
             port_close(p);
             return unexpected{fail(p, "rte_eth_tx_queue_setup", rc)};
         }
     }
 
-    if (spec.mac) {
+    if (spec.mac && !own) {
         rte_ether_addr mac;
         std::memcpy(mac.addr_bytes, spec.mac->data(), RTE_ETHER_ADDR_LEN);
         if (rc = rte_eth_dev_default_mac_addr_set(p.id, &mac); rc != 0) {
@@ -369,7 +471,7 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
         return unexpected{fail(p, "rte_eth_dev_start", rc)};
     }
     p.started = true;
-    rte_eth_macaddr_get(p.id, &p.mac);
+    if (!own) rte_eth_macaddr_get(p.id, &p.mac);
     // Frames for other MACs cost us rx work for nothing.
     (void)rte_eth_promiscuous_disable(p.id);
 
@@ -459,6 +561,9 @@ void port_close(port &p) noexcept {
             (void)rte_dev_remove(info.device);
         p.id = UINT16_MAX;
     }
+    // After the ethdev that reads their rings is gone; before the pool their
+    // held mbufs return to.
+    p.packet_queues.clear();
     p.created = false;
     if (p.pool != nullptr)
         rte_mempool_free(p.pool);

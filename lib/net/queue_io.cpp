@@ -7,6 +7,7 @@
 #include <cstring>
 #include <span>
 
+#include "ferry/net/packet_io.h"
 #include "ferry/net/stack.h"
 
 namespace ferry::net {
@@ -57,6 +58,7 @@ uint32_t queue_io::poll(uint64_t now) noexcept {
         }
     } else {
         pkts = fresh;
+        if (pkt_ != nullptr) (void)pkt_->receive(pool_);
         n = rte_eth_rx_burst(port_id_, queue_, fresh, burst);
     }
     if (fault_) n = fault_->rx(pkts, n, rx_room, now);
@@ -75,7 +77,10 @@ uint32_t queue_io::poll(uint64_t now) noexcept {
 }
 
 bool queue_io::pending() noexcept {
-    if (stash_n_ == 0) stash_n_ = rte_eth_rx_burst(port_id_, queue_, stash_, burst);
+    if (stash_n_ == 0) {
+        if (pkt_ != nullptr) (void)pkt_->receive(pool_);
+        stash_n_ = rte_eth_rx_burst(port_id_, queue_, stash_, burst);
+    }
     return stash_n_ != 0;
 }
 
@@ -91,8 +96,14 @@ void queue_io::disarm() noexcept { (void)rte_eth_dev_rx_intr_disable(port_id_, q
 void queue_io::flush(uint64_t now) noexcept {
     if (fault_) {
         flush_faulty(now);
-        return;
+    } else {
+        flush_plain();
     }
+    // net_ferry_packet: what the ethdev queued leaves through the socket now.
+    if (pkt_ != nullptr) (void)pkt_->transmit();
+}
+
+void queue_io::flush_plain() noexcept {
     auto tx = st_.tx_pending();
     if (tx.empty()) return;
     const uint16_t sent =

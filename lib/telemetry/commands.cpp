@@ -88,6 +88,14 @@ int ports(const process_view &v, rte_tel_data *d) {
             for (const auto &f : detail::kernel_ring_fields)
                 rte_tel_data_add_dict_u64(c, f.name, k.*(f.member));
         }
+        if (!p.packet_queues.empty()) {
+            // net_ferry_packet's queue pairs (packet_io.h), summed.
+            for (const auto &f : net::packet_counter_fields) {
+                uint64_t total = 0;
+                for (const auto &q : p.packet_queues) total += (q->counters().*(f.member)).get();
+                rte_tel_data_add_dict_u64(c, ("packet_" + std::string(f.name)).c_str(), total);
+            }
+        }
         rte_tel_data_add_dict_int(c, "fault_injection", p.spec.fault.enabled());
         if (p.spec.fault.enabled()) {
             // Summed over the lcores serving the port.

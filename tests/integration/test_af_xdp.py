@@ -15,15 +15,13 @@
 Skipped (77) when the kernel has no AF_XDP sockets.
 """
 
-import hashlib
 import os
 import socket
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
-from testbed import (FERRY_ADDR, SKIP, Ferry, Netns, check, log_events,  # noqa: E402
-                     require_root, wait_for)
+from testbed import (ECHO_SOURCE_CLIENT_PY, FERRY_ADDR, SKIP, Ferry, Netns, check,  # noqa: E402
+                     log_events, require_root, wait_for)
 
 ECHO, SOURCE = 7, 19
 SOURCE_BYTES = 4 << 20
@@ -59,42 +57,6 @@ val = array.array("B", struct.pack("II", 0x17, 0))
 fcntl.ioctl(s.fileno(), 0x8946, struct.pack("16sQ", b"fxa1", val.buffer_info()[0]))
 """
 
-CLIENT_PY = r"""
-import hashlib, os, socket, sys, threading
-addr, echo, source, nbytes, conns, source_bytes = sys.argv[1], *map(int, sys.argv[2:])
-results, errors = [], []
-
-def one_echo():
-    try:
-        data = os.urandom(nbytes)
-        s = socket.create_connection((addr, echo), timeout=30)
-        w = threading.Thread(target=lambda: (s.sendall(data), s.shutdown(socket.SHUT_WR)))
-        w.start()
-        got = bytearray()
-        while True:
-            b = s.recv(1 << 16)
-            if not b:
-                break
-            got += b
-        w.join()
-        s.close()
-        results.append(hashlib.sha256(data).digest() == hashlib.sha256(got).digest())
-    except OSError as e:
-        errors.append(repr(e))
-
-ts = [threading.Thread(target=one_echo) for _ in range(conns)]
-for t in ts: t.start()
-for t in ts: t.join()
-s = socket.create_connection((addr, source), timeout=30)
-n = 0
-while True:
-    b = s.recv(1 << 16)
-    if not b:
-        break
-    n += len(b)
-s.close()
-print(f"echo_ok={sum(results)} errors={errors} source_bytes={n}")
-"""
 
 
 def af_xdp_supported():
@@ -141,7 +103,7 @@ def main():
                   f"the pings woke sleeping lcores through their sockets ({rx_woken - rx_before})")
 
             # (b) TCP both ways
-            r = ns.run([sys.executable, "-c", CLIENT_PY, "10.77.0.1", str(ECHO), str(SOURCE),
+            r = ns.run([sys.executable, "-c", ECHO_SOURCE_CLIENT_PY, "10.77.0.1", str(ECHO), str(SOURCE),
                         str(ECHO_BYTES), str(CONNS), str(SOURCE_BYTES)], check=False, timeout=120)
             print(r.stdout)
             check(f"echo_ok={CONNS} errors=[]" in r.stdout,

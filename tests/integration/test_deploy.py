@@ -76,6 +76,8 @@ PROFILE_CASES = {
                       [HUGE_16K, "# port p0: vdev profile net_af_packet, nothing to bind"]),
     "net_af_xdp": ({"iface": "lo"},
                    [HUGE_16K, "# port p0: vdev profile net_af_xdp, nothing to bind"]),
+    "net_ferry_packet": ({"iface": "lo"},
+                         [HUGE_16K, "# port p0: vdev profile net_ferry_packet, nothing to bind"]),
     "net_memif": ({},
                   [HUGE_16K, "# port p0: vdev profile net_memif, nothing to bind"]),
 }

@@ -30,6 +30,49 @@ TAP_IFACE = "ferry0"
 _counter = 0
 
 
+# Run in a namespace: `conns` parallel connections to the echo service, each
+# sending `nbytes` random bytes and reading them back (sha256 compared), then
+# one download from the source service; prints
+# "echo_ok=<n> errors=[...] source_bytes=<n>". argv: addr echo source nbytes
+# conns source_bytes.
+ECHO_SOURCE_CLIENT_PY = r"""
+import hashlib, os, socket, sys, threading
+addr, echo, source, nbytes, conns, source_bytes = sys.argv[1], *map(int, sys.argv[2:])
+results, errors = [], []
+
+def one_echo():
+    try:
+        data = os.urandom(nbytes)
+        s = socket.create_connection((addr, echo), timeout=30)
+        w = threading.Thread(target=lambda: (s.sendall(data), s.shutdown(socket.SHUT_WR)))
+        w.start()
+        got = bytearray()
+        while True:
+            b = s.recv(1 << 16)
+            if not b:
+                break
+            got += b
+        w.join()
+        s.close()
+        results.append(hashlib.sha256(data).digest() == hashlib.sha256(got).digest())
+    except OSError as e:
+        errors.append(repr(e))
+
+ts = [threading.Thread(target=one_echo) for _ in range(conns)]
+for t in ts: t.start()
+for t in ts: t.join()
+s = socket.create_connection((addr, source), timeout=30)
+n = 0
+while True:
+    b = s.recv(1 << 16)
+    if not b:
+        break
+    n += len(b)
+s.close()
+print(f"echo_ok={sum(results)} errors={errors} source_bytes={n}")
+"""
+
+
 def tap_port_toml(name="tap0", iface=TAP_IFACE, address=FERRY_ADDR):
     """The [[port]] table of a net_tap port most tests run on."""
     return (f'[[port]]\nname = "{name}"\nprofile = "net_tap"\niface = "{iface}"\n'
@@ -43,6 +86,28 @@ def proxy_toml(servers, listener="web", port=8080, upstream="py", upstream_optio
     s = "".join(f'  [[upstream.server]]\n  address = "{a}"\n' for a in servers)
     return (f'[[listener]]\nname = "{listener}"\nport = {port}\ndefault_upstream = "{upstream}"\n\n'
             f'[[upstream]]\nname = "{upstream}"\n{upstream_options}{s}\n')
+
+
+# Legacy ethtool "set" commands (struct ethtool_value through SIOCETHTOOL):
+# ethtool is not installed here. ETHTOOL_STXCSUM, ETHTOOL_STSO, ETHTOOL_SGSO.
+ETHTOOL_TX, ETHTOOL_TSO, ETHTOOL_GSO = 0x17, 0x1f, 0x24
+_ETHTOOL_PY = r"""
+import array, fcntl, socket, struct, sys
+with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    for arg in sys.argv[2:]:
+        cmd, on = arg.split("=")
+        val = array.array("B", struct.pack("II", int(cmd, 16), int(on)))
+        ifr = struct.pack("16sP", sys.argv[1].encode(), val.buffer_info()[0]).ljust(40, b"\0")
+        fcntl.ioctl(s.fileno(), 0x8946, ifr)
+"""
+
+
+def ethtool_set(ns, dev, **features):
+    """`ethtool -K dev tx|tso|gso on|off` in namespace ns: features maps
+    ETHTOOL_* names' suffix (tx, tso, gso) to True/False."""
+    cmds = {"tx": ETHTOOL_TX, "tso": ETHTOOL_TSO, "gso": ETHTOOL_GSO}
+    ns.run([sys.executable, "-c", _ETHTOOL_PY, dev]
+           + [f"{cmds[k]:x}={int(v)}" for k, v in features.items()])
 
 
 def require_root():

@@ -23,6 +23,7 @@
 #include "ferry/base/result.h"
 #include "ferry/net/fault.h"
 #include "ferry/net/kernel_rings.h"
+#include "ferry/net/packet_io.h"
 
 namespace ferry::net {
 
@@ -87,6 +88,9 @@ struct port {
     // Per queue, the AF_PACKET or AF_XDP socket its rx ring belongs to, when
     // caps.rx_wake_sockets (else empty). Owned by the PMD.
     std::vector<int> rx_wake_fds;
+    // net_ferry_packet (packet_io.h): ferry's own AF_PACKET queue pairs, one per
+    // queue, behind the net_ring ethdev `id`; empty for every other driver.
+    std::vector<std::unique_ptr<packet_queue>> packet_queues;
     bool created = false;  // a vdev this process hot-plugged (removed on close)
     bool started = false;
 };
@@ -108,6 +112,9 @@ struct port {
 // Reads the kernel rings' counts a last time (logged when the kernel dropped
 // frames) and stops reading them before the PMD closes their sockets.
 void port_close(port &p) noexcept;
+
+// The profile driver name of ferry's own AF_PACKET path (packet_io.h).
+inline constexpr std::string_view own_packet_driver = "net_ferry_packet";
 
 // The ethdev offload bit for a profile offload name (rx or tx side), 0 if the
 // name is unknown or belongs to the other direction.

@@ -32,6 +32,7 @@ struct rte_mempool;
 
 namespace ferry::net {
 
+class packet_queue;
 class stack;
 
 struct alignas(64) io_counters {
@@ -71,6 +72,9 @@ public:
     void disarm() noexcept;
     // Transmits the stack's batch (through the injector when on).
     void flush(uint64_t now) noexcept;
+    // net_ferry_packet: the queue pair behind this ethdev queue, filled before
+    // every rx burst and drained after every tx burst (packet_io.h).
+    void attach(packet_queue *pq) noexcept { pkt_ = pq; }
 
     [[nodiscard]] uint16_t port_id() const noexcept { return port_id_; }
     [[nodiscard]] uint16_t queue() const noexcept { return queue_; }
@@ -78,6 +82,7 @@ public:
 
 private:
     void flush_faulty(uint64_t now) noexcept;
+    void flush_plain() noexcept;
     void sample_pressure() noexcept;
 
     uint16_t port_id_, queue_;
@@ -90,6 +95,7 @@ private:
     // received payloads (tcp_layer::set_mem_pressure).
     static constexpr uint8_t pressure_period = 8;
     rte_mempool *pool_ = nullptr;
+    packet_queue *pkt_ = nullptr;
     uint32_t reserve_ = 0;
     uint8_t sample_in_ = 0;
     bool pressure_ = false;

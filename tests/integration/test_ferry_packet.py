@@ -1,0 +1,153 @@
+"""ferry on net_ferry_packet, its own AF_PACKET path with virtio-net headers
+(lib/net/packet_io.h), on a veth inside the test namespace (issues 16, 17).
+
+(a) The port: a net_ring ethdev over one packet socket per queue pair (2
+    lcores: a fanout group), TCP checksum offload both ways, the lcores sleep
+    on the sockets and pings wake them.
+
+(b) TCP both ways with the veth's offloads as they come (tx checksumming and
+    TSO on on ferry's side; TSO and GSO off on the peer, which keeps its tx
+    checksum offload, so its frames reach ferry with unfilled checksums):
+    8 echo connections of 1 MiB and a 4 MiB download from the source service
+    come back byte for byte (sha256), with no bad checksums. ferry sent its segments as GSO
+    frames: far fewer frames than segments, and the peer's interface received
+    about as many packets as ferry sent frames (they crossed the veth whole).
+    Before, the profile did not exist; net_af_packet sends every segment as
+    its own frame and summed every checksum.
+
+(c) The same with tx checksumming, TSO and GSO off on ferry's side: the kernel
+    cuts ferry's GSO frames in software into the segments ferry's TCP built
+    and sums them (the pseudo-header sum ferry leaves must be right for the
+    whole frame); every byte still arrives and the peer counts segments.
+
+(d) A peer that sends GSO frames toward ferry (its TSO on): the frames do not
+    fit a ring frame and are dropped and counted (packet_rx_truncated), and
+    ferry keeps serving (pings answered).
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from testbed import (ECHO_SOURCE_CLIENT_PY, FERRY_ADDR, Ferry, Netns, check,  # noqa: E402
+                     ethtool_set, require_root, wait_for)
+
+ECHO, SOURCE = 7, 19
+SOURCE_BYTES = 4 << 20
+ECHO_BYTES = 1 << 20
+CONNS = 8
+
+CONFIG = f"""\
+[ferry]
+wakeup_mode = "conditional"
+
+[tcp]
+time_wait_ms = 500
+
+[tcp_test]
+echo_port = {ECHO}
+source_port = {SOURCE}
+source_bytes = {SOURCE_BYTES}
+
+[[port]]
+name = "pk0"
+profile = "net_ferry_packet"
+iface = "fpk0"
+address = "{FERRY_ADDR}/24"
+mbufs = 32768
+"""
+
+
+def peer_rx_packets(ns):
+    out = ns.run(["cat", "/sys/class/net/fpk1/statistics/rx_packets"]).stdout
+    return int(out)
+
+
+def transfers(ns, label):
+    """(b)/(c): echo and source, checked byte for byte."""
+    r = ns.run([sys.executable, "-c", ECHO_SOURCE_CLIENT_PY, FERRY_ADDR, str(ECHO), str(SOURCE),
+                str(ECHO_BYTES), str(CONNS), str(SOURCE_BYTES)], check=False, timeout=120)
+    print(label, r.stdout.strip())
+    check(f"echo_ok={CONNS} errors=[]" in r.stdout,
+          f"{label}: {CONNS} echo connections of {ECHO_BYTES >> 20} MiB came back intact")
+    check(f"source_bytes={SOURCE_BYTES}" in r.stdout,
+          f"{label}: the {SOURCE_BYTES >> 20} MiB download arrived whole")
+
+
+def main():
+    require_root()
+    with Netns("k") as ns:
+        ns.run(["ip", "link", "add", "fpk0", "type", "veth", "peer", "name", "fpk1"])
+        ns.run(["ip", "link", "set", "fpk0", "up"])
+        ethtool_set(ns, "fpk1", tso=False, gso=False)
+        with Ferry(ns, lcores="0-1", config=CONFIG, peer_iface="fpk1") as f:
+            if True:
+                # (a) the port
+                port = f.port("pk0")
+                check(port["driver"] == "net_ferry_packet",
+                      f"driver is net_ferry_packet ({port['driver']})")
+                check(port["device"].startswith("net_ring"), f"over a net_ring ethdev ({port['device']})")
+                check(port["queues"] == 2 and port["cap_rx_wake_sockets"] == 1,
+                      "2 queue pairs, lcores can sleep on their sockets")
+                check(port["cap_tx_tcp_cksum"] == 1 and port["cap_rx_tcp_cksum"] == 1,
+                      f"TCP checksum offload both ways ({port['offloads']})")
+                check(port["kernel_ring_sockets"] == 2 and port["kernel_ring_bytes"] == 2 * 4096 * 2048,
+                      f"2 sockets, an 8 MiB rx ring each ({port['kernel_ring_bytes']})")
+                slept = wait_for(lambda: f.telemetry("/ferry/lcores"),
+                                 lambda lc: all(v["state"] == "asleep" for v in lc.values()))
+                check(all(v["state"] == "asleep" for v in slept.values()), "idle lcores sleep")
+                rx_before = sum(v["wakeups_rx"] for v in slept.values())
+                r = ns.run(["ping", "-c", "10", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
+                check("10 packets transmitted, 10 received" in r.stdout, "ping: 10 replies")
+                woken = sum(v["wakeups_rx"] for v in f.telemetry("/ferry/lcores").values())
+                check(woken - rx_before >= 5, f"the pings woke sleeping lcores ({woken - rx_before})")
+
+                # (b) offloads as they come
+                before, peer_before = f.port("pk0"), peer_rx_packets(ns)
+                transfers(ns, "veth offloads on")
+                p, peer = f.port("pk0"), peer_rx_packets(ns) - peer_before
+                frames = p["packet_tx_frames"] - before["packet_tx_frames"]
+                segs = p["packet_tx_segments"] - before["packet_tx_segments"]
+                print(f"sent {segs} segments in {frames} frames "
+                      f"({p['packet_tx_gso_frames']} GSO); the peer received {peer} packets")
+                check(p["tcp_drop_bad_checksum"] == 0, "no bad checksums")
+                check(p["packet_tx_gso_frames"] > 0 and segs >= 4 * frames,
+                      f"segments left as GSO frames ({segs} segments, {frames} frames)")
+                check(peer <= frames + 50, f"and crossed the veth whole ({peer} received)")
+                check(p["packet_rx_csum_partial"] > 1000,
+                      f"the peer's unfilled checksums were taken ({p['packet_rx_csum_partial']})")
+                check(p["packet_tx_errors"] == 0 and p["packet_rx_truncated"] == 0,
+                      "no frame refused or truncated")
+
+                # (c) ferry's side cuts and sums in software
+                ethtool_set(ns, "fpk0", tx=False, tso=False, gso=False)
+                before, peer_before = f.port("pk0"), peer_rx_packets(ns)
+                transfers(ns, "veth offloads off")
+                p, peer = f.port("pk0"), peer_rx_packets(ns) - peer_before
+                segs = p["packet_tx_segments"] - before["packet_tx_segments"]
+                check(p["packet_tx_gso_frames"] > before["packet_tx_gso_frames"],
+                      "ferry still sent GSO frames")
+                check(peer >= segs - 50, f"the kernel cut them into segments ({peer} received, "
+                                         f"{segs} sent)")
+                check(p["tcp_drop_bad_checksum"] == 0, "no bad checksums")
+                p = wait_for(lambda: f.port("pk0"),
+                             lambda q: q["conn_opened"] == q["conn_closed"], timeout=20)
+                check(p["conn_opened"] == p["conn_closed"] == 2 * (CONNS + 1),
+                      f"every connection closed ({p['conn_opened']}, {p['conn_closed']})")
+
+                # (d) a peer sending GSO frames toward ferry
+                ethtool_set(ns, "fpk1", tso=True, gso=True)
+                r = ns.run([sys.executable, "-c", ECHO_SOURCE_CLIENT_PY, FERRY_ADDR, str(ECHO),
+                            str(SOURCE), str(256 << 10), "1", "0"], check=False, timeout=60)
+                p = wait_for(lambda: f.port("pk0"), lambda q: q["packet_rx_truncated"] > 0)
+                check(p["packet_rx_truncated"] > 0,
+                      f"GSO frames from the peer dropped and counted ({p['packet_rx_truncated']})")
+                r = ns.run(["ping", "-c", "3", "-i", "0.1", "-W", "2", FERRY_ADDR], check=False)
+                check("3 packets transmitted, 3 received" in r.stdout, "and ferry still answers")
+            check(f.stop() == 0, "exit 0 on SIGTERM")
+    print("test_ferry_packet: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

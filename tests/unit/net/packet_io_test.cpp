@@ -1,0 +1,205 @@
+// gso_run (packet_io.h): which consecutive segments of a tx burst may leave as
+// one GSO frame, on frames built as tcp_layer builds them (Ethernet + IPv4 +
+// TCP with timestamps in a header mbuf, the payload in it or chained behind,
+// RTE_MBUF_F_TX_TCP_CKSUM). What the kernel then does with the frame
+// (tcp_gso_segment) is exercised end to end by tests/integration/test_ferry_packet.py.
+#include "ferry/net/packet_io.h"
+
+#include <rte_mbuf.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "stack_test_env.h"
+
+namespace ferry::net {
+namespace {
+
+using test::g_pool;
+
+constexpr uint8_t ack = 0x10, psh = 0x08, fin = 0x01, syn = 0x02;
+
+struct seg_spec {
+    uint32_t seq = 1000;
+    uint32_t len = 1448;
+    uint8_t flags = ack;
+    uint32_t ack_no = 77;
+    uint16_t window = 512;
+    uint32_t tsval = 5;
+    uint16_t sport = 8080, dport = 40000;
+    bool offload = true;
+    bool chained = false;  // payload in a second mbuf
+};
+
+void put16(uint8_t *p, uint16_t v) {
+    p[0] = static_cast<uint8_t>(v >> 8);
+    p[1] = static_cast<uint8_t>(v);
+}
+void put32(uint8_t *p, uint32_t v) {
+    put16(p, static_cast<uint16_t>(v >> 16));
+    put16(p + 2, static_cast<uint16_t>(v));
+}
+
+rte_mbuf *segment(const seg_spec &s) {
+    constexpr uint32_t hl = 14 + 20 + 32;  // TCP with NOP NOP timestamps
+    rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
+    EXPECT_NE(m, nullptr);
+    auto *d = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, hl + (s.chained ? 0 : s.len)));
+    std::memset(d, 0, hl);
+    std::memcpy(d, "\x02\0\0\0\0\x01\x02\0\0\0\0\x02", 12);
+    put16(d + 12, 0x0800);
+    uint8_t *ip = d + 14;
+    ip[0] = 0x45;
+    put16(ip + 2, static_cast<uint16_t>(20 + 32 + s.len));
+    put16(ip + 6, 0x4000);  // DF
+    ip[8] = 64;
+    ip[9] = 6;
+    put32(ip + 12, 0x0a4d0001);
+    put32(ip + 16, 0x0a4d0002);
+    uint8_t *t = ip + 20;
+    put16(t, s.sport);
+    put16(t + 2, s.dport);
+    put32(t + 4, s.seq);
+    put32(t + 8, s.ack_no);
+    t[12] = 8 << 4;
+    t[13] = s.flags;
+    put16(t + 14, s.window);
+    t[20] = 1;
+    t[21] = 1;
+    t[22] = 8;
+    t[23] = 10;
+    put32(t + 24, s.tsval);
+    put32(t + 28, 3);
+    if (s.chained) {
+        rte_mbuf *p = rte_pktmbuf_alloc(g_pool);
+        EXPECT_NE(p, nullptr);
+        EXPECT_NE(rte_pktmbuf_append(p, static_cast<uint16_t>(s.len)), nullptr);
+        m->next = p;
+        m->nb_segs = 2;
+        m->pkt_len += s.len;
+    }
+    if (s.offload) {
+        m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+        m->l2_len = 14;
+        m->l3_len = 20;
+    }
+    return m;
+}
+
+class GsoRun : public testing::Test {
+protected:
+    void SetUp() override {
+        if (g_pool == nullptr) GTEST_SKIP() << "no EAL";
+    }
+    void TearDown() override {
+        for (rte_mbuf *m : pkts) rte_pktmbuf_free(m);
+    }
+    // Appends a segment right after the last one (seq continues) with `s`'s other fields.
+    void next(seg_spec s) {
+        s.seq = at;
+        pkts.push_back(segment(s));
+        at += s.len + ((s.flags & fin) ? 1 : 0);
+    }
+    uint16_t run(size_t from = 0) {
+        return gso_run(pkts.data() + from, static_cast<uint16_t>(pkts.size() - from));
+    }
+    std::vector<rte_mbuf *> pkts;
+    uint32_t at = 1000;
+};
+
+TEST_F(GsoRun, FullSegmentsAndAShortPushedTailAreOneFrame) {
+    for (int i = 0; i < 4; ++i) next({});
+    next({.len = 300, .flags = ack | psh});
+    EXPECT_EQ(run(), 5);
+}
+
+TEST_F(GsoRun, ChainedPayloadsMergeLikeCopiedOnes) {
+    next({.chained = true});
+    next({});
+    next({.len = 1000, .flags = ack | psh, .chained = true});
+    EXPECT_EQ(run(), 3);
+}
+
+TEST_F(GsoRun, ASegmentAloneOrFirstOfOneIsOne) {
+    next({});
+    EXPECT_EQ(run(), 1);
+}
+
+TEST_F(GsoRun, AShortSegmentEndsTheRun) {
+    next({});
+    next({.len = 500});
+    next({});
+    EXPECT_EQ(run(), 2);  // every segment but the last carries the GSO size
+    EXPECT_EQ(run(2), 1);
+}
+
+TEST_F(GsoRun, ALongerSegmentThanTheFirstIsNotMerged) {
+    next({.len = 1000});
+    next({.len = 1448});
+    EXPECT_EQ(run(), 1);
+}
+
+TEST_F(GsoRun, PushOrFinEndsTheRunAndOnlyTheLastMayCarryThem) {
+    next({});
+    next({.flags = ack | psh});
+    next({});
+    EXPECT_EQ(run(), 2);
+    TearDown();
+    pkts.clear();
+    next({.flags = ack | psh});
+    next({});
+    EXPECT_EQ(run(), 1) << "a pushed first segment is a frame of its own";
+    TearDown();
+    pkts.clear();
+    next({});
+    next({.len = 10, .flags = ack | fin});
+    EXPECT_EQ(run(), 2);
+}
+
+TEST_F(GsoRun, AGapInSequenceSplits) {
+    next({});
+    at += 1448;  // a hole: a retransmission, or SACKed data skipped
+    next({});
+    EXPECT_EQ(run(), 1);
+}
+
+TEST_F(GsoRun, AnyHeaderDifferenceTheKernelWouldNotReproduceSplits) {
+    const seg_spec others[] = {{.ack_no = 78}, {.window = 511}, {.tsval = 6},
+                               {.sport = 8081},   {.dport = 40001}};
+    for (const seg_spec &o : others) {
+        next({});
+        next(o);
+        EXPECT_EQ(run(pkts.size() - 2), 1);
+    }
+}
+
+TEST_F(GsoRun, PureAcksSynsAndSoftwareChecksumsAreAlone) {
+    next({.len = 0});
+    next({.len = 0});
+    EXPECT_EQ(run(), 1) << "a pure ACK has no GSO size";
+    next({.flags = syn | ack});
+    next({});
+    EXPECT_EQ(run(2), 1);
+    next({.offload = false});
+    next({.offload = false});
+    EXPECT_EQ(run(4), 1) << "a checksum already summed cannot be split by the kernel";
+    next({});
+    next({.offload = false});
+    EXPECT_EQ(run(6), 1);
+}
+
+TEST_F(GsoRun, BoundedBySegmentsAndByTheIpv4Length) {
+    for (int i = 0; i < 60; ++i) next({});
+    EXPECT_EQ(run(), gso_max_segments);
+    TearDown();
+    pkts.clear();
+    for (int i = 0; i < 40; ++i) next({.len = 1900, .chained = true});  // 40 x 1900 > 65535
+    const uint16_t n = run();
+    EXPECT_EQ(n, (gso_max_ip_bytes - 52) / 1900);
+    EXPECT_LE(20u + 32u + n * 1900u, gso_max_ip_bytes);
+}
+
+}  // namespace
+}  // namespace ferry::net

@@ -4,7 +4,7 @@
   sudo python3 perf/tcp_bench.py [--build build] [--rounds 3] [--lcores 0-1]
                                  [--conns 8] [--mib 32] [--churn 3000]
                                  [--loss PCT] [--systems ferry,kernel]
-                                 [--port tap|af_packet|af_xdp]
+                                 [--port tap|af_packet|af_xdp|ferry_packet]
                                  [--server-cpus LIST|all]
 
 Systems, interleaved round by round (A B A B ...) so drift is shared:
@@ -141,9 +141,13 @@ def run_ferry(a, rack=True, cc="cubic"):
             peer = "fxb1"
             ns.run(["ip", "link", "add", "fxb0", "type", "veth", "peer", "name", peer])
             ns.run(["ip", "link", "set", "fxb0", "up"])
-            # The veth peer would hand ferry frames with an unfilled TCP
-            # checksum (the profiles' caveats).
-            topo.tx_checksum_off(ns.name, peer)
+            if a.port == "ferry_packet":
+                # It takes unfilled checksums; it cannot take GSO frames.
+                loss.segmentation_off(ns.name, peer)
+            else:
+                # The veth peer would hand ferry frames with an unfilled TCP
+                # checksum (the profiles' caveats).
+                topo.tx_checksum_off(ns.name, peer)
         with Ferry(ns, lcores=a.lcores, config=config, peer_iface=peer) as f:
             return ferry_measure(ns, f, a, tap)
 
@@ -153,7 +157,12 @@ def ferry_measure(ns, f, a, tap):
         # The tap's kernel-side queue (tun's ring) drops when the box is busy;
         # a real NIC has its own rings: give the tap a comparable one.
         ns.run(["ip", "link", "set", "ferry0", "txqueuelen", "10000"])
-    r = measure(ns, FERRY_ADDR, a, [(ns.name, "ferry0" if tap else "fxb1")])
+    devs = [(ns.name, "ferry0" if tap else "fxb1")]
+    if a.port == "ferry_packet":
+        # ferry's GSO frames are cut into wire frames before the loss rule,
+        # as the kernel senders' are (bench_lib/loss.py).
+        devs.append((ns.name, "fxb0"))
+    r = measure(ns, FERRY_ADDR, a, devs)
     r["handoffs"] = f.port("tap0")["tcp_handoff_out"]
     tcp = f.telemetry("/ferry/tcp")["sum"]
     for k in ("rto_fired", "retransmits", "tlp_probes", "rack_lost", "dsacks_received",
@@ -216,7 +225,7 @@ def main():
     ap.add_argument("--loss", type=float, default=0.0, help="percent of TCP segments dropped each way")
     ap.add_argument("--systems", default="ferry,kernel")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per measurement")
-    ap.add_argument("--port", choices=["tap", "af_packet", "af_xdp"], default="tap",
+    ap.add_argument("--port", choices=["tap", "af_packet", "af_xdp", "ferry_packet"], default="tap",
                     help="ferry's port (default tap; af_xdp needs --lcores with one lcore)")
     ap.add_argument("--wakeup-mode", default="conditional",
                     help="ferry's [ferry] wakeup_mode (default conditional, the built-in default)")

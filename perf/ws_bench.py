@@ -4,7 +4,7 @@
 
   sudo FERRY_BIN=build/app/ferry python3 perf/ws_bench.py [--build build]
       [--rounds 3] [--duration 10] [--conns 1,50] [--bytes 64,16384]
-      [--ferry-ports af_packet|af_xdp|tap] [--systems direct,ferry,haproxy]
+      [--ferry-ports af_packet|af_xdp|ferry_packet|tap] [--systems direct,ferry,haproxy]
 
 perf/bench's topology (perf/bench_lib/topo.py: client, proxy and origin
 namespaces, veth pairs, the client and the origin on one CPU, the proxy
@@ -81,7 +81,8 @@ def main():
     ap.add_argument("--duration", type=float, default=10)
     ap.add_argument("--conns", default="1,50")
     ap.add_argument("--bytes", default="64,16384")
-    ap.add_argument("--ferry-ports", default="af_packet", choices=["af_packet", "af_xdp", "tap"])
+    ap.add_argument("--ferry-ports", default="af_packet",
+                    choices=["af_packet", "af_xdp", "ferry_packet", "tap"])
     ap.add_argument("--systems", default="direct,ferry,haproxy")
     ap.add_argument("--probe-timeout", type=float, default=30)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))

@@ -81,7 +81,9 @@ bool queue_io::pending() noexcept {
         if (pkt_ != nullptr) (void)pkt_->receive(pool_);
         stash_n_ = rte_eth_rx_burst(port_id_, queue_, stash_, burst);
     }
-    return stash_n_ != 0;
+    // Frames the kernel refused a moment ago go out at the next flush, not
+    // when a timer next wakes this lcore.
+    return stash_n_ != 0 || (pkt_ != nullptr && pkt_->tx_held());
 }
 
 uint64_t queue_io::next_deadline() const noexcept {

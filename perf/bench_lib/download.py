@@ -33,9 +33,10 @@ TCP_RECOVERY = ("rto_fired", "retransmits", "fast_retransmits", "tlp_probes", "r
 
 
 # The kernel's devices on the lossy client leg: the client's own, HAProxy's
-# client-facing veth, the origin's direct veth (ferry's fc0 carries frames).
+# client-facing veth, the origin's direct veth, and ferry's fc0 (net_ferry_packet
+# hands it GSO frames: the kernel cuts them there, as it cuts its own).
 KERNEL_CLIENT_LEG = (("client", "cp0"), ("client", "co0"), ("client", "cf0"),
-                     ("proxy", "pc0"), ("origin", "oc0"))
+                     ("proxy", "pc0"), ("origin", "oc0"), ("proxy", "fc0"))
 
 
 def add_loss(topo, pct):

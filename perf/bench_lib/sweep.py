@@ -90,7 +90,7 @@ DIAG_TCP_FIELDS = ("segs_in", "segs_out", "pure_acks", "delayed_acks", "quick_ac
 
 # Port kinds without rx interrupts (their lcores sleep on the queues' sockets,
 # or nap): the issue's af_packet bars apply to both.
-NO_IRQ_PORTS = ("af_packet", "af_xdp")
+NO_IRQ_PORTS = ("af_packet", "af_xdp", "ferry_packet")
 
 
 def parse_points(s):

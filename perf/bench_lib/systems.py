@@ -79,8 +79,9 @@ http {{
 
 
 def ferry_ports_toml(ports, cli_gateway=None):
-    """[[port]] tables for ferry's two ports; ports = "af_packet" | "af_xdp" | "tap"."""
-    if ports in ("af_packet", "af_xdp"):
+    """[[port]] tables for ferry's two ports; ports = "af_packet" | "af_xdp" |
+    "ferry_packet" | "tap"."""
+    if ports in ("af_packet", "af_xdp", "ferry_packet"):
         prof, ifaces = f"net_{ports}", ("fc0", "fo0")
     else:
         prof, ifaces = "net_tap", ("ft0", "ft1")
@@ -94,7 +95,7 @@ def ferry_ports_toml(ports, cli_gateway=None):
 
 def ferry_config(app, ports, pool="local", wakeup_mode=None):
     """app: "http" (the proxy, pool local|shared) or "relay" ([tcp_test] relay)."""
-    if wakeup_mode is None and ports in ("af_packet", "af_xdp"):
+    if wakeup_mode is None and ports in ("af_packet", "af_xdp", "ferry_packet"):
         # The matrix's af_packet runs have always polled (before ferry could
         # sleep on af_packet sockets): kept, so results stay comparable.
         wakeup_mode = "poll"

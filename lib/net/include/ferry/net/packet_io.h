@@ -115,6 +115,10 @@ public:
     // first), coalesced by gso_run. Returns the frames the kernel took.
     uint32_t transmit() noexcept;
 
+    // Frames the kernel refused for now (EAGAIN/ENOBUFS) wait for the next
+    // transmit(): the lcore must not sleep on them (queue_io::pending).
+    [[nodiscard]] bool tx_held() const noexcept { return held_n_ != 0; }
+
     [[nodiscard]] const packet_counters &counters() const noexcept { return ctr_; }
 
 private:

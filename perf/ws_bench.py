@@ -94,7 +94,7 @@ def main():
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out_path = os.path.join(args.out, f"ws-bench-{stamp}.jsonl")
     rows = []
-    with T.Topology() as tp, open(out_path, "w") as out:
+    with T.Topology(ferry_ports=[args.ferry_ports]) as tp, open(out_path, "w") as out:
         server = util.Proc("ws origin", [os.path.join(args.build, "perf", "ws_load"), "server",
                                          "0.0.0.0", str(WS_PORT)],
                            ns=tp.origin, cpus=tp.cpu_client,

@@ -35,7 +35,11 @@ constexpr uint8_t VIRTIO_NET_HDR_F_NEEDS_CSUM = 1;
 constexpr uint8_t VIRTIO_NET_HDR_GSO_TCPV4 = 1;
 
 constexpr uint32_t eth_len = 14, ip_len = 20, tcp_min = 20;
-constexpr uint8_t tcp_fin = 0x01, tcp_psh = 0x08, tcp_ack = 0x10;
+constexpr uint8_t tcp_fin = 0x01, tcp_psh = 0x08, tcp_ack = 0x10, tcp_cwr = 0x80;
+// A virtio-net header and the largest frame a GSO packet makes.
+constexpr uint32_t whole_bytes = sizeof(virtio_net_hdr) + eth_len + 65535;
+constexpr uint8_t VIRTIO_NET_HDR_F_DATA_VALID = 2;
+constexpr uint8_t VIRTIO_NET_HDR_GSO_NONE = 0;
 
 uint16_t be16(const uint8_t *p) noexcept { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 uint32_t be32(const uint8_t *p) noexcept {
@@ -58,7 +62,78 @@ uint32_t tcp_headers(const rte_mbuf *m) noexcept {
     return hl >= eth_len + ip_len + tcp_min && m->data_len >= hl && m->pkt_len > hl ? hl : 0;
 }
 
+void put16(uint8_t *p, uint32_t v) noexcept {
+    p[0] = static_cast<uint8_t>(v >> 8);
+    p[1] = static_cast<uint8_t>(v);
+}
+
 }  // namespace
+
+uint16_t gso_split(const uint8_t *vnet_and_frame, uint32_t len, rte_mempool *pool,
+                   rte_mbuf **out, uint16_t cap) noexcept {
+    if (len <= sizeof(virtio_net_hdr) || cap == 0) return 0;
+    virtio_net_hdr vh;
+    std::memcpy(&vh, vnet_and_frame, sizeof vh);
+    const uint8_t *f = vnet_and_frame + sizeof vh;
+    len -= sizeof vh;
+    const uint64_t good = (vh.flags & (VIRTIO_NET_HDR_F_NEEDS_CSUM | VIRTIO_NET_HDR_F_DATA_VALID))
+                              ? RTE_MBUF_F_RX_L4_CKSUM_GOOD
+                              : 0;
+    const uint32_t room = RTE_MBUF_DEFAULT_DATAROOM;
+    if (vh.gso_type == VIRTIO_NET_HDR_GSO_NONE) {
+        rte_mbuf *m = len <= room ? rte_pktmbuf_alloc(pool) : nullptr;
+        if (m == nullptr) return 0;
+        std::memcpy(rte_pktmbuf_mtod(m, uint8_t *), f, len);
+        m->data_len = static_cast<uint16_t>(len);
+        m->pkt_len = len;
+        m->ol_flags |= good;
+        out[0] = m;
+        return 1;
+    }
+    // TCP over IPv4, the headers whole, a GSO size that fits an mbuf.
+    if (vh.gso_type != VIRTIO_NET_HDR_GSO_TCPV4 || len < eth_len + ip_len + tcp_min ||
+        be16(f + 12) != ETH_P_IP)
+        return 0;
+    const uint8_t *ip = f + eth_len;
+    const uint32_t ihl = (ip[0] & 0x0f) * 4u;
+    if ((ip[0] >> 4) != 4 || ihl < ip_len || ip[9] != IPPROTO_TCP || len < eth_len + ihl + tcp_min)
+        return 0;
+    const uint32_t hl = eth_len + ihl + (ip[ihl + 12] >> 4) * 4u;
+    const uint32_t gso = vh.gso_size;
+    if (hl < eth_len + ihl + tcp_min || len <= hl || gso == 0 || hl + gso > room ||
+        be16(ip + 2) + eth_len < len)
+        return 0;
+    const uint32_t payload = len - hl;
+    const uint32_t segs = (payload + gso - 1) / gso;
+    if (segs > cap || rte_pktmbuf_alloc_bulk(pool, out, segs) != 0) return 0;
+    const uint32_t seq0 = be32(ip + ihl + 4);
+    const uint16_t id0 = be16(ip + 4);
+    const uint8_t flags = ip[ihl + 13];
+    for (uint32_t i = 0; i < segs; ++i) {
+        rte_mbuf *m = out[i];
+        const uint32_t chunk = i + 1 < segs ? gso : payload - i * gso;
+        uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+        std::memcpy(d, f, hl);
+        std::memcpy(d + hl, f + hl + i * gso, chunk);
+        m->data_len = static_cast<uint16_t>(hl + chunk);
+        m->pkt_len = hl + chunk;
+        m->ol_flags |= good;
+        auto *sip = reinterpret_cast<rte_ipv4_hdr *>(d + eth_len);
+        put16(d + eth_len + 2, ihl + (hl - eth_len - ihl) + chunk);
+        put16(d + eth_len + 4, (id0 + i) & 0xffff);
+        sip->hdr_checksum = 0;
+        sip->hdr_checksum = rte_ipv4_cksum(sip);
+        uint8_t *t = d + eth_len + ihl;
+        const uint32_t seq = seq0 + i * gso;
+        put16(t + 4, seq >> 16);
+        put16(t + 6, seq & 0xffff);
+        uint8_t fl = flags;
+        if (i + 1 < segs) fl = static_cast<uint8_t>(fl & ~(tcp_psh | tcp_fin));
+        if (i != 0) fl = static_cast<uint8_t>(fl & ~tcp_cwr);
+        t[13] = fl;
+    }
+    return static_cast<uint16_t>(segs);
+}
 
 uint16_t gso_run(rte_mbuf *const *pkts, uint16_t n) noexcept {
     if (n < 2) return 1;
@@ -121,6 +196,14 @@ result<std::unique_ptr<packet_queue>, std::string> packet_queue::open(const para
     const int sndbuf = 4 << 20;
     if (setsockopt(q->fd_, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf) != 0)
         (void)setsockopt(q->fd_, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    // A frame larger than a ring frame is also queued whole on the socket (its
+    // ring copy marked TP_STATUS_COPY), up to the receive buffer.
+    if (setsockopt(q->fd_, SOL_PACKET, PACKET_COPY_THRESH, &one, sizeof one) != 0)
+        return fail("PACKET_COPY_THRESH", errno);
+    const int rcvbuf = 8 << 20;
+    if (setsockopt(q->fd_, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) != 0)
+        (void)setsockopt(q->fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    q->whole_ = std::make_unique<uint8_t[]>(whole_bytes);
     q->frame_size_ = p.frame_size;
     q->frames_ = p.ring_frames;
     tpacket_req req{};
@@ -169,18 +252,48 @@ packet_queue::~packet_queue() {
 }
 
 uint32_t packet_queue::receive(rte_mempool *pool) noexcept {
+    // A frame read whole may become this many segments (64 KiB of 1448).
+    constexpr uint16_t max_split = 48;
+    static_assert(batch > max_split);
     uint32_t room = rte_ring_free_count(rx_ring_);
     uint32_t moved = 0;
     rte_mbuf *out[batch];
     uint16_t n = 0;
+    auto push = [&] {
+        moved += rte_ring_sp_enqueue_burst(rx_ring_, reinterpret_cast<void **>(out), n, nullptr);
+        n = 0;
+    };
     while (room > 0) {
         auto *h = reinterpret_cast<tpacket2_hdr *>(ring_ + size_t{next_} * frame_size_);
         const uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
         if ((status & TP_STATUS_USER) == 0) break;
         const uint8_t *frame = reinterpret_cast<const uint8_t *>(h) + h->tp_mac;
         const uint32_t len = h->tp_snaplen;
-        ctr_.rx_frames.inc();
         rte_mbuf *m = nullptr;
+        if (status & TP_STATUS_COPY) {
+            // The whole frame waits on the socket, in ring order.
+            if (room < max_split) break;  // the next call takes it
+            if (n > batch - max_split) push();
+            const ssize_t got = ::recv(fd_, whole_.get(), whole_bytes, MSG_DONTWAIT | MSG_TRUNC);
+            const uint16_t k = got > 0 && static_cast<size_t>(got) <= whole_bytes
+                                   ? gso_split(whole_.get(), static_cast<uint32_t>(got), pool,
+                                               out + n, max_split)
+                                   : 0;
+            ctr_.rx_frames.inc();
+            if (k == 0) {
+                ctr_.rx_truncated.inc();
+            } else {
+                ctr_.rx_gso_frames.inc();
+                ctr_.rx_gso_segments.inc(k);
+                n = static_cast<uint16_t>(n + k);
+                room -= k;
+            }
+            __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+            next_ = next_ + 1 == frames_ ? 0 : next_ + 1;
+            if (n == batch) push();
+            continue;
+        }
+        ctr_.rx_frames.inc();
         if (len < h->tp_len || len > RTE_MBUF_DEFAULT_DATAROOM) {
             ctr_.rx_truncated.inc();
         } else if ((m = rte_pktmbuf_alloc(pool)) == nullptr) {
@@ -203,12 +316,9 @@ uint32_t packet_queue::receive(rte_mempool *pool) noexcept {
         __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
         next_ = next_ + 1 == frames_ ? 0 : next_ + 1;
         --room;
-        if (n == batch) {
-            moved += rte_ring_sp_enqueue_burst(rx_ring_, reinterpret_cast<void **>(out), n, nullptr);
-            n = 0;
-        }
+        if (n == batch) push();
     }
-    if (n != 0) moved += rte_ring_sp_enqueue_burst(rx_ring_, reinterpret_cast<void **>(out), n, nullptr);
+    if (n != 0) push();
     return moved;
 }
 

@@ -116,7 +116,7 @@ def run(a, build, log=print):
     doc = {"kind": "download", "params": {
         "systems": a.download_systems, "mib": a.download_mib, "loss_pct": a.loss,
         "rounds": a.rounds, "ferry_ports": a.ferry_ports}, "runs": []}
-    with T.Topology() as topo:
+    with T.Topology(ferry_ports=[a.ferry_ports]) as topo:
         doc["topology"] = topo.describe()
         path = make_big(topo, a.download_mib)
         add_loss(topo, a.loss)

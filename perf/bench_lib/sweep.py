@@ -344,7 +344,7 @@ def ferry_cpus(topo, nlcores):
 def run(a, build, out_path, log=print):
     """Runs the sweep, writing JSON lines to out_path as it goes; returns the records."""
     recs = []
-    with T.Topology() as topo, open(out_path, "w") as jf:
+    with T.Topology(ferry_ports=a.sweep_ports) as topo, open(out_path, "w") as jf:
         def emit(rec):
             recs.append(rec)
             jf.write(json.dumps(rec, sort_keys=False) + "\n")

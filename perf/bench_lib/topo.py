@@ -14,7 +14,8 @@ The kernel proxies listen on 10.81.1.2:8080 and reach the origin at
 never sees (or answers) its traffic: fc0/fo0 carry no kernel address and IPv6
 is off. Their far ends (cf0, of0) have tx checksum offload turned off: a veth
 peer otherwise hands af_packet frames with an unfilled TCP checksum
-(drivers-config/net_af_packet.toml, caveats). The kernel-to-kernel veths keep
+(drivers-config/net_af_packet.toml, caveats); unless every ferry port of the run
+is net_ferry_packet, which takes those and GSO frames: then they keep it. The kernel-to-kernel veths keep
 their offloads (that is how a kernel proxy really runs).
 
 With --ferry-ports tap ferry's ports are net_tap devices ft0/ft1 born in the
@@ -115,7 +116,11 @@ def tx_checksum_off(ns, dev):
 
 
 class Topology:
-    def __init__(self, keep_workdir=False):
+    def __init__(self, keep_workdir=False, ferry_ports=("af_packet",)):
+        # ferry's port kinds in this run: with only net_ferry_packet ports
+        # (which take a veth's unfilled checksums and GSO frames), cf0 and of0
+        # keep their offloads, as the kernel proxies' veths do.
+        self.peers_offload = all(p == "ferry_packet" for p in ferry_ports)
         pid = os.getpid()
         self.client = f"fyc-{pid}-1"
         self.proxy = f"fyp-{pid}-2"
@@ -176,8 +181,9 @@ class Topology:
         self._veth(self.client, "co0", DIRECT_CLIENT_IP, self.origin, "oc0", DIRECT_ORIGIN_IP)
         self._veth(self.client, "cf0", FERRY_CLIENT_SIDE_PEER, self.proxy, "fc0", None)
         self._veth(self.proxy, "fo0", None, self.origin, "of0", FERRY_ORIGIN_IP)
-        for ns, dev in ((self.client, "cf0"), (self.origin, "of0")):
-            tx_checksum_off(ns, dev)
+        if not self.peers_offload:
+            for ns, dev in ((self.client, "cf0"), (self.origin, "of0")):
+                tx_checksum_off(ns, dev)
         # Only for the opt-in ferry-relay system (see systems.py): the client
         # namespace routes between ferry's client-side subnet and the direct
         # link to the origin. Local traffic of the other systems is unaffected.
@@ -231,7 +237,9 @@ class Topology:
             "direct": f"{DIRECT_ORIGIN_IP}:80",
             "bodies": {k: {"path": v, "bytes": len(ORIGIN_SMALL_BODY if k == "3b" else ORIGIN_4K_BODY)}
                        for k, v in BODIES.items()},
-            "links": "veth pairs; ferry's far ends (cf0, of0) with tx checksum offload off",
+            "links": "veth pairs; ferry's far ends (cf0, of0) with "
+                     + ("their offloads (ferry_packet ports)" if self.peers_offload
+                        else "tx checksum offload off"),
         }
 
     # -- ferry on net_tap: bridge its taps onto its veths ---------------

@@ -5,6 +5,7 @@
 // (tcp_gso_segment) is exercised end to end by tests/integration/test_ferry_packet.py.
 #include "ferry/net/packet_io.h"
 
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include <gtest/gtest.h>
@@ -199,6 +200,119 @@ TEST_F(GsoRun, BoundedBySegmentsAndByTheIpv4Length) {
     const uint16_t n = run();
     EXPECT_EQ(n, (gso_max_ip_bytes - 52) / 1900);
     EXPECT_LE(20u + 32u + n * 1900u, gso_max_ip_bytes);
+}
+
+}  // namespace
+}  // namespace ferry::net
+
+// gso_split: a GSO frame as the kernel hands it to a packet socket (virtio-net
+// header first), cut into the segments tcp_gso_segment() would make.
+namespace ferry::net {
+namespace {
+
+struct vnet {
+    uint8_t flags, gso_type;
+    uint16_t hdr_len, gso_size, csum_start, csum_offset;
+};
+static_assert(sizeof(vnet) == 10);
+
+// A frame of `payload` bytes (byte i = i % 251) with tcp flags `flags`,
+// starting at sequence 5000, IPv4 id 300, behind a virtio-net header.
+std::vector<uint8_t> gso_frame(uint32_t payload, uint16_t gso, uint8_t flags,
+                               uint8_t gso_type = 1, uint8_t proto = 6) {
+    constexpr uint32_t hl = 14 + 20 + 32;
+    std::vector<uint8_t> b(sizeof(vnet) + hl + payload, 0);
+    vnet v{1, gso_type, hl, gso, 34, 16};
+    std::memcpy(b.data(), &v, sizeof v);
+    uint8_t *d = b.data() + sizeof v;
+    put16(d + 12, 0x0800);
+    uint8_t *ip = d + 14;
+    ip[0] = 0x45;
+    put16(ip + 2, static_cast<uint16_t>(20 + 32 + payload));
+    put16(ip + 4, 300);
+    put16(ip + 6, 0x4000);
+    ip[8] = 64;
+    ip[9] = proto;
+    put32(ip + 12, 0x0a4d0002);
+    put32(ip + 16, 0x0a4d0001);
+    uint8_t *t = ip + 20;
+    put16(t, 80);
+    put16(t + 2, 40000);
+    put32(t + 4, 5000);
+    put32(t + 8, 9);
+    t[12] = 8 << 4;
+    t[13] = flags;
+    put16(t + 14, 1000);
+    for (uint32_t i = 0; i < payload; ++i) d[hl + i] = static_cast<uint8_t>(i % 251);
+    return b;
+}
+
+uint32_t get32(const uint8_t *p) {
+    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+uint16_t get16(const uint8_t *p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+class GsoSplit : public testing::Test {
+protected:
+    void SetUp() override {
+        if (g_pool == nullptr) GTEST_SKIP() << "no EAL";
+    }
+    void TearDown() override {
+        for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(out[i]);
+    }
+    uint16_t split(const std::vector<uint8_t> &b, uint16_t cap = 64) {
+        n = gso_split(b.data(), static_cast<uint32_t>(b.size()), g_pool, out, cap);
+        return n;
+    }
+    rte_mbuf *out[64] = {};
+    uint16_t n = 0;
+};
+
+TEST_F(GsoSplit, CutsIntoGsoSizedSegmentsWithTheKernelsHeaders) {
+    const uint8_t cwr = 0x80;
+    const auto b = gso_frame(3 * 1448 + 700, 1448, 0x10 | 0x08 | 0x01 | cwr);  // ACK PSH FIN CWR
+    ASSERT_EQ(split(b), 4);
+    uint32_t at = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+        const rte_mbuf *m = out[i];
+        const uint32_t chunk = i < 3 ? 1448 : 700;
+        const auto *d = rte_pktmbuf_mtod(m, const uint8_t *);
+        ASSERT_EQ(m->pkt_len, 66 + chunk);
+        EXPECT_EQ(get16(d + 14 + 2), 52 + chunk) << "IPv4 total length";
+        EXPECT_EQ(get16(d + 14 + 4), 300 + i) << "IPv4 id";
+        rte_ipv4_hdr ip;
+        std::memcpy(&ip, d + 14, sizeof ip);
+        const uint16_t sent = ip.hdr_checksum;
+        ip.hdr_checksum = 0;
+        EXPECT_EQ(rte_ipv4_cksum(&ip), sent) << "a valid IPv4 header checksum";
+        EXPECT_EQ(get32(d + 34 + 4), 5000 + at) << "sequence";
+        EXPECT_EQ(get32(d + 34 + 8), 9u) << "the same ACK";
+        const uint8_t fl = d[34 + 13];
+        EXPECT_EQ(fl & 0x10, 0x10);
+        EXPECT_EQ((fl & 0x09) != 0, i == 3) << "PSH and FIN on the last segment only";
+        EXPECT_EQ((fl & cwr) != 0, i == 0) << "CWR on the first only";
+        EXPECT_EQ(m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK, RTE_MBUF_F_RX_L4_CKSUM_GOOD);
+        for (uint32_t k = 0; k < chunk; ++k)
+            ASSERT_EQ(d[66 + k], static_cast<uint8_t>((at + k) % 251)) << "payload byte " << at + k;
+        at += chunk;
+    }
+}
+
+TEST_F(GsoSplit, AFrameWithoutGsoIsCopiedAsItIs) {
+    const auto b = gso_frame(1000, 0, 0x18, /*gso_type=*/0);
+    ASSERT_EQ(split(b), 1);
+    EXPECT_EQ(out[0]->pkt_len, b.size() - 10);
+    EXPECT_EQ(std::memcmp(rte_pktmbuf_mtod(out[0], const uint8_t *), b.data() + 10, b.size() - 10), 0);
+}
+
+TEST_F(GsoSplit, RefusesWhatItCannotCutAndAllocatesNothingThen) {
+    const unsigned before = rte_mempool_avail_count(g_pool);
+    EXPECT_EQ(split(gso_frame(4000, 1448, 0x10, 1, /*proto=*/17)), 0) << "not TCP";
+    EXPECT_EQ(split(gso_frame(4000, 0, 0x10)), 0) << "no GSO size";
+    EXPECT_EQ(split(gso_frame(8000, 4000, 0x10)), 0) << "a segment larger than an mbuf";
+    EXPECT_EQ(split(gso_frame(3 * 1448, 1448, 0x10, /*gso_type=*/4)), 0) << "TCPv6";
+    EXPECT_EQ(split(gso_frame(10 * 1448, 1448, 0x10), 9), 0) << "more segments than room";
+    EXPECT_EQ(rte_mempool_avail_count(g_pool), before);
 }
 
 }  // namespace

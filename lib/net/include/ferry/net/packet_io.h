@@ -10,7 +10,13 @@
 //     where a device cannot take it (tx GSO coalescing: gso_run below);
 //   - rx: a frame whose checksum the kernel left unfilled (TP_STATUS_CSUMNOTREADY,
 //     a local CHECKSUM_PARTIAL sender) or already verified (TP_STATUS_CSUM_VALID)
-//     is marked good, so a veth peer may keep its tx checksum offload on.
+//     is marked good, so a veth peer may keep its tx checksum offload on; and a
+//     frame larger than a ring frame (a GSO frame from a peer with TSO on, which
+//     tpacket_rcv() also queues whole on the socket when PACKET_COPY_THRESH is
+//     set, marking the ring's truncated copy TP_STATUS_COPY) is read whole with
+//     recvmsg and cut into the segments it stands for (gso_split below), so a
+//     veth peer may keep TSO and GSO on as well and ferry's TCP still sees
+//     MSS-sized segments.
 //
 // The 22.11 net_af_packet PMD has neither (no vnet headers: every frame is
 // summed by ferry and again by the peer, and sent one by one), and the DPDK
@@ -46,8 +52,10 @@ struct rte_ring;
     X(rx_csum_partial, "of them, TCP/UDP checksum left unfilled by a local sender "               \
                        "(CHECKSUM_PARTIAL): taken as verified")                                   \
     X(rx_csum_valid, "of them, checksum already verified by the kernel")                          \
-    X(rx_truncated, "frames dropped: larger than a ring frame (a peer sending GSO toward ferry: " \
-                    "turn its tso and gso off)")                                                  \
+    X(rx_gso_frames, "frames larger than a ring frame read whole (a peer's GSO frames)")         \
+    X(rx_gso_segments, "the segments those frames were cut into")                                \
+    X(rx_truncated, "frames dropped: larger than a ring frame and not readable whole (the "       \
+                    "socket's receive buffer full, or not a TCP/IPv4 GSO frame)")                \
     X(rx_nombuf, "frames dropped: no mbuf")                                                       \
     X(tx_frames, "frames handed to the kernel (a GSO frame counts once)")                         \
     X(tx_segments, "segments those frames carry (what the wire sees without GSO)")                \
@@ -81,6 +89,18 @@ inline constexpr uint16_t gso_max_segments = 44;
 // but the last carries exactly the first one's payload length (the GSO size)
 // and only ACK; the last may carry less, PSH and FIN. Pure: reads the mbufs.
 [[nodiscard]] uint16_t gso_run(rte_mbuf *const *pkts, uint16_t n) noexcept;
+
+// A GSO frame as the kernel hands it to a packet socket with PACKET_VNET_HDR
+// (virtio-net header first) cut into the MSS-sized segments tcp_gso_segment()
+// would make: the headers copied, the sequence number advanced by the GSO size,
+// IPv4 length, id and header checksum per segment, PSH and FIN on the last
+// segment only, CWR on the first only, each segment's TCP checksum marked good
+// (the kernel's frame is CHECKSUM_PARTIAL or verified). A frame without GSO that
+// fits an mbuf is copied as it is. Writes at most `cap` mbufs of `pool` to
+// `out`; returns how many, 0 when the frame is not one it can cut (not TCP over
+// IPv4, a segment larger than an mbuf, no mbuf: nothing is written then).
+[[nodiscard]] uint16_t gso_split(const uint8_t *vnet_and_frame, uint32_t len, rte_mempool *pool,
+                                 rte_mbuf **out, uint16_t cap) noexcept;
 
 class packet_queue {
 public:
@@ -131,6 +151,8 @@ private:
     size_t ring_bytes_ = 0;
     uint32_t frames_ = 0, frame_size_ = 0, next_ = 0;
     bool gso_ = true;
+    // One frame read whole with recvmsg (virtio-net header + up to 64 KiB).
+    std::unique_ptr<uint8_t[]> whole_;
     rte_ring *rx_ring_ = nullptr, *tx_ring_ = nullptr;
     // Frames dequeued from tx_ring() that the kernel has not taken yet.
     static constexpr uint16_t batch = 64;

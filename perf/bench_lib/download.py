@@ -85,9 +85,16 @@ def curl(topo, url, timeout):
 def ferry_recovery(fp):
     try:
         s = fp.telemetry("/ferry/tcp")["sum"]
+        ports = fp.telemetry("/ferry/ports")
     except Exception:
         return None
-    return {k: int(s.get(k, 0)) for k in TCP_RECOVERY}
+    r = {k: int(s.get(k, 0)) for k in TCP_RECOVERY}
+    # net_ferry_packet's own counters (packet_io.h), both ports summed.
+    for p in ports.values():
+        for k, v in p.items():
+            if k.startswith("packet_"):
+                r[k] = r.get(k, 0) + int(v)
+    return r
 
 
 def one(sysobj, topo, a, path):
@@ -107,7 +114,7 @@ def one(sysobj, topo, a, path):
     if drops0 is not None and drops1 is not None:
         rec["segments_dropped"] = drops1 - drops0
     if before and after:
-        rec["ferry_tcp"] = {k: after[k] - before[k] for k in TCP_RECOVERY}
+        rec["ferry_tcp"] = {k: after[k] - before[k] for k in after}
     return rec
 
 

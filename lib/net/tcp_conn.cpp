@@ -204,16 +204,21 @@ std::size_t tcp_conn::recv(std::span<tcp_rx_piece> out, uint64_t now) noexcept {
     }
     // A window update when reading opened the window enough to matter
     // (RFC 9293 §3.8.6.2.2 receiver SWS avoidance: offer_window() only moves
-    // the right edge by min(RCV.BUFF/2, MSS) or more). Sent even when the
-    // peer seems far from the edge: suppressing such updates (Linux's
-    // doubling rule, or the room past the highest octet seen) stalled lossy
-    // transfers until an RTO in TcpConnSackLink's simulation (issue 17).
+    // the right edge by min(RCV.BUFF/2, MSS) or more), to a peer that is
+    // sending (its last segment full-sized, or a gap filled) whether or not
+    // it seems near the edge: suppressing those (Linux's doubling rule, or
+    // the room past the highest octet seen) stalled lossy transfers until an
+    // RTO in TcpConnSackLink's simulation (issue 17). A peer whose last
+    // segment was short (a keep-alive response, a request) learns of the
+    // window with the next segment, unless the window it knows is less than
+    // half the new one (tcp_cleanup_rbuf's rule): its own pure update was
+    // ~0.15 frames per request on a keep-alive origin leg.
     const uint32_t offer = offer_window();
     switch (state_) {
         case tcp_state::established:
         case tcp_state::fin_wait_1:
         case tcp_state::fin_wait_2:
-            if (offer > before) {
+            if (offer > before && (peer_streaming_ || uint64_t{before} * 2 <= offer)) {
                 ctr_.window_updates.inc();
                 ack_now_ = true;
                 output_soon(now);
@@ -751,6 +756,9 @@ void tcp_conn::process_text(seq_num seq, rte_mbuf *payload, uint32_t off, uint32
                 fin = fin || ooo_fin;
             }
             events_ |= tcp_event::readable;
+            // Full-sized: no more than its options (timestamps, SACK blocks)
+            // short of the MSS we send with (the link's, both ways).
+            peer_streaming_ = had_ooo || len + 40 >= snd_mss_;
             // RFC 5681 §4.2: "an immediate ACK SHOULD be generated when a
             // segment arrives that fills in all or part of a gap".
             ack_received_data(had_ooo, now);

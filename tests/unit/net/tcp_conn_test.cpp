@@ -226,6 +226,44 @@ TEST(TcpConnData, ReceiveTrimsToWindow) {
     EXPECT_EQ(t.ctr.window_updates.get(), 1u);
 }
 
+// Issue 17: a pure window update goes to a peer that is sending full-sized
+// segments, or whose known window fell below half the new one; a peer whose
+// last segment was short (a keep-alive request or response) learns the window
+// with the next segment. Before, every read that moved the right edge by an
+// MSS sent one (~0.15 frames per request on a keep-alive origin leg).
+TEST(TcpConnData, WindowUpdatesGoToAStreamingPeerOrOneNearTheEdge) {
+    tcp_harness t;
+    t.establish_passive();
+    uint32_t at = P + 1, win = 10000;
+    for (int i = 0; i < 4; ++i) {  // short segments: 1200 octets unread
+        t.send_seg({ACK | PSH, at, L + 1, 20000, pattern(300)});
+        at += 300;
+        win -= 300;
+        t.expect_seg({ACK, L + 1, at, static_cast<uint16_t>(win)});
+    }
+    EXPECT_EQ(t.app_recv().size(), 1200u);
+    t.expect_nothing();  // 8800 known of 10000, and the peer is not streaming
+    EXPECT_EQ(t.ctr.window_updates.get(), 0u);
+    // A full-sized segment: the peer is mid-stream, and is told at once.
+    t.send_seg({ACK, at, L + 1, 20000, pattern(1000)});
+    at += 1000;
+    t.expect_seg({ACK, L + 1, at, 9000});
+    EXPECT_EQ(t.app_recv().size(), 1000u);
+    t.expect_seg({ACK, L + 1, at, 10000});
+    EXPECT_EQ(t.ctr.window_updates.get(), 1u);
+    // Short segments down to less than half the window: told at once.
+    win = 10000;
+    for (int i = 0; i < 6; ++i) {
+        t.send_seg({ACK | PSH, at, L + 1, 20000, pattern(900)});
+        at += 900;
+        win -= 900;
+        t.expect_seg({ACK, L + 1, at, static_cast<uint16_t>(win)});
+    }
+    EXPECT_EQ(t.app_recv().size(), 5400u);
+    t.expect_seg({ACK, L + 1, at, 10000});
+    EXPECT_EQ(t.ctr.window_updates.get(), 2u);
+}
+
 TEST(TcpConnData, SendSegmentsAndAck) {
     tcp_harness t;
     t.establish_passive();

@@ -645,6 +645,9 @@ private:
     bool dupack_now_ : 1 = false;   // the ACK owed is a duplicate ACK (RFC 5681 §4.2): not deferred
     bool output_owed_ : 1 = false;  // defer_output: flush_output() has something to send
     bool dsack_owed_ : 1 = false;   // dsack_ leads the next segment's SACK option
+    // The peer is mid-stream: its last in-order data segment was full-sized, or
+    // it filled a gap (recv(): a pure window update is news to such a peer).
+    bool peer_streaming_ : 1 = false;
     // RFC 2883: the duplicate data last received, reported once (D-SACK).
     tcp_sack_block dsack_{};
 

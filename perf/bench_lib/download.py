@@ -124,7 +124,8 @@ def run(a, build, log=print):
     """The runs, interleaved; returns the document (params, runs, summary)."""
     doc = {"kind": "download", "params": {
         "systems": a.download_systems, "mib": a.download_mib, "loss_pct": a.loss,
-        "rounds": a.rounds, "ferry_ports": a.ferry_ports}, "runs": []}
+        "rounds": a.rounds, "ferry_ports": a.ferry_ports,
+        "ferry_cc": getattr(a, "ferry_cc", None) or "cubic (ferry's default)"}, "runs": []}
     with T.Topology(ferry_ports=[a.ferry_ports]) as topo:
         doc["topology"] = topo.describe()
         path = make_big(topo, a.download_mib)
@@ -171,7 +172,9 @@ def markdown(doc):
     p = doc["params"]
     out = [f"# Proxied download through loss: {p['mib']} MiB, {p['loss_pct']}% of TCP "
            f"segments dropped each way on the client leg", "",
-           f"ferry's ports: {p['ferry_ports']}; {p['rounds']} rounds, systems interleaved; "
+           f"ferry's ports: {p['ferry_ports']}; ferry's congestion control: "
+           f"{p.get('ferry_cc', 'cubic')} (HAProxy's kernel: the host's); "
+           f"{p['rounds']} rounds, systems interleaved; "
            "medians of the runs that delivered every byte.", "",
            "| system | MB/s | vs haproxy | ferry RTOs | ferry RTOs per 1k dropped segments "
            "(both ways) | runs |", "|---|---|---|---|---|---|"]

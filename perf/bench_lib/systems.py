@@ -93,14 +93,17 @@ def ferry_ports_toml(ports, cli_gateway=None):
     return out
 
 
-def ferry_config(app, ports, pool="local", wakeup_mode=None):
-    """app: "http" (the proxy, pool local|shared) or "relay" ([tcp_test] relay)."""
+def ferry_config(app, ports, pool="local", wakeup_mode=None, cc=None):
+    """app: "http" (the proxy, pool local|shared) or "relay" ([tcp_test] relay);
+    cc: [tcp] congestion_control (None: ferry's default)."""
     if wakeup_mode is None and ports in ("af_packet", "af_xdp", "ferry_packet"):
         # The matrix's af_packet runs have always polled (before ferry could
         # sleep on af_packet sockets): kept, so results stay comparable.
         wakeup_mode = "poll"
     head = (f'[ferry]\nwakeup_mode = "{wakeup_mode}"\n\n' if wakeup_mode else "")
     head += "[tcp]\nmax_connections = 1024\ntime_wait_ms = 1000\n"
+    if cc:
+        head += f'congestion_control = "{cc}"\n'
     if app == "relay":
         # The relay opens its upstream connection on the port the client came
         # in on (one tcp_layer per port), so it reaches the origin through the
@@ -314,7 +317,8 @@ class Ferry(System):
         self.last_log = ""
 
     def config_text(self):
-        return ferry_config(self.app, self.args.ferry_ports, self.pool)
+        return ferry_config(self.app, self.args.ferry_ports, self.pool,
+                            cc=getattr(self.args, "ferry_cc", None))
 
     def start(self):
         if self.skip_reason:

@@ -15,9 +15,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ferry/net/byte_order.h"
+
 namespace ferry::net {
 
 namespace {
+
+using wire::load_be16;
+using wire::load_be32;
+using wire::store_be16;
+using wire::store_be32;
 
 // struct virtio_net_hdr (include/uapi/linux/virtio_net.h, little-endian as
 // the kernel reads it here: vio_le() on x86), declared here because that
@@ -41,11 +48,6 @@ constexpr uint32_t whole_bytes = sizeof(virtio_net_hdr) + eth_len + 65535;
 constexpr uint8_t VIRTIO_NET_HDR_F_DATA_VALID = 2;
 constexpr uint8_t VIRTIO_NET_HDR_GSO_NONE = 0;
 
-uint16_t be16(const uint8_t *p) noexcept { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t be32(const uint8_t *p) noexcept {
-    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
-}
-
 // The headers of a segment gso_run may merge: Ethernet + IPv4 without options
 // + TCP, all in the first mbuf, the IPv4 total length matching the frame, and
 // the TCP checksum left to the device. 0 when it is not such a segment.
@@ -55,16 +57,11 @@ uint32_t tcp_headers(const rte_mbuf *m) noexcept {
         return 0;
     const auto *d = rte_pktmbuf_mtod(m, const uint8_t *);
     const uint8_t *ip = d + eth_len;
-    if (be16(d + 12) != ETH_P_IP || ip[0] != 0x45 || ip[9] != IPPROTO_TCP ||
-        (be16(ip + 6) & 0x3fff) != 0 || be16(ip + 2) != m->pkt_len - eth_len)
+    if (load_be16(d + 12) != ETH_P_IP || ip[0] != 0x45 || ip[9] != IPPROTO_TCP ||
+        (load_be16(ip + 6) & 0x3fff) != 0 || load_be16(ip + 2) != m->pkt_len - eth_len)
         return 0;
     const uint32_t hl = eth_len + ip_len + (ip[ip_len + 12] >> 4) * 4u;
     return hl >= eth_len + ip_len + tcp_min && m->data_len >= hl && m->pkt_len > hl ? hl : 0;
-}
-
-void put16(uint8_t *p, uint32_t v) noexcept {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
 }
 
 }  // namespace
@@ -92,7 +89,7 @@ uint16_t gso_split(const uint8_t *vnet_and_frame, uint32_t len, rte_mempool *poo
     }
     // TCP over IPv4, the headers whole, a GSO size that fits an mbuf.
     if (vh.gso_type != VIRTIO_NET_HDR_GSO_TCPV4 || len < eth_len + ip_len + tcp_min ||
-        be16(f + 12) != ETH_P_IP)
+        load_be16(f + 12) != ETH_P_IP)
         return 0;
     const uint8_t *ip = f + eth_len;
     const uint32_t ihl = (ip[0] & 0x0f) * 4u;
@@ -101,13 +98,13 @@ uint16_t gso_split(const uint8_t *vnet_and_frame, uint32_t len, rte_mempool *poo
     const uint32_t hl = eth_len + ihl + (ip[ihl + 12] >> 4) * 4u;
     const uint32_t gso = vh.gso_size;
     if (hl < eth_len + ihl + tcp_min || len <= hl || gso == 0 || hl + gso > room ||
-        be16(ip + 2) + eth_len < len)
+        load_be16(ip + 2) + eth_len < len)
         return 0;
     const uint32_t payload = len - hl;
     const uint32_t segs = (payload + gso - 1) / gso;
     if (segs > cap || rte_pktmbuf_alloc_bulk(pool, out, segs) != 0) return 0;
-    const uint32_t seq0 = be32(ip + ihl + 4);
-    const uint16_t id0 = be16(ip + 4);
+    const uint32_t seq0 = load_be32(ip + ihl + 4);
+    const uint16_t id0 = load_be16(ip + 4);
     const uint8_t flags = ip[ihl + 13];
     for (uint32_t i = 0; i < segs; ++i) {
         rte_mbuf *m = out[i];
@@ -119,14 +116,13 @@ uint16_t gso_split(const uint8_t *vnet_and_frame, uint32_t len, rte_mempool *poo
         m->pkt_len = hl + chunk;
         m->ol_flags |= good;
         auto *sip = reinterpret_cast<rte_ipv4_hdr *>(d + eth_len);
-        put16(d + eth_len + 2, ihl + (hl - eth_len - ihl) + chunk);
-        put16(d + eth_len + 4, (id0 + i) & 0xffff);
+        store_be16(d + eth_len + 2, static_cast<uint16_t>(hl - eth_len + chunk));
+        store_be16(d + eth_len + 4, static_cast<uint16_t>(id0 + i));
         sip->hdr_checksum = 0;
         sip->hdr_checksum = rte_ipv4_cksum(sip);
         uint8_t *t = d + eth_len + ihl;
         const uint32_t seq = seq0 + i * gso;
-        put16(t + 4, seq >> 16);
-        put16(t + 6, seq & 0xffff);
+        store_be32(t + 4, seq);
         uint8_t fl = flags;
         if (i + 1 < segs) fl = static_cast<uint8_t>(fl & ~(tcp_psh | tcp_fin));
         if (i != 0) fl = static_cast<uint8_t>(fl & ~tcp_cwr);
@@ -145,7 +141,7 @@ uint16_t gso_run(rte_mbuf *const *pkts, uint16_t n) noexcept {
     if (ta[13] != tcp_ack) return 1;
     const uint32_t mss = a->pkt_len - hl;
     const uint32_t tcp_hl = hl - eth_len - ip_len;
-    uint32_t seq = be32(ta + 4) + mss;
+    uint32_t seq = load_be32(ta + 4) + mss;
     uint32_t ip_total = ip_len + tcp_hl + mss;
     uint16_t k = 1;
     while (k < n && k < gso_max_segments) {
@@ -162,7 +158,7 @@ uint16_t gso_run(rte_mbuf *const *pkts, uint16_t n) noexcept {
             std::memcmp(ta + 14, tb + 14, 2) != 0 || std::memcmp(ta + 18, tb + 18, tcp_hl - 18) != 0)
             break;
         const uint8_t flags = tb[13];
-        if (be32(tb + 4) != seq || (flags & ~(tcp_psh | tcp_fin)) != tcp_ack) break;
+        if (load_be32(tb + 4) != seq || (flags & ~(tcp_psh | tcp_fin)) != tcp_ack) break;
         ++k;
         ip_total += len;
         seq += len;

@@ -13,12 +13,17 @@
 #include <cstring>
 #include <vector>
 
+#include "ferry/net/byte_order.h"
 #include "stack_test_env.h"
 
 namespace ferry::net {
 namespace {
 
 using test::g_pool;
+using wire::load_be16;
+using wire::load_be32;
+using wire::store_be16;
+using wire::store_be32;
 
 constexpr uint8_t ack = 0x10, psh = 0x08, fin = 0x01, syn = 0x02;
 
@@ -34,15 +39,6 @@ struct seg_spec {
     bool chained = false;  // payload in a second mbuf
 };
 
-void put16(uint8_t *p, uint16_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-void put32(uint8_t *p, uint32_t v) {
-    put16(p, static_cast<uint16_t>(v >> 16));
-    put16(p + 2, static_cast<uint16_t>(v));
-}
-
 rte_mbuf *segment(const seg_spec &s) {
     constexpr uint32_t hl = 14 + 20 + 32;  // TCP with NOP NOP timestamps
     rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
@@ -50,29 +46,29 @@ rte_mbuf *segment(const seg_spec &s) {
     auto *d = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, hl + (s.chained ? 0 : s.len)));
     std::memset(d, 0, hl);
     std::memcpy(d, "\x02\0\0\0\0\x01\x02\0\0\0\0\x02", 12);
-    put16(d + 12, 0x0800);
+    store_be16(d + 12, 0x0800);
     uint8_t *ip = d + 14;
     ip[0] = 0x45;
-    put16(ip + 2, static_cast<uint16_t>(20 + 32 + s.len));
-    put16(ip + 6, 0x4000);  // DF
+    store_be16(ip + 2, static_cast<uint16_t>(20 + 32 + s.len));
+    store_be16(ip + 6, 0x4000);  // DF
     ip[8] = 64;
     ip[9] = 6;
-    put32(ip + 12, 0x0a4d0001);
-    put32(ip + 16, 0x0a4d0002);
+    store_be32(ip + 12, 0x0a4d0001);
+    store_be32(ip + 16, 0x0a4d0002);
     uint8_t *t = ip + 20;
-    put16(t, s.sport);
-    put16(t + 2, s.dport);
-    put32(t + 4, s.seq);
-    put32(t + 8, s.ack_no);
+    store_be16(t, s.sport);
+    store_be16(t + 2, s.dport);
+    store_be32(t + 4, s.seq);
+    store_be32(t + 8, s.ack_no);
     t[12] = 8 << 4;
     t[13] = s.flags;
-    put16(t + 14, s.window);
+    store_be16(t + 14, s.window);
     t[20] = 1;
     t[21] = 1;
     t[22] = 8;
     t[23] = 10;
-    put32(t + 24, s.tsval);
-    put32(t + 28, 3);
+    store_be32(t + 24, s.tsval);
+    store_be32(t + 28, 3);
     if (s.chained) {
         rte_mbuf *p = rte_pktmbuf_alloc(g_pool);
         EXPECT_NE(p, nullptr);
@@ -225,32 +221,27 @@ std::vector<uint8_t> gso_frame(uint32_t payload, uint16_t gso, uint8_t flags,
     vnet v{1, gso_type, hl, gso, 34, 16};
     std::memcpy(b.data(), &v, sizeof v);
     uint8_t *d = b.data() + sizeof v;
-    put16(d + 12, 0x0800);
+    store_be16(d + 12, 0x0800);
     uint8_t *ip = d + 14;
     ip[0] = 0x45;
-    put16(ip + 2, static_cast<uint16_t>(20 + 32 + payload));
-    put16(ip + 4, 300);
-    put16(ip + 6, 0x4000);
+    store_be16(ip + 2, static_cast<uint16_t>(20 + 32 + payload));
+    store_be16(ip + 4, 300);
+    store_be16(ip + 6, 0x4000);
     ip[8] = 64;
     ip[9] = proto;
-    put32(ip + 12, 0x0a4d0002);
-    put32(ip + 16, 0x0a4d0001);
+    store_be32(ip + 12, 0x0a4d0002);
+    store_be32(ip + 16, 0x0a4d0001);
     uint8_t *t = ip + 20;
-    put16(t, 80);
-    put16(t + 2, 40000);
-    put32(t + 4, 5000);
-    put32(t + 8, 9);
+    store_be16(t, 80);
+    store_be16(t + 2, 40000);
+    store_be32(t + 4, 5000);
+    store_be32(t + 8, 9);
     t[12] = 8 << 4;
     t[13] = flags;
-    put16(t + 14, 1000);
+    store_be16(t + 14, 1000);
     for (uint32_t i = 0; i < payload; ++i) d[hl + i] = static_cast<uint8_t>(i % 251);
     return b;
 }
-
-uint32_t get32(const uint8_t *p) {
-    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
-}
-uint16_t get16(const uint8_t *p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
 class GsoSplit : public testing::Test {
 protected:
@@ -278,15 +269,15 @@ TEST_F(GsoSplit, CutsIntoGsoSizedSegmentsWithTheKernelsHeaders) {
         const uint32_t chunk = i < 3 ? 1448 : 700;
         const auto *d = rte_pktmbuf_mtod(m, const uint8_t *);
         ASSERT_EQ(m->pkt_len, 66 + chunk);
-        EXPECT_EQ(get16(d + 14 + 2), 52 + chunk) << "IPv4 total length";
-        EXPECT_EQ(get16(d + 14 + 4), 300 + i) << "IPv4 id";
+        EXPECT_EQ(load_be16(d + 14 + 2), 52 + chunk) << "IPv4 total length";
+        EXPECT_EQ(load_be16(d + 14 + 4), 300 + i) << "IPv4 id";
         rte_ipv4_hdr ip;
         std::memcpy(&ip, d + 14, sizeof ip);
         const uint16_t sent = ip.hdr_checksum;
         ip.hdr_checksum = 0;
         EXPECT_EQ(rte_ipv4_cksum(&ip), sent) << "a valid IPv4 header checksum";
-        EXPECT_EQ(get32(d + 34 + 4), 5000 + at) << "sequence";
-        EXPECT_EQ(get32(d + 34 + 8), 9u) << "the same ACK";
+        EXPECT_EQ(load_be32(d + 34 + 4), 5000 + at) << "sequence";
+        EXPECT_EQ(load_be32(d + 34 + 8), 9u) << "the same ACK";
         const uint8_t fl = d[34 + 13];
         EXPECT_EQ(fl & 0x10, 0x10);
         EXPECT_EQ((fl & 0x09) != 0, i == 3) << "PSH and FIN on the last segment only";

@@ -7,7 +7,6 @@
 
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
-#include <net/if.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -174,8 +173,7 @@ result<std::unique_ptr<packet_queue>, std::string> packet_queue::open(const para
     };
     std::unique_ptr<packet_queue> q(new packet_queue());
     q->gso_ = p.gso;
-    q->ifindex_ = static_cast<int>(if_nametoindex(p.iface.c_str()));
-    if (q->ifindex_ == 0) return fail("if_nametoindex", errno);
+    q->ifindex_ = p.ifindex;
     // Protocol 0: nothing is received before the ring is mapped and bound.
     q->fd_ = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
     if (q->fd_ < 0) return fail("socket(AF_PACKET)", errno);

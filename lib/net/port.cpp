@@ -58,6 +58,26 @@ uint64_t offload_bits(const std::vector<std::string> &names, bool rx) {
     return bits;
 }
 
+// Sets p.kernel to the AF_PACKET sockets `fds` (the port's rx rings: the PMD's
+// or ferry's own), logs them, and starts reading their drop counts.
+void watch_kernel_rings(port &p, std::vector<int> fds) {
+    p.kernel = std::make_unique<kernel_rings>(std::move(fds));
+    // Frames the kernel drops on a full ring are counted in kernel_ring_drops.
+    PORT_LOG(INFO, "%s",
+             logfmt("kernel rings mapped")
+                 .kv("port", p.spec.name)
+                 .kv("sockets", p.kernel->fds().size())
+                 .kv("ring_mib", p.kernel->bytes() / 1048576.0, 1)
+                 .c_str());
+    if (!p.kernel->start_polling())
+        PORT_LOG(WARNING, "%s",
+                 logfmt("kernel ring counts read on demand")
+                     .kv("port", p.spec.name)
+                     .kv("cause", "cannot set the EAL alarm that reads them")
+                     .kv("note", "read on telemetry requests only")
+                     .c_str());
+}
+
 // Sets p.kernel to the AF_PACKET sockets bound to `ifindex` that are not in
 // `before` (sorted), and starts reading their drop counts periodically. A
 // net_af_packet port without exactly one socket per queue pair is logged: its
@@ -90,22 +110,9 @@ void find_kernel_rings(port &p, const std::vector<int> &before, int ifindex) {
                      .kv("fix", "devargs qpairs should equal the workers, or the kernel hands "
                                 "frames to sockets no worker reads")
                      .c_str());
-    p.kernel = std::make_unique<kernel_rings>(std::move(fds));
-    // Frames the kernel drops on a full ring are counted in kernel_ring_drops.
-    PORT_LOG(INFO, "%s",
-             logfmt("kernel rings mapped")
-                 .kv("port", p.spec.name)
-                 .kv("sockets", p.kernel->fds().size())
-                 .kv("ring_mib", p.kernel->bytes() / 1048576.0, 1)
-                 .c_str());
-    if (!p.kernel->start_polling())
-        PORT_LOG(WARNING, "%s",
-                 logfmt("kernel ring counts read on demand")
-                     .kv("port", p.spec.name)
-                     .kv("cause", "cannot set the EAL alarm that reads them")
-                     .kv("note", "read on telemetry requests only")
-                     .c_str());
+    watch_kernel_rings(p, std::move(fds));
 }
+
 
 // Sets p.rx_wake_fds and p.caps.rx_wake_sockets for a started net_af_packet
 // port without rx interrupts. packet_poll() (net/packet/af_packet.c) reports
@@ -195,6 +202,7 @@ std::string open_own_packet(port &p) {
     packet_queue::params pp;
     pp.port = spec.name;
     pp.iface = spec.iface;
+    pp.ifindex = ifindex;
     pp.nqueues = p.queues;
     pp.fanout_id = static_cast<uint16_t>((getpid() ^ ifindex) & 0xffff);
     if (const std::string f = devarg(spec.devargs, "framecnt"); !f.empty())
@@ -244,10 +252,7 @@ std::string open_own_packet(port &p) {
                    std::strerror(errno);
         std::memcpy(p.mac.addr_bytes, ifr.ifr_hwaddr.sa_data, RTE_ETHER_ADDR_LEN);
     }
-    p.kernel = std::make_unique<kernel_rings>(fds);
-    if (!p.kernel->start_polling())
-        PORT_LOG(WARNING, "%s",
-                 logfmt("kernel ring counts read on demand").kv("port", spec.name).c_str());
+    watch_kernel_rings(p, fds);
     p.rx_wake_fds = std::move(fds);
     p.caps.rx_wake_sockets = true;
     return "";

@@ -106,7 +106,8 @@ class packet_queue {
 public:
     struct params {
         std::string port;     // for messages
-        std::string iface;    // the interface the socket binds to
+        std::string iface;    // the interface the socket binds to (for messages)
+        int ifindex = 0;      // and its index
         uint16_t queue = 0;   // this queue pair
         uint16_t nqueues = 1; // a fanout group spreads flows when > 1
         uint16_t fanout_id = 0;

@@ -20,25 +20,16 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from testbed import (ECHO_SOURCE_CLIENT_PY, FERRY_ADDR, SKIP, Ferry, Netns, check,  # noqa: E402
-                     log_events, require_root, wait_for)
+from testbed import (ECHO_PORT, ECHO_SOURCE_CLIENT_PY, FERRY_ADDR, SKIP,  # noqa: E402
+                     SOURCE_PORT, Ferry, Netns, check, echo_source_toml, ethtool_set, log_events,
+                     require_root, wait_for)
 
-ECHO, SOURCE = 7, 19
+ECHO, SOURCE = ECHO_PORT, SOURCE_PORT
 SOURCE_BYTES = 4 << 20
 ECHO_BYTES = 256 << 10
 CONNS = 8
 
-CONFIG = f"""\
-[ferry]
-wakeup_mode = "conditional"
-
-[tcp]
-time_wait_ms = 500
-[tcp_test]
-echo_port = {ECHO}
-source_port = {SOURCE}
-source_bytes = {SOURCE_BYTES}
-
+CONFIG = echo_source_toml(SOURCE_BYTES) + """\
 [[port]]
 name = "xdp0"
 profile = "net_af_xdp"
@@ -46,17 +37,6 @@ iface = "fxa0"
 address = "10.77.0.1/24"
 mbufs = 32768
 """
-
-# ETHTOOL_STXCSUM through SIOCETHTOOL (`ethtool -K fxa1 tx off`): the veth peer
-# would otherwise hand ferry TCP frames with an unfilled checksum (the
-# profile's caveats).
-TX_OFF_PY = r"""
-import array, fcntl, socket, struct
-s = socket.socket()
-val = array.array("B", struct.pack("II", 0x17, 0))
-fcntl.ioctl(s.fileno(), 0x8946, struct.pack("16sQ", b"fxa1", val.buffer_info()[0]))
-"""
-
 
 
 def af_xdp_supported():
@@ -75,7 +55,9 @@ def main():
     with Netns("x") as ns:
         ns.run(["ip", "link", "add", "fxa0", "type", "veth", "peer", "name", "fxa1"])
         ns.run(["ip", "link", "set", "fxa0", "up"])
-        ns.run([sys.executable, "-c", TX_OFF_PY])
+        # `ethtool -K fxa1 tx off`: the veth peer would otherwise hand ferry TCP
+        # frames with an unfilled checksum (the profile's caveats).
+        ethtool_set(ns, "fxa1", tx=False)
         with Ferry(ns, lcores="0", config=CONFIG, peer_iface="fxa1") as f:
             # (a) the port, its sockets, sleeping lcores
             port = f.port("xdp0")

@@ -32,26 +32,15 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from testbed import (ECHO_SOURCE_CLIENT_PY, FERRY_ADDR, Ferry, Netns, check,  # noqa: E402
-                     ethtool_set, require_root, wait_for)
+from testbed import (ECHO_PORT, ECHO_SOURCE_CLIENT_PY, FERRY_ADDR, SOURCE_PORT,  # noqa: E402
+                     Ferry, Netns, check, echo_source_toml, ethtool_set, require_root, wait_for)
 
-ECHO, SOURCE = 7, 19
+ECHO, SOURCE = ECHO_PORT, SOURCE_PORT
 SOURCE_BYTES = 4 << 20
 ECHO_BYTES = 1 << 20
 CONNS = 8
 
-CONFIG = f"""\
-[ferry]
-wakeup_mode = "conditional"
-
-[tcp]
-time_wait_ms = 500
-
-[tcp_test]
-echo_port = {ECHO}
-source_port = {SOURCE}
-source_bytes = {SOURCE_BYTES}
-
+CONFIG = echo_source_toml(SOURCE_BYTES) + f"""\
 [[port]]
 name = "pk0"
 profile = "net_ferry_packet"

@@ -35,6 +35,18 @@ _counter = 0
 # one download from the source service; prints
 # "echo_ok=<n> errors=[...] source_bytes=<n>". argv: addr echo source nbytes
 # conns source_bytes.
+ECHO_PORT, SOURCE_PORT = 7, 19
+
+
+def echo_source_toml(source_bytes):
+    """The head of a config for ECHO_SOURCE_CLIENT_PY: conditional wakeup,
+    short TIME-WAIT, [tcp_test] echo on ECHO_PORT and a source of
+    `source_bytes` on SOURCE_PORT; the test appends its [[port]]."""
+    return (f'[ferry]\nwakeup_mode = "conditional"\n\n[tcp]\ntime_wait_ms = 500\n\n'
+            f'[tcp_test]\necho_port = {ECHO_PORT}\nsource_port = {SOURCE_PORT}\n'
+            f'source_bytes = {source_bytes}\n\n')
+
+
 ECHO_SOURCE_CLIENT_PY = r"""
 import hashlib, os, socket, sys, threading
 addr, echo, source, nbytes, conns, source_bytes = sys.argv[1], *map(int, sys.argv[2:])

@@ -306,5 +306,22 @@ TEST_F(GsoSplit, RefusesWhatItCannotCutAndAllocatesNothingThen) {
     EXPECT_EQ(rte_mempool_avail_count(g_pool), before);
 }
 
+TEST_F(GsoSplit, AnEmptyPoolTakesNothingAndCutsNothing) {
+    const auto b = gso_frame(4 * 1448, 1448, 0x10);
+    std::vector<rte_mbuf *> held;
+    while (rte_mbuf *m = rte_pktmbuf_alloc(g_pool)) held.push_back(m);
+    ASSERT_EQ(rte_mempool_avail_count(g_pool), 0u);
+    EXPECT_EQ(split(b), 0);
+    // One short of the four segments: still all or nothing.
+    for (int i = 0; i < 3; ++i) {
+        rte_pktmbuf_free(held.back());
+        held.pop_back();
+    }
+    EXPECT_EQ(split(b), 0);
+    EXPECT_EQ(rte_mempool_avail_count(g_pool), 3u);
+    for (rte_mbuf *m : held) rte_pktmbuf_free(m);
+    EXPECT_EQ(split(b), 4) << "and cuts once mbufs are back";
+}
+
 }  // namespace
 }  // namespace ferry::net

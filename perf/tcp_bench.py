@@ -115,15 +115,15 @@ def dropped(ns):
                for i, x in enumerate(w) if x == "packets")
 
 
-def kernel_rtos(ns_name):
-    """TcpExtTCPTimeouts of a namespace (its /proc/net/netstat): the RTOs its
-    kernel fired."""
+def kernel_tcpext(ns_name):
+    """The TcpExt counters of a namespace (its /proc/net/netstat): TCPTimeouts
+    (the RTOs its kernel fired), TCPLossProbes (its tail loss probes), ..."""
     out = subprocess.run(["ip", "netns", "exec", ns_name, "cat", "/proc/net/netstat"],
                          capture_output=True, text=True, check=True).stdout.splitlines()
     for names, values in zip(out[::2], out[1::2]):
         if names.startswith("TcpExt:"):
-            return int(dict(zip(names.split()[1:], values.split()[1:]))["TCPTimeouts"])
-    return 0
+            return {k: int(v) for k, v in zip(names.split()[1:], values.split()[1:])}
+    return {}
 
 
 def rtos_per_1k_lost(r):
@@ -169,7 +169,7 @@ def ferry_measure(ns, f, a, tap):
               "dsack_undos", "sack_recovery_episodes", "segs_out", "rack_unrecorded",
               "sack_scoreboard_overflow", "bbr_full_pipe", "bbr_probe_rtt"):
         r[k] = tcp[k]
-    # The echo server's RTOs, as kernel_rtos() counts the kernel server's.
+    # The echo server's RTOs, as kernel_tcpext() counts the kernel server's.
     r["rtos"] = tcp["rto_fired"]
     r["rtos_per_1k_lost"] = rtos_per_1k_lost(r)
     return r
@@ -204,7 +204,9 @@ def run_kernel(a, cc=None):
             try:
                 server.stdout.readline()  # "listening"
                 r = measure(ns, "10.78.0.2", a, [(ns.name, "kv0"), (srv, "kv1")], cc_args)
-                r["rtos"] = kernel_rtos(srv)
+                ext = kernel_tcpext(srv)
+                r["rtos"] = ext.get("TCPTimeouts", 0)
+                r["tlp_probes"] = ext.get("TCPLossProbes", 0)
                 r["rtos_per_1k_lost"] = rtos_per_1k_lost(r)
                 return r
             finally:

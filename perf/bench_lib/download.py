@@ -89,12 +89,13 @@ def ferry_recovery(fp):
     except Exception:
         return None
     r = {k: int(s.get(k, 0)) for k in TCP_RECOVERY}
-    # net_ferry_packet's own counters (packet_io.h), the stack's TCP drops
+    # net_ferry_packet's own counters (packet_io.h), frames the kernel dropped
+    # on a full rx ring (kernel_ring_drops), the stack's TCP drops
     # (tcp_drop_mem_pressure: payloads dropped while the pool ran low) and
     # frames never sent for want of an mbuf (tx_alloc_fail), both ports summed.
     for p in ports.values():
         for k, v in p.items():
-            if k.startswith(("packet_", "tcp_drop_", "tx_alloc_fail")):
+            if k.startswith(("packet_", "tcp_drop_", "tx_alloc_fail", "kernel_ring_drops")):
                 r[k] = r.get(k, 0) + int(v)
     return r
 

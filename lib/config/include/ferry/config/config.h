@@ -280,6 +280,7 @@ std::optional<wakeup_mode> parse_wakeup_mode(std::string_view s);
 struct source_pos {
     std::string file;
     uint32_t line = 0, column = 0;
+    bool operator==(const source_pos &) const = default;
 };
 
 struct error {
@@ -341,6 +342,7 @@ struct fault_config {
         return rx_drop > 0 || rx_duplicate > 0 || rx_reorder > 0 || tx_drop > 0 ||
                tx_duplicate > 0 || tx_reorder > 0;
     }
+    bool operator==(const fault_config &) const = default;
 };
 
 struct port_config {
@@ -356,6 +358,7 @@ struct port_config {
     fault_config fault;                 // [port.fault]; off unless fault.enabled()
     uint32_t index = 0;                 // position in the [[port]] list: key paths, {index}
     source_pos where;                   // the port's table
+    bool operator==(const port_config &) const = default;
 };
 
 struct tcp_config {
@@ -375,6 +378,7 @@ struct tcp_config {
     // "cubic" (RFC 9438), "new_reno" (RFC 5681/6582) or "bbr" (BBR v1's
     // model, lib/net tcp_bbr.h): the congestion control of every connection.
     std::string congestion_control = "cubic";
+    bool operator==(const tcp_config &) const = default;
 };
 
 struct tcp_test_config {
@@ -383,6 +387,7 @@ struct tcp_test_config {
     uint16_t relay_port = 0;     // 0 = off; accepted connections are relayed to relay_to
     uint32_t relay_addr = 0;     // relay_to's address, host byte order
     uint16_t relay_to_port = 0;  // relay_to's port
+    bool operator==(const tcp_test_config &) const = default;
 };
 
 // ---- The HTTP reverse proxy: [http], [[listener]], [[route]], [[upstream]] ----
@@ -515,6 +520,7 @@ struct admin_config {
     std::optional<uint32_t> addr;
     uint16_t port = 0;  // 1..65535 when addr is set
     source_pos where;   // the metrics_address value, for messages about it
+    bool operator==(const admin_config &) const = default;
 };
 
 struct ferry_config {

@@ -1,0 +1,42 @@
+// What an in-process reload may change (issue 18; the app's reload.cpp swaps
+// the configuration in, docs/OPERATIONS.md "Reloading the configuration").
+//
+// A reload replaces the values of the running configuration; the shape it
+// was started with stays: the same ports, workers, TCP settings and pool
+// sizes (they size what was allocated at start-up), and the same listeners,
+// routes, upstreams and servers, in the same order (per-route and per-server
+// state, counters and cross-core messages are indexed by position; adding or
+// removing one is not built yet). Everything else is applied: the wakeup
+// settings, [http] timeouts and limits that size nothing, via and
+// X-Forwarded-*, each listener's max_connections and default_upstream, each
+// route's match (listener, host, path_prefix), upstream, header rules and
+// timeouts, and each upstream's balancing, retries, passive and active health
+// checks and server weights.
+//
+// Pure: no I/O.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ferry/config/config.h"
+
+namespace ferry::config {
+
+// Why `next` cannot replace `running` in place, one error per change that
+// needs a restart, each at the item of `next` it concerns (file:line:column
+// and key path) and saying what to do; empty: `next` may be applied.
+[[nodiscard]] std::vector<error> reload_refusals(const ferry_config &running,
+                                                 const ferry_config &next);
+
+// What a reload would change, one line per difference ("route[1].path_prefix:
+// \"/a\" -> \"/b\""), for the log; at most `limit` lines (then "... and N more").
+[[nodiscard]] std::vector<std::string> reload_changes(const ferry_config &running,
+                                                      const ferry_config &next,
+                                                      size_t limit = 16);
+
+// FNV-1a, 64 bits, of a configuration's text: the active configuration's
+// identity in telemetry and the log (not a security property).
+[[nodiscard]] uint64_t config_hash(std::string_view text) noexcept;
+
+}  // namespace ferry::config

@@ -1,0 +1,248 @@
+// What an in-process reload may change (reload.h).
+#include "ferry/config/reload.h"
+
+#include <string>
+
+namespace ferry::config {
+namespace {
+
+constexpr const char *restart = "needs a restart; the running configuration is kept";
+constexpr const char *shape =
+    "needs a restart: a reload changes values, not the listeners, routes, upstreams and "
+    "servers themselves (add, remove or reorder them with a restart); the running "
+    "configuration is kept";
+
+std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string show(const header_rules &h) {
+    std::string out;
+    for (const std::string &n : h.remove) out += (out.empty() ? "" : ", ") + ("remove " + n);
+    for (const auto &[n, v] : h.set) out += (out.empty() ? "" : ", ") + ("set " + n + ": " + v);
+    for (const auto &[n, v] : h.add) out += (out.empty() ? "" : ", ") + ("add " + n + ": " + v);
+    return "[" + out + "]";
+}
+
+bool same_rules(const header_rules &a, const header_rules &b) {
+    return a.remove == b.remove && a.set == b.set && a.add == b.add;
+}
+
+// A port as it was opened: everything but where its table is in the file.
+bool same_port(port_config a, port_config b) {
+    a.where = {};
+    b.where = {};
+    return a == b;
+}
+
+// The change list: "key: old -> new", at most `limit` lines.
+class changes {
+public:
+    explicit changes(size_t limit) : limit_(limit) {}
+    template <class T>
+    void num(const std::string &key, T a, T b) {
+        if (a != b) add(key + ": " + std::to_string(a) + " -> " + std::to_string(b));
+    }
+    void str(const std::string &key, std::string_view a, std::string_view b) {
+        if (a != b) add(key + ": " + quoted(a) + " -> " + quoted(b));
+    }
+    void add(std::string line) {
+        if (lines_.size() < limit_)
+            lines_.push_back(std::move(line));
+        else
+            ++more_;
+    }
+    std::vector<std::string> done() && {
+        if (more_ != 0) lines_.push_back("... and " + std::to_string(more_) + " more");
+        return std::move(lines_);
+    }
+
+private:
+    size_t limit_;
+    size_t more_ = 0;
+    std::vector<std::string> lines_;
+};
+
+}  // namespace
+
+std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &next) {
+    std::vector<error> out;
+    const source_pos file{next.source, 0, 0};
+    auto refuse = [&](const source_pos &where, std::string key, std::string what,
+                      const char *why) {
+        out.push_back(error{where, std::move(key), what + " " + why});
+    };
+    if (run.workers != next.workers)
+        refuse(file, "ferry.workers", "the number of workers changed:", restart);
+    if (run.neighbor_timeout_s != next.neighbor_timeout_s)
+        refuse(file, "ferry.neighbor_timeout_s", "the neighbour timeout changed:", restart);
+    if (run.ports.size() != next.ports.size()) {
+        refuse(file, "port", "the [[port]] list changed:", restart);
+    } else {
+        for (size_t i = 0; i < next.ports.size(); ++i)
+            if (!same_port(run.ports[i], next.ports[i]))
+                refuse(next.ports[i].where, "port[" + std::to_string(i) + "]",
+                       "port '" + next.ports[i].name + "' changed:", restart);
+    }
+    if (!(run.tcp == next.tcp)) refuse(file, "tcp", "[tcp] changed:", restart);
+    if (!(run.tcp_test == next.tcp_test)) refuse(file, "tcp_test", "[tcp_test] changed:", restart);
+    {
+        admin_config a = run.admin, b = next.admin;
+        a.where = b.where = {};
+        if (!(a == b))
+            refuse(next.admin.where.line != 0 ? next.admin.where : file, "admin.metrics_address",
+                   "the metrics listener changed:", restart);
+    }
+    // [http] keys that size the head buffers and the pending-head list, or
+    // start the access log's writer.
+    const http_config &h0 = run.http, &h1 = next.http;
+    auto http_fixed = [&](const char *key, bool same) {
+        if (!same) refuse(file, std::string("http.") + key, std::string(key) + " changed:", restart);
+    };
+    http_fixed("max_header_bytes", h0.max_header_bytes == h1.max_header_bytes);
+    http_fixed("max_headers", h0.max_headers == h1.max_headers);
+    http_fixed("client_head_buffers", h0.client_head_buffers == h1.client_head_buffers);
+    http_fixed("max_pending_heads", h0.max_pending_heads == h1.max_pending_heads);
+    http_fixed("access_log", h0.access_log == h1.access_log);
+    http_fixed("access_log_format", h0.access_log_format == h1.access_log_format);
+
+    if (run.listeners.size() != next.listeners.size()) {
+        refuse(file, "listener",
+               "the [[listener]] list changed (" + std::to_string(run.listeners.size()) + " -> " +
+                   std::to_string(next.listeners.size()) + "):",
+               shape);
+    } else {
+        for (size_t i = 0; i < next.listeners.size(); ++i) {
+            const listener_config &a = run.listeners[i], &b = next.listeners[i];
+            if (a.name != b.name || a.port != b.port || a.port_index != b.port_index ||
+                a.address != b.address || a.on != b.on)
+                refuse(b.where, "listener[" + std::to_string(i) + "]",
+                       "listener '" + b.name + "' (was '" + a.name + "') changed its name or "
+                       "where it listens:",
+                       shape);
+        }
+    }
+    if (run.routes.size() != next.routes.size())
+        refuse(file, "route",
+               "the number of [[route]]s changed (" + std::to_string(run.routes.size()) + " -> " +
+                   std::to_string(next.routes.size()) + "):",
+               shape);
+    if (run.upstreams.size() != next.upstreams.size()) {
+        refuse(file, "upstream",
+               "the [[upstream]] list changed (" + std::to_string(run.upstreams.size()) + " -> " +
+                   std::to_string(next.upstreams.size()) + "):",
+               shape);
+    } else {
+        for (size_t u = 0; u < next.upstreams.size(); ++u) {
+            const upstream_config &a = run.upstreams[u], &b = next.upstreams[u];
+            const std::string key = "upstream[" + std::to_string(u) + "]";
+            if (a.name != b.name) {
+                refuse(b.where, key + ".name",
+                       "upstream '" + b.name + "' is where '" + a.name + "' was:", shape);
+                continue;
+            }
+            if (a.pool != b.pool || (b.pool == pool_mode::shared &&
+                                     a.shared_connections != b.shared_connections))
+                refuse(b.where, key + ".pool",
+                       "upstream '" + b.name + "' changed its pool (pool, shared_connections):",
+                       restart);
+            if (a.servers.size() != b.servers.size()) {
+                refuse(b.where, key + ".server",
+                       "upstream '" + b.name + "' has " + std::to_string(b.servers.size()) +
+                           " servers (was " + std::to_string(a.servers.size()) + "):",
+                       shape);
+                continue;
+            }
+            for (size_t s = 0; s < b.servers.size(); ++s)
+                if (a.servers[s].addr != b.servers[s].addr || a.servers[s].port != b.servers[s].port)
+                    refuse(b.servers[s].where, key + ".server[" + std::to_string(s) + "]",
+                           "server " + format_ipv4(b.servers[s].addr) + ":" +
+                               std::to_string(b.servers[s].port) + " of '" + b.name + "' is where " +
+                               format_ipv4(a.servers[s].addr) + ":" +
+                               std::to_string(a.servers[s].port) + " was:",
+                           shape);
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> reload_changes(const ferry_config &run, const ferry_config &next,
+                                        size_t limit) {
+    changes c(limit);
+    c.str("ferry.wakeup_mode", to_string(run.wakeup), to_string(next.wakeup));
+    c.num("ferry.idle_threshold_us", run.idle_threshold_us, next.idle_threshold_us);
+    c.num("ferry.nap_budget_us", run.nap_budget_us, next.nap_budget_us);
+    c.num("ferry.latency_weight_pct", run.latency_weight_pct, next.latency_weight_pct);
+    const http_config &h0 = run.http, &h1 = next.http;
+    c.num("http.client_header_timeout_ms", h0.client_header_timeout_ms, h1.client_header_timeout_ms);
+    c.num("http.client_idle_timeout_ms", h0.client_idle_timeout_ms, h1.client_idle_timeout_ms);
+    c.num("http.client_body_timeout_ms", h0.client_body_timeout_ms, h1.client_body_timeout_ms);
+    c.num("http.tunnel_idle_timeout_ms", h0.tunnel_idle_timeout_ms, h1.tunnel_idle_timeout_ms);
+    c.num("http.max_requests_per_connection", h0.max_requests_per_connection,
+          h1.max_requests_per_connection);
+    c.num("http.max_body_bytes", h0.max_body_bytes, h1.max_body_bytes);
+    c.num("http.drain_timeout_ms", h0.drain_timeout_ms, h1.drain_timeout_ms);
+    c.num("http.drain_grace_ms", h0.drain_grace_ms, h1.drain_grace_ms);
+    c.str("http.via", h0.via, h1.via);
+    c.num("http.add_x_forwarded", int(h0.add_x_forwarded), int(h1.add_x_forwarded));
+    for (size_t i = 0; i < next.listeners.size() && i < run.listeners.size(); ++i) {
+        const listener_config &a = run.listeners[i], &b = next.listeners[i];
+        const std::string k = "listener[" + std::to_string(i) + "].";
+        c.num(k + "max_connections", a.max_connections, b.max_connections);
+        c.str(k + "default_upstream", a.default_upstream, b.default_upstream);
+    }
+    for (size_t i = 0; i < next.routes.size() && i < run.routes.size(); ++i) {
+        const route_config &a = run.routes[i], &b = next.routes[i];
+        const std::string k = "route[" + std::to_string(i) + "].";
+        c.str(k + "listener", a.listener, b.listener);
+        c.str(k + "host", (a.host_wildcard ? "*" : "") + a.host,
+              (b.host_wildcard ? "*" : "") + b.host);
+        c.str(k + "path_prefix", a.path_prefix, b.path_prefix);
+        c.str(k + "upstream", a.upstream, b.upstream);
+        if (!same_rules(a.request_headers, b.request_headers))
+            c.add(k + "request_headers: " + show(a.request_headers) + " -> " +
+                  show(b.request_headers));
+        if (!same_rules(a.response_headers, b.response_headers))
+            c.add(k + "response_headers: " + show(a.response_headers) + " -> " +
+                  show(b.response_headers));
+        c.num(k + "connect_timeout_ms", a.connect_timeout_ms, b.connect_timeout_ms);
+        c.num(k + "response_timeout_ms", a.response_timeout_ms, b.response_timeout_ms);
+        c.num(k + "read_timeout_ms", a.read_timeout_ms, b.read_timeout_ms);
+        c.num(k + "write_timeout_ms", a.write_timeout_ms, b.write_timeout_ms);
+        c.num(k + "total_timeout_ms", a.total_timeout_ms, b.total_timeout_ms);
+    }
+    for (size_t u = 0; u < next.upstreams.size() && u < run.upstreams.size(); ++u) {
+        const upstream_config &a = run.upstreams[u], &b = next.upstreams[u];
+        const std::string k = "upstream[" + std::to_string(u) + "].";
+        c.str(k + "balance", to_string(a.balance), to_string(b.balance));
+        c.str(k + "hash_key", to_string(a.hash_key), to_string(b.hash_key));
+        c.num(k + "max_idle", a.max_idle, b.max_idle);
+        c.num(k + "connect_timeout_ms", a.connect_timeout_ms, b.connect_timeout_ms);
+        c.num(k + "response_timeout_ms", a.response_timeout_ms, b.response_timeout_ms);
+        c.num(k + "read_timeout_ms", a.read_timeout_ms, b.read_timeout_ms);
+        c.num(k + "write_timeout_ms", a.write_timeout_ms, b.write_timeout_ms);
+        c.num(k + "total_timeout_ms", a.total_timeout_ms, b.total_timeout_ms);
+        c.num(k + "retries", a.retries, b.retries);
+        c.num(k + "max_fails", a.max_fails, b.max_fails);
+        c.num(k + "fail_timeout_ms", a.fail_timeout_ms, b.fail_timeout_ms);
+        c.str(k + "when_all_down", to_string(a.when_all_down), to_string(b.when_all_down));
+        c.str(k + "health_check_path", a.health_check_path, b.health_check_path);
+        c.num(k + "health_check_interval_ms", a.health_check_interval_ms,
+              b.health_check_interval_ms);
+        c.num(k + "health_check_timeout_ms", a.health_check_timeout_ms, b.health_check_timeout_ms);
+        c.str(k + "health_check_host", a.health_check_host, b.health_check_host);
+        for (size_t s = 0; s < b.servers.size() && s < a.servers.size(); ++s)
+            c.num(k + "server[" + std::to_string(s) + "].weight", a.servers[s].weight,
+                  b.servers[s].weight);
+    }
+    return std::move(c).done();
+}
+
+uint64_t config_hash(std::string_view text) noexcept {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char ch : text) {
+        h ^= static_cast<unsigned char>(ch);
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+}  // namespace ferry::config

@@ -1,0 +1,183 @@
+// lib/config reload.h: what a reload may change in place, what needs a
+// restart (each refusal at the new file's item, with its key), the change
+// list the log shows, and the hash.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ferry/config/reload.h"
+
+namespace ferry::config {
+namespace {
+
+// Two ports, a listener, two routes and two upstreams of two servers each.
+// Every test edits one line of it with `with()`.
+constexpr std::string_view base = R"([ferry]
+workers = 2
+wakeup_mode = "conditional"
+
+[[port]]
+name = "a"
+profile = "net_tap"
+iface = "fa0"
+address = "10.77.0.1/24"
+
+[[port]]
+name = "b"
+profile = "net_tap"
+iface = "fb0"
+address = "10.78.0.1/24"
+
+[http]
+client_idle_timeout_ms = 60000
+max_header_bytes = 8192
+
+[[listener]]
+name = "web"
+port = 80
+
+[[route]]
+path_prefix = "/api/"
+upstream = "api"
+[route.response_headers]
+set = { "X-Gen" = "1" }
+
+[[route]]
+path_prefix = "/"
+upstream = "app"
+
+[[upstream]]
+name = "api"
+[[upstream.server]]
+address = "10.77.0.2:8080"
+[[upstream.server]]
+address = "10.77.0.3:8080"
+
+[[upstream]]
+name = "app"
+[[upstream.server]]
+address = "10.78.0.2:8080"
+weight = 1
+[[upstream.server]]
+address = "10.78.0.3:8080"
+)";
+
+// base with `from` replaced by `to` (which must be there once).
+std::string with(std::string_view from, std::string_view to) {
+    std::string s(base);
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    EXPECT_EQ(s.find(from, at + 1), std::string::npos) << from;
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+    return s;
+}
+
+ferry_config load(const std::string &text) {
+    auto r = parse(text, "ferry.toml");
+    EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
+    return r ? std::move(r.value()) : ferry_config{};
+}
+
+std::vector<std::string> refusals(const std::string &next_text) {
+    std::vector<std::string> out;
+    for (const error &e : reload_refusals(load(std::string(base)), load(next_text)))
+        out.push_back(e.to_string());
+    return out;
+}
+
+TEST(ConfigReload, TheSameFileChangesNothing) {
+    const ferry_config a = load(std::string(base)), b = load(std::string(base));
+    EXPECT_TRUE(reload_refusals(a, b).empty());
+    EXPECT_TRUE(reload_changes(a, b).empty());
+}
+
+TEST(ConfigReload, ValuesChangeInPlace) {
+    struct edit {
+        std::string_view from, to, change;
+    };
+    const edit edits[] = {
+        {"wakeup_mode = \"conditional\"", "wakeup_mode = \"adaptive\"",
+         "ferry.wakeup_mode: \"conditional\" -> \"adaptive\""},
+        {"client_idle_timeout_ms = 60000", "client_idle_timeout_ms = 5000",
+         "http.client_idle_timeout_ms: 60000 -> 5000"},
+        {"path_prefix = \"/api/\"", "path_prefix = \"/v2/\"",
+         "route[0].path_prefix: \"/api/\" -> \"/v2/\""},
+        {"upstream = \"app\"", "upstream = \"api\"", "route[1].upstream: \"app\" -> \"api\""},
+        {"set = { \"X-Gen\" = \"1\" }", "set = { \"X-Gen\" = \"2\" }",
+         "route[0].response_headers: [set X-Gen: 1] -> [set X-Gen: 2]"},
+        {"weight = 1", "weight = 5", "upstream[1].server[0].weight: 1 -> 5"},
+        {"name = \"app\"\n[[upstream.server]]", "name = \"app\"\nbalance = \"least_conn\"\n[[upstream.server]]",
+         "upstream[1].balance: \"round_robin\" -> \"least_conn\""},
+    };
+    for (const edit &e : edits) {
+        SCOPED_TRACE(std::string(e.to));
+        const ferry_config a = load(std::string(base)), b = load(with(e.from, e.to));
+        EXPECT_TRUE(reload_refusals(a, b).empty());
+        EXPECT_EQ(reload_changes(a, b), std::vector<std::string>{std::string(e.change)});
+    }
+}
+
+TEST(ConfigReload, WhatNeedsARestartIsRefusedAtItsItem) {
+    // Each refusal names the file (and the item's line when it has a table)
+    // and the key, and says the running configuration is kept.
+    struct edit {
+        std::string_view from, to, starts;
+    };
+    const edit edits[] = {
+        {"workers = 2", "workers = 3", "ferry.toml: key 'ferry.workers': the number of workers changed"},
+        {"address = \"10.78.0.1/24\"", "address = \"10.78.0.9/24\"",
+         "ferry.toml:11:1: key 'port[1]': port 'b' changed"},
+        {"max_header_bytes = 8192", "max_header_bytes = 16384",
+         "ferry.toml: key 'http.max_header_bytes': max_header_bytes changed"},
+        {"port = 80", "port = 81",
+         "ferry.toml:21:1: key 'listener[0]': listener 'web' (was 'web') changed its name or where"},
+        {"address = \"10.77.0.3:8080\"", "address = \"10.77.0.4:8080\"",
+         "ferry.toml:39:1: key 'upstream[0].server[1]': server 10.77.0.4:8080 of 'api' is where "
+         "10.77.0.3:8080 was"},
+    };
+    for (const edit &e : edits) {
+        SCOPED_TRACE(std::string(e.to));
+        const std::vector<std::string> r = refusals(with(e.from, e.to));
+        ASSERT_EQ(r.size(), 1u);
+        EXPECT_EQ(r[0].rfind(e.starts, 0), 0u) << r[0];
+        EXPECT_NE(r[0].find("the running configuration is kept"), std::string::npos) << r[0];
+    }
+}
+
+TEST(ConfigReload, AddingOrRemovingItemsIsRefused) {
+    // A third route, a server fewer, a [tcp] change: three refusals at once.
+    std::string t = with("[[upstream]]\nname = \"api\"",
+                         "[[route]]\npath_prefix = \"/new/\"\nupstream = \"api\"\n\n"
+                         "[[upstream]]\nname = \"api\"");
+    const size_t s = t.find("[[upstream.server]]\naddress = \"10.78.0.3:8080\"\n");
+    ASSERT_NE(s, std::string::npos);
+    t.erase(s);
+    t += "\n[tcp]\ncongestion_control = \"bbr\"\n";
+    const std::vector<std::string> r = refusals(t);
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_NE(r[0].find("key 'tcp': [tcp] changed"), std::string::npos) << r[0];
+    EXPECT_NE(r[1].find("key 'route': the number of [[route]]s changed (2 -> 3)"),
+              std::string::npos) << r[1];
+    EXPECT_NE(r[2].find("key 'upstream[1].server': upstream 'app' has 1 servers (was 2)"),
+              std::string::npos) << r[2];
+}
+
+TEST(ConfigReload, ChangeListIsCapped) {
+    const ferry_config a = load(std::string(base));
+    ferry_config b = a;
+    b.http.client_idle_timeout_ms = 1;
+    b.http.client_body_timeout_ms = 2;
+    b.http.client_header_timeout_ms = 3;
+    const std::vector<std::string> c = reload_changes(a, b, 2);
+    ASSERT_EQ(c.size(), 3u);
+    EXPECT_EQ(c[2], "... and 1 more");
+}
+
+TEST(ConfigReload, HashIsFnv1a64) {
+    EXPECT_EQ(config_hash(""), 0xcbf29ce484222325ull);
+    EXPECT_EQ(config_hash("a"), 0xaf63dc4c8601ec8cull);
+    EXPECT_NE(config_hash(base), config_hash(with("workers = 2", "workers = 3")));
+}
+
+}  // namespace
+}  // namespace ferry::config

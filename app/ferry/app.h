@@ -19,6 +19,7 @@
 #include "ferry/net/stack.h"
 #include "ferry/net/tcp_layer.h"
 #include "ferry/proxy/proxy.h"
+#include "reload.h"
 #include "tcp_app.h"
 #include "ferry/reactor/reactor.h"
 #include "ferry/telemetry/view.h"
@@ -74,10 +75,14 @@ struct worker {
     std::unique_ptr<xcore::outbox> out;
     std::unique_ptr<xcore::inbox> in;
     uint64_t neighbor_share_dropped = 0;  // bindings not shared: outbox full (rare, harmless)
+    // The reload generation this worker's proxy runs (reload.h).
+    uint64_t config_generation = 0;
 };
 
 struct app_state {
+    // The configuration ferry started with; reload.active() is the one in force.
     config::ferry_config cfg;
+    reloader reload;
     std::string drivers_dir;
     std::vector<net::port> ports;
     std::vector<std::unique_ptr<worker>> workers;

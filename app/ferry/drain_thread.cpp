@@ -51,6 +51,13 @@ void drain_thread::stop() noexcept {
     running_ = false;
 }
 
+void drain_thread::wake() noexcept {
+    if (wake_fd_ < 0) return;
+    const uint64_t one = 1;
+    while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+}
+
 void *drain_thread::thread_main(void *self) noexcept {
     auto &t = *static_cast<drain_thread *>(self);
     for (;;) {

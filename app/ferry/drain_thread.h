@@ -30,6 +30,9 @@ public:
     // Wakes the thread, which ticks once more (last) and exits; joins it.
     // Idempotent.
     void stop() noexcept;
+    // Wakes the thread for one tick now (not the last). Async-signal-safe
+    // (a write(2)); nothing happens before start().
+    void wake() noexcept;
     [[nodiscard]] bool running() const noexcept { return running_; }
 
 private:

@@ -48,14 +48,13 @@ namespace {
 // Async-signal-safe: the flag, then every watched worker's doorbell (see
 // stop_request.h for the lost stop it prevents).
 void on_stop_signal(int) { stop_requested.request(); }
-void on_reopen_signal(int) { access_log_writer::request_reopen(); }
-// Without an access log SIGHUP has nothing to do; its default action would
-// end ferry and drop every connection (an operator's `kill -HUP` habit, a
-// `systemctl reload`). Logged with write(2), async-signal-safe.
-void on_idle_hup(int) {
-    log_from_signal_handler(RTE_LOG_NOTICE,
-                            "ferry.app: sighup ignored cause=\"no access log to reopen\" "
-                            "note=\"a changed configuration needs a restart\"");
+// SIGHUP reopens the access log (logrotate) when there is one, and reloads
+// the configuration (reload.h; the reload thread does the work). Never the
+// default action, which would end ferry and drop every connection.
+bool hup_reopens_log = false;
+void on_hup(int) {
+    if (hup_reopens_log) access_log_writer::request_reopen();
+    if (the_app != nullptr) the_app->reload.request_from_signal();
 }
 void ignore_signal(int) {}
 
@@ -90,8 +89,7 @@ void block_stop_signals(sigset_t *set) {
     pthread_sigmask(SIG_BLOCK, set, nullptr);
 }
 
-// With an access log, SIGHUP reopens it (logrotate); without one it is
-// logged and ignored.
+// SIGHUP reloads the configuration, and with an access log reopens it too.
 void install_stop_handlers(const sigset_t *set, bool reopen_on_hup) {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
@@ -99,7 +97,8 @@ void install_stop_handlers(const sigset_t *set, bool reopen_on_hup) {
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
-    sa.sa_handler = reopen_on_hup ? on_reopen_signal : on_idle_hup;
+    hup_reopens_log = reopen_on_hup;
+    sa.sa_handler = on_hup;
     sigaction(SIGHUP, &sa, nullptr);
     pthread_sigmask(SIG_UNBLOCK, set, nullptr);
 }
@@ -467,6 +466,7 @@ int run(int argc, char **argv) {
     static telemetry::process_view view;
     static telemetry::exporter_counters exporter_counters;  // [admin] metrics_address
     app.cfg = l.cfg;
+    app.reload.init(app.cfg, opts.config_path, app.settings, wake_all_workers);
     app.drivers_dir = drivers_dir;
     // config::wakeup_mode and reactor::wakeup_mode list the same modes in the same order.
     app.settings.mode.store(static_cast<reactor::wakeup_mode>(l.cfg.wakeup));
@@ -616,6 +616,11 @@ int run(int argc, char **argv) {
     }
     telemetry::publish(&view);
     telemetry::register_commands();
+    // SIGHUP's reloads (reload.h); /ferry/reload runs on the telemetry thread.
+    if (std::string err = app.reload.start(); !err.empty()) {
+        std::fprintf(stderr, "ferry: reload thread: %s\n", err.c_str());
+        goto out;
+    }
     {
         // key=value, and every listener with where it listens:
         // listeners=web:80@front,admin:8081@* (* = every port).
@@ -645,6 +650,8 @@ int run(int argc, char **argv) {
     rc = 0;
 
 out:
+    // No reload from here on (it wakes the workers, which go below).
+    app.reload.stop();
     // The exporter and the telemetry commands read everything below: the
     // exporter's thread is joined first, then the view withdrawn (which waits
     // for a command in progress).

@@ -7,7 +7,9 @@ namespace ferry::app {
 
 telemetry::process_view telemetry_view(app_state &app) {
     telemetry::process_view v;
-    v.cfg = &app.cfg;
+    v.cfg = &app.reload.active_ptr();
+    v.reloads = &app.reload.counters();
+    v.reload = [](telemetry::reload_report &r) { the_app->reload.reload(r); };
     v.drivers_dir = app.drivers_dir;
     v.ports = app.ports;
     v.mesh = app.mesh.get();

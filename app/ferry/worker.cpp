@@ -189,15 +189,22 @@ std::string setup_worker(app_state &app, worker &w) {
             return err;
         reactor::poller pp;
         pp.poll = [](void *ctx, uint64_t now) -> uint32_t {
-            return static_cast<proxy::worker_proxy *>(ctx)->poll(now);
+            auto &wk = *static_cast<worker *>(ctx);
+            // A reload's safe point (reload.h): between two iterations, the
+            // generation read first, then the configuration it published.
+            if (const uint64_t g = the_app->reload.generation(); g != wk.config_generation) {
+                wk.proxy->reconfigure(the_app->reload.active(), now);
+                wk.config_generation = g;
+            }
+            return wk.proxy->poll(now);
         };
         pp.pending = [](void *ctx) -> bool {
-            return static_cast<proxy::worker_proxy *>(ctx)->pending();
+            return static_cast<worker *>(ctx)->proxy->pending();
         };
         pp.expecting = [](void *ctx) -> bool {
-            return static_cast<proxy::worker_proxy *>(ctx)->exchanges_in_flight();
+            return static_cast<worker *>(ctx)->proxy->exchanges_in_flight();
         };
-        pp.ctx = w.proxy.get();
+        pp.ctx = &w;
         pp.wake_fd = reactor::poller::no_wake_fd_needed;
         if (!w.loop->add_poller(pp)) return "cannot register the HTTP proxy";
     }
@@ -221,7 +228,7 @@ int worker_main(void *) {
     if (w->proxy) {
         uint64_t now = reactor::reactor::now_ns();
         the_app->proxy_shared->draining.store(true, std::memory_order_relaxed);
-        if (const uint32_t grace = the_app->cfg.http.drain_grace_ms; grace != 0) {
+        if (const uint32_t grace = the_app->reload.active().http.drain_grace_ms; grace != 0) {
             // The grace: readiness (/healthz) answers 503 from the stop request
             // on, and ferry goes on serving, new connections too, while a
             // balancer in front notices. The loop runs as before (it may
@@ -242,7 +249,8 @@ int worker_main(void *) {
         // Graceful shutdown: no new connections, in-flight requests finish
         // (their clients are closed after the response), up to drain_timeout.
         w->proxy->begin_drain(now);
-        const uint64_t deadline = now + uint64_t(the_app->cfg.http.drain_timeout_ms) * 1'000'000u;
+        const uint64_t deadline =
+            now + uint64_t(the_app->reload.active().http.drain_timeout_ms) * 1'000'000u;
         while (w->proxy->open_connections() != 0 && now < deadline) {
             w->loop->run_once(now);
             now = reactor::reactor::now_ns();

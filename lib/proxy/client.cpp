@@ -137,8 +137,8 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     c.head_method = req.m == http::method::head;
     c.http10 = req.version_minor == 0;
     c.keep_alive = req.keep_alive && !draining_ &&
-                   (cfg_.http.max_requests_per_connection == 0 ||
-                    c.requests + 1 < cfg_.http.max_requests_per_connection);
+                   (cfg_->http.max_requests_per_connection == 0 ||
+                    c.requests + 1 < cfg_->http.max_requests_per_connection);
     ++c.requests;
     ctr_.requests.inc();
     c.al_status = 0;  // the per-route counts need it, access log or not
@@ -163,8 +163,8 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     }
     c.upgrade = tunnel;
     if (req.upgrade && !tunnel) ctr_.upgrades_ignored.inc();
-    if (req.body == http::body_kind::content_length && cfg_.http.max_body_bytes != 0 &&
-        req.content_length > cfg_.http.max_body_bytes) {
+    if (req.body == http::body_kind::content_length && cfg_->http.max_body_bytes != 0 &&
+        req.content_length > cfg_->http.max_body_bytes) {
         ctr_.body_too_large.inc();
         reject(c, 413, now);
         return false;
@@ -172,7 +172,7 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     const std::string_view host = host_without_port(req.host);
     int route = route_none;
     const int upstream =
-        route_request(cfg_.routes, cfg_.listeners[c.listener], c.listener, host,
+        route_request(cfg_->routes, cfg_->listeners[c.listener], c.listener, host,
                       req.origin_form.empty() ? req.target : req.origin_form, &route);
     c.route = static_cast<int16_t>(route);
     if (upstream < 0) {
@@ -187,7 +187,7 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     c.upstream = upstream;
     if (c.al_open) al_rec(c).upstream = static_cast<int16_t>(upstream);
     // The server (hash keys come from this request).
-    const auto &uc = cfg_.upstreams[upstream];
+    const auto &uc = cfg_->upstreams[upstream];
     c.balance_key = uc.balance == config::balance_mode::consistent_hash
                         ? hash_key(uc.hash_key, c.peer_addr, req.target, host)
                         : 0;
@@ -206,14 +206,14 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
 // of `port`'s pool; null when it was rejected (431: too large; 503: no mbuf).
 rte_mbuf *worker_proxy::forward_head(client &c, int upstream, int server, uint16_t port,
                                      uint64_t now) noexcept {
-    const auto &srv = cfg_.upstreams[upstream].servers[server];
+    const auto &srv = cfg_->upstreams[upstream].servers[server];
     char addr[16];
     std::snprintf(addr, sizeof addr, "%u.%u.%u.%u", c.peer_addr >> 24, (c.peer_addr >> 16) & 255,
                   (c.peer_addr >> 8) & 255, c.peer_addr & 255);
     http::forward_info fi;
-    fi.client_addr = cfg_.http.add_x_forwarded ? std::string_view(addr) : "";
+    fi.client_addr = cfg_->http.add_x_forwarded ? std::string_view(addr) : "";
     fi.keep_alive = true;
-    fi.via_name = cfg_.http.via;
+    fi.via_name = cfg_->http.via;
     fi.request_version_minor = c.http10 ? 0 : 1;
     char hostbuf[32];
     std::snprintf(hostbuf, sizeof hostbuf, "%u.%u.%u.%u:%u", srv.addr >> 24,
@@ -240,7 +240,7 @@ rte_mbuf *worker_proxy::forward_head(client &c, int upstream, int server, uint16
 bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int server,
                             uint64_t now) noexcept {
     const http::request &req = c.req;
-    const auto &uc = cfg_.upstreams[upstream];
+    const auto &uc = cfg_->upstreams[upstream];
     // local pool: a connection of this lcore's own pool. shared: the next of
     // the server's N connections, owned by worker k % n.
     upconn *u = nullptr;
@@ -351,7 +351,7 @@ bool worker_proxy::hand_over(client &c, rte_mbuf *head, uint32_t slot, unsigned 
     }
     if (!(flags & xf_end)) {
         c.state = client::st::body;
-        timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
+        timers_.arm(c.timer, now + cfg_->http.client_body_timeout_ms * ms);
     }
     ++c.xgen;
     c.remote = true;
@@ -378,7 +378,7 @@ bool worker_proxy::begin_body(client &c, upconn &u, uint64_t now) noexcept {
         return true;
     }
     c.state = client::st::body;
-    timers_.arm(c.timer, now + cfg_.http.client_body_timeout_ms * ms);
+    timers_.arm(c.timer, now + cfg_->http.client_body_timeout_ms * ms);
     if (c.buf_len != 0) {
         const buf_body b = body_from_buf(c, u.port, true);
         const auto &fr = b.fr;
@@ -418,8 +418,8 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
         sink.dst = u;
     }
     const uint64_t sent0 = c.framer.wire_bytes();
-    const pump_result r = pump_body(c, sink, cfg_.http.max_body_bytes,
-                                    uint64_t(cfg_.http.client_body_timeout_ms) * ms, 0, now);
+    const pump_result r = pump_body(c, sink, cfg_->http.max_body_bytes,
+                                    uint64_t(cfg_->http.client_body_timeout_ms) * ms, 0, now);
     switch (r.end) {
         case pump_end::blocked:
             // Request bytes went to the upstream: its send inactivity restarts.
@@ -597,7 +597,7 @@ void worker_proxy::answer_and_go_on(client &c, uint16_t status, uint64_t now) no
     }
     c.state = client::st::head;
     c.hp.reset();
-    timers_.arm(c.timer, now + cfg_.http.client_idle_timeout_ms * ms);
+    timers_.arm(c.timer, now + cfg_->http.client_idle_timeout_ms * ms);
     // A pipelined request may be read already; the caller may be inside
     // drive_client for c: go on from poll(), never recursively.
     if (c.buf_len != 0 || c.in_n != 0) redrive_later(c);
@@ -632,7 +632,7 @@ void worker_proxy::close_client(client &c, uint64_t now) noexcept {
     abort_remote(c);
     c.state = client::st::closing;
     c.closing = true;
-    timers_.arm(c.timer, now + cfg_.http.client_idle_timeout_ms * ms);  // bound the lingering
+    timers_.arm(c.timer, now + cfg_->http.client_idle_timeout_ms * ms);  // bound the lingering
     drop_input(c);
     flush(c, now);
 }
@@ -727,7 +727,7 @@ void worker_proxy::finish_response(client &c, upconn *u, bool reusable, uint64_t
     }
     c.state = client::st::head;
     c.hp.reset();
-    timers_.arm(c.timer, now + cfg_.http.client_idle_timeout_ms * ms);
+    timers_.arm(c.timer, now + cfg_->http.client_idle_timeout_ms * ms);
     drive_client(c, now);
 }
 

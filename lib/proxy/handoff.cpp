@@ -297,7 +297,7 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
             return;
         }
         const shared_slot &sl = slots_[slot];
-        const auto &uc = cfg_.upstreams[sl.upstream];
+        const auto &uc = cfg_->upstreams[sl.upstream];
         const uint32_t idx = free_rreqs_[--nfree_rreqs_];
         rreq &r = rreqs_[idx];
         r.used = true;

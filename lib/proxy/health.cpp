@@ -48,7 +48,7 @@ void worker_proxy::health_ok(int upstream, int server, uint64_t now) noexcept {
 void worker_proxy::health_failed(int upstream, int server, uint64_t now,
                                  const server_event &cause) noexcept {
     auto &h = shared_.health[upstream][server];
-    const auto &uc = cfg_.upstreams[upstream];
+    const auto &uc = cfg_->upstreams[upstream];
     const uint32_t f = h.consecutive_fails.fetch_add(1, std::memory_order_relaxed) + 1;
     if (uc.max_fails == 0 || f < uc.max_fails) return;
     const uint64_t old =
@@ -67,8 +67,8 @@ void worker_proxy::health_failed(int upstream, int server, uint64_t now,
 
 void worker_proxy::run_health_checks(uint64_t now) noexcept {
     uint64_t next = UINT64_MAX;
-    for (size_t ui = 0; ui < cfg_.upstreams.size(); ++ui) {
-        const auto &uc = cfg_.upstreams[ui];
+    for (size_t ui = 0; ui < cfg_->upstreams.size(); ++ui) {
+        const auto &uc = cfg_->upstreams[ui];
         if (uc.health_check_path.empty()) continue;
         next = std::min<uint64_t>(next, now + uc.health_check_interval_ms * ms);
         upstream_state &us = *ups_[ui];

@@ -23,7 +23,7 @@ shared_state::shared_state(const config::ferry_config &cfg)
 worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port_ref> ports,
                            unsigned lcore_index, shared_state &shared,
                            reactor::timer_wheel &timers, uint64_t now, const proxy_options &opts)
-    : cfg_(cfg),
+    : cfg_(&cfg),
       ports_(ports.begin(), ports.end()),
       lcore_index_(lcore_index),
       shared_(shared),
@@ -49,8 +49,8 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     // their heads; a cap far below the slots turns a slowloris larger than
     // it into a churn of evictions and instant reconnects (perf/slowloris:
     // half the slots against 10k attackers cost 36k resets a second).
-    ph_cap_ = cfg_.http.max_pending_heads != 0
-                  ? cfg_.http.max_pending_heads
+    ph_cap_ = cfg_->http.max_pending_heads != 0
+                  ? cfg_->http.max_pending_heads
                   : std::max<uint32_t>(1, max_clients_ - max_clients_ / 8);
     clients_.reserve(max_clients_);
     upconns_.reserve(max_upconns_);
@@ -63,8 +63,8 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
                           63) / 64 * 64;
     // Clients may hold client_head_cap_ blocks; every upstream connection
     // slot has its own, so a response head never waits for a client's.
-    client_head_cap_ = cfg_.http.client_head_buffers != 0
-                           ? std::min(cfg_.http.client_head_buffers, max_clients_)
+    client_head_cap_ = cfg_->http.client_head_buffers != 0
+                           ? std::min(cfg_->http.client_head_buffers, max_clients_)
                            : max_clients_;
     heads_ = std::make_unique<block_pool>(block, 64, client_head_cap_ + max_upconns_);
     reserved_base_ += sizeof(block_pool) + heads_->reserved_bytes();
@@ -72,20 +72,7 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     redrive_.reserve(max_clients_);
     listener_ctr_ = std::make_unique<counter[]>((cfg.listeners.size() + 1) * l_n);
     route_stride_ = cfg.routes.size() + 2;
-    // Header rules: views into cfg_ (which outlives the proxy), spans into
-    // each route's own vectors (sized first, so none moves afterwards).
-    edits_.resize(cfg.routes.size());
-    for (size_t i = 0; i < cfg.routes.size(); ++i) {
-        auto fill = [](const config::header_rules &h, edit_storage &s) {
-            for (const std::string &n : h.remove) s.remove.emplace_back(n);
-            for (const auto &[n, v] : h.set) s.set.push_back({n, v});
-            for (const auto &[n, v] : h.add) s.add.push_back({n, v});
-            s.edit = http::header_edit{s.remove, s.set, s.add};
-            s.any = !h.empty();
-        };
-        fill(cfg.routes[i].request_headers, edits_[i].req);
-        fill(cfg.routes[i].response_headers, edits_[i].resp);
-    }
+    build_edits();
     route_ctr_ = std::make_unique<counter[]>(std::max<size_t>(1, cfg.listeners.size()) *
                                              route_stride_ * 5);
     for (const auto &uc : cfg.upstreams) {
@@ -104,6 +91,48 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     }
     health_timer_.set_callback(health_timer_cb, this);
     init_shared();
+}
+
+void worker_proxy::build_edits() {
+    // Header rules: views into *cfg_ (which outlives the proxy), spans into
+    // each route's own vectors (sized first, so none moves afterwards).
+    edits_.clear();
+    edits_.resize(cfg_->routes.size());
+    for (size_t i = 0; i < cfg_->routes.size(); ++i) {
+        auto fill = [](const config::header_rules &h, edit_storage &s) {
+            for (const std::string &n : h.remove) s.remove.emplace_back(n);
+            for (const auto &[n, v] : h.set) s.set.push_back({n, v});
+            for (const auto &[n, v] : h.add) s.add.push_back({n, v});
+            s.edit = http::header_edit{s.remove, s.set, s.add};
+            s.any = !h.empty();
+        };
+        fill(cfg_->routes[i].request_headers, edits_[i].req);
+        fill(cfg_->routes[i].response_headers, edits_[i].resp);
+    }
+}
+
+void worker_proxy::reconfigure(const config::ferry_config &next, uint64_t now) {
+    last_now_ = now;
+    cfg_ = &next;
+    build_edits();
+    bool checks = false;
+    for (size_t u = 0; u < ups_.size() && u < next.upstreams.size(); ++u) {
+        const config::upstream_config &uc = next.upstreams[u];
+        upstream_state &st = *ups_[u];
+        // Weights are read from the configuration at each pick; the ring
+        // holds them in its points.
+        st.ring = uc.balance == config::balance_mode::consistent_hash ? hash_ring(uc.servers)
+                                                                       : hash_ring();
+        std::fill(st.rr_current.begin(), st.rr_current.end(), 0);
+        checks = checks || uc.health_checks();
+    }
+    if (lcore_index_ == 0 && !draining_) {
+        if (!checks)
+            timers_.cancel(health_timer_);
+        else if (!health_timer_.armed())
+            timers_.arm(health_timer_, now + 100 * ms);
+    }
+    ctr_.reconfigured.inc();
 }
 
 worker_proxy::~worker_proxy() {
@@ -132,13 +161,13 @@ bool worker_proxy::binds(const config::listener_config &l, size_t port) noexcept
 }
 
 std::string worker_proxy::listen(uint64_t now) {
-    for (const auto &l : cfg_.listeners)
+    for (const auto &l : cfg_->listeners)
         for (size_t i = 0; i < ports_.size(); ++i)
             if (binds(l, i) &&
                 ports_[i].layer->listen(l.port) == net::tcp_layer::listen_result::full)
                 return "listener '" + l.name + "': too many listeners on a port";
     if (lcore_index_ == 0) {
-        for (const auto &u : cfg_.upstreams)
+        for (const auto &u : cfg_->upstreams)
             if (!u.health_check_path.empty()) {
                 timers_.arm(health_timer_, now + 100 * ms);
                 break;
@@ -263,7 +292,7 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
             timers_.cancel(u.timer);
             if (u.health)
                 timers_.arm(u.timer,
-                            now + cfg_.upstreams[u.upstream].health_check_timeout_ms * ms);
+                            now + cfg_->upstreams[u.upstream].health_check_timeout_ms * ms);
             else
                 arm_sending(u, now);
         }
@@ -305,15 +334,15 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
 void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t now) noexcept {
     net::tcp_layer &layer = *ports_[port].layer;
     int li = -1;
-    for (size_t i = 0; i < cfg_.listeners.size(); ++i)
-        if (cfg_.listeners[i].port == n.local_port && binds(cfg_.listeners[i], port))
+    for (size_t i = 0; i < cfg_->listeners.size(); ++i)
+        if (cfg_->listeners[i].port == n.local_port && binds(cfg_->listeners[i], port))
             li = static_cast<int>(i);
     const auto *conn = layer.get(n.h);
     if (li < 0 || conn == nullptr || clients_.available() == 0 || draining_) {
         layer.abort(n.h, now);
         return;
     }
-    const auto &lc = cfg_.listeners[li];
+    const auto &lc = cfg_->listeners[li];
     if (lc.max_connections != 0 && listener_ctr(li, l_active).get() >= lc.max_connections) {
         ctr_.client_refused_limit.inc();
         listener_ctr(li, l_refused).inc();
@@ -400,7 +429,7 @@ uint64_t worker_proxy::header_deadline(uint64_t now) noexcept {
     x ^= x >> 7;
     x ^= x << 17;
     spread_state_ = x;
-    const uint64_t t = uint64_t(cfg_.http.client_header_timeout_ms) * ms;
+    const uint64_t t = uint64_t(cfg_->http.client_header_timeout_ms) * ms;
     // (t / 4) * a 24-bit fraction: at most 9e11 ns * 2^24, within 64 bits.
     return now + t - (((t / 4) * (x >> 40)) >> 24);
 }
@@ -629,7 +658,7 @@ void worker_proxy::begin_drain(uint64_t now) noexcept {
     if (draining_) return;
     draining_ = true;
     timers_.cancel(health_timer_);
-    for (const auto &l : cfg_.listeners)
+    for (const auto &l : cfg_->listeners)
         for (size_t i = 0; i < ports_.size(); ++i)
             if (binds(l, i)) (void)ports_[i].layer->unlisten(l.port);
     for (uint32_t i = 0; i < clients_.made(); ++i) {

@@ -19,13 +19,13 @@ void worker_proxy::set_xcore(unsigned workers, xcore_send_fn send, void *ctx) {
 }
 
 void worker_proxy::init_shared() {
-    const size_t nup = cfg_.upstreams.size();
+    const size_t nup = cfg_->upstreams.size();
     has_shared_ = false;
     shared_base_.assign(nup, 0);
     shared_rr_.assign(nup, {});
     uint32_t id = 0;
     for (size_t ui = 0; ui < nup; ++ui) {
-        const auto &uc = cfg_.upstreams[ui];
+        const auto &uc = cfg_->upstreams[ui];
         if (uc.pool != config::pool_mode::shared) continue;
         has_shared_ = true;
         shared_base_[ui] = id;
@@ -39,7 +39,7 @@ void worker_proxy::init_shared() {
     slots_ = reserve<shared_slot>(reserved_shared_, std::max<uint32_t>(1, nslots_));
     uint32_t owned = 0;
     for (size_t ui = 0; ui < nup; ++ui) {
-        const auto &uc = cfg_.upstreams[ui];
+        const auto &uc = cfg_->upstreams[ui];
         if (uc.pool != config::pool_mode::shared) continue;
         for (uint32_t s = 0; s < uc.servers.size(); ++s)
             for (uint32_t k = 0; k < uc.shared_connections; ++k) {

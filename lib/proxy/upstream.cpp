@@ -17,7 +17,7 @@
 namespace ferry::proxy {
 
 int worker_proxy::pick_server(int upstream, uint64_t key, uint64_t now, int exclude) noexcept {
-    const auto &uc = cfg_.upstreams[upstream];
+    const auto &uc = cfg_->upstreams[upstream];
     upstream_state &us = *ups_[upstream];
     bool any_up = false;
     bool any_ready = false;
@@ -69,7 +69,7 @@ uint16_t worker_proxy::port_for(uint32_t addr) const noexcept {
 // upconn slot, every field of the slot reset (not counted: the callers count
 // it as theirs); null when no upconn slot, TCP slot or local port is free.
 worker_proxy::upconn *worker_proxy::open_upconn(int upstream, int server, uint64_t now) noexcept {
-    const auto &srv = cfg_.upstreams[upstream].servers[server];
+    const auto &srv = cfg_->upstreams[upstream].servers[server];
     const uint16_t port = port_for(srv.addr);
     net::tcp_handle h;
     if (upconns_.available() == 0 ||
@@ -315,7 +315,7 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     if (until_close || u.dechunk) keep_alive = false;
     http::forward_info fi;
     fi.keep_alive = keep_alive && resp.status >= 200;
-    fi.via_name = cfg_.http.via;
+    fi.via_name = cfg_->http.via;
     fi.dechunk = u.dechunk;
     fi.upgrade = switching;
     // The route's response rules, on answers only (not on an interim 1xx).
@@ -539,7 +539,7 @@ bool worker_proxy::replayable(timeout_kind tk) noexcept {
 // ---- upstream timers
 
 uint32_t worker_proxy::timeout_ms(upconn &u, timeout_kind k) noexcept {
-    const auto &uc = cfg_.upstreams[u.upstream];
+    const auto &uc = cfg_->upstreams[u.upstream];
     int route = route_none;  // a health check's, or nobody's: the upstream's
     if (!u.health) {
         const client *c = u.client != none ? &clients_[u.client] : nullptr;
@@ -548,7 +548,7 @@ uint32_t worker_proxy::timeout_ms(upconn &u, timeout_kind k) noexcept {
         else if (const rreq *r = rreq_of(u); r != nullptr)
             route = r->route;
     }
-    const config::route_config *rc = route >= 0 ? &cfg_.routes[route] : nullptr;
+    const config::route_config *rc = route >= 0 ? &cfg_->routes[route] : nullptr;
     auto pick = [&](uint32_t config::route_config::*own, uint32_t ups) {
         return rc != nullptr && rc->*own != config::route_config::inherit_timeout ? rc->*own : ups;
     };
@@ -736,7 +736,7 @@ void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexce
         shared_release(u, reusable, now);
         return;
     }
-    const auto &uc = cfg_.upstreams[u.upstream];
+    const auto &uc = cfg_->upstreams[u.upstream];
     if (!reusable || draining_ || u.eof || us.nidle[u.server] >= uc.max_idle) {
         u.state = upconn::st::body;  // so close_upconn does not touch the idle list
         close_upconn(u, must_abort(u, reusable), now);
@@ -750,7 +750,7 @@ void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexce
     us.idle_head[u.server] = static_cast<uint32_t>(&u - upconns_.data());
     ++us.nidle[u.server];
     srv_ctr_[u.upstream][u.server].idle.inc();
-    timers_.arm(u.timer, now + cfg_.http.client_idle_timeout_ms * ms);
+    timers_.arm(u.timer, now + cfg_->http.client_idle_timeout_ms * ms);
 }
 
 // Takes u out of the idle list and the idle gauge, or out of the busy count

@@ -11,6 +11,7 @@
 #include <rte_version.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -190,7 +191,7 @@ int upstreams(const process_view &v, rte_tel_data *d) {
     rte_tel_data_start_dict(d);
     if (v.proxy_shared == nullptr) return 0;
     const uint64_t now = reactor::reactor::now_ns();  // the clock of down_until
-    const auto &ups = v.cfg->upstreams;
+    const auto &ups = v.configuration().upstreams;
     for (size_t u = 0; u < ups.size(); ++u) {
         const auto &uc = ups[u];
         for (size_t s = 0; s < uc.servers.size(); ++s) {
@@ -355,7 +356,7 @@ int latency_weight(const process_view &v, const char *params, rte_tel_data *d) {
 }
 
 int config_cmd(const process_view &v, rte_tel_data *d) {
-    const config::ferry_config &cfg = *v.cfg;
+    const config::ferry_config &cfg = v.configuration();
     rte_tel_data_start_dict(d);
     rte_tel_data_add_dict_string(d, "source", cfg.source.c_str());
     rte_tel_data_add_dict_string(d, "drivers_dir", v.drivers_dir.c_str());
@@ -376,6 +377,47 @@ int config_cmd(const process_view &v, rte_tel_data *d) {
         cfg.admin.addr ? config::format_ipv4(*cfg.admin.addr) + ":" + std::to_string(cfg.admin.port)
                        : "";
     rte_tel_data_add_dict_string(d, "metrics_address", metrics.c_str());
+    if (v.reloads != nullptr) {
+        char hex[17];
+        std::snprintf(hex, sizeof hex, "%016llx",
+                      static_cast<unsigned long long>(v.reloads->hash.load(std::memory_order_relaxed)));
+        rte_tel_data_add_dict_string(d, "config_hash", hex);
+        rte_tel_data_add_dict_u64(d, "config_generation",
+                                  v.reloads->generation.load(std::memory_order_relaxed));
+    }
+    return 0;
+}
+
+// /ferry/reload: re-read the configuration file, validate it, swap it in on
+// every worker (docs/OPERATIONS.md "Reloading the configuration"); the answer
+// says what happened, the totals so far, and (refused, invalid) why.
+int reload_cmd(const process_view &v, rte_tel_data *d) {
+    if (v.reload == nullptr || v.reloads == nullptr)
+        return refused(d, "this ferry offers no reload", "");
+    reload_report r;
+    v.reload(r);
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "result", r.result.c_str());
+    rte_tel_data_add_dict_string(d, "source", r.source.c_str());
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(r.hash));
+    rte_tel_data_add_dict_string(d, "config_hash", hex);
+    rte_tel_data_add_dict_u64(d, "config_generation", r.generation);
+    const reload_counters &c = *v.reloads;
+    rte_tel_data_add_dict_u64(d, "applied", c.applied.load(std::memory_order_relaxed));
+    rte_tel_data_add_dict_u64(d, "unchanged", c.unchanged.load(std::memory_order_relaxed));
+    rte_tel_data_add_dict_u64(d, "refused", c.refused.load(std::memory_order_relaxed));
+    rte_tel_data_add_dict_u64(d, "invalid", c.invalid.load(std::memory_order_relaxed));
+    // Long lines are cut at DPDK's string limit; the log has them whole.
+    auto list = [d](const char *key, const std::vector<std::string> &lines) {
+        rte_tel_data *a = rte_tel_data_alloc();
+        if (a == nullptr) return;
+        rte_tel_data_start_array(a, RTE_TEL_STRING_VAL);
+        for (const std::string &s : lines) (void)rte_tel_data_add_array_string(a, s.c_str());
+        if (rte_tel_data_add_dict_container(d, key, a, 0) != 0) rte_tel_data_free(a);
+    };
+    list("errors", r.errors);
+    list("changes", r.changes);
     return 0;
 }
 
@@ -470,7 +512,7 @@ int events_cmd(const process_view &v, rte_tel_data *d) {
 // A /ferry/config/<part> command: the configuration the view was built from.
 template <int (*Dump)(const config::ferry_config &, rte_tel_data *)>
 int config_part(const process_view &v, rte_tel_data *d) {
-    return Dump(*v.cfg, d);
+    return Dump(v.configuration(), d);
 }
 
 // DPDK's callbacks carry no context: one adapter per command, reading the
@@ -510,6 +552,9 @@ constexpr command commands[] = {
      "Read, or set with ,<0..10000>: adaptive's price of wake-up latency in CPU, percent."},
     {"/ferry/config", reader<config_cmd>,
      "The effective configuration's scalars; the rest under /ferry/config/<part>."},
+    {"/ferry/reload", reader<reload_cmd>,
+     "Re-read the configuration file and apply it on every worker (as SIGHUP): result, errors, "
+     "changes."},
     {"/ferry/config/ports", reader<config_part<dump_ports>>,
      "Per [[port]] name: profile, address, gateway, iface, pci, mtu, mbufs, ring_frames."},
     {"/ferry/config/listeners", reader<config_part<dump_listeners>>,

@@ -548,8 +548,8 @@ bool has_proxy(const process_view &v) {
 
 void render_route_responses(exposition &e, const process_view &v) {
     if (!has_proxy(v)) return;
-    const auto &ls = v.cfg->listeners;
-    const auto &rs = v.cfg->routes;
+    const auto &ls = v.configuration().listeners;
+    const auto &rs = v.configuration().routes;
     e.family("ferry_http_route_responses_total", "counter",
              "parsed requests by listener, route and the status class of their answer "
              "(generated ones and 499/444 for those cut short included), all lcores");
@@ -592,7 +592,7 @@ void render_route_responses(exposition &e, const process_view &v) {
 
 void render_listeners(exposition &e, const process_view &v) {
     if (!has_proxy(v)) return;
-    const auto &ls = v.cfg->listeners;
+    const auto &ls = v.configuration().listeners;
     struct fam {
         const char *name, *type, *help;
         uint64_t (proxy::worker_proxy::*get)(size_t) const noexcept;
@@ -623,7 +623,7 @@ void render_listeners(exposition &e, const process_view &v) {
 void render_upstreams(exposition &e, const process_view &v) {
     if (v.proxy_shared == nullptr)
         return;
-    const auto &ups = v.cfg->upstreams;
+    const auto &ups = v.configuration().upstreams;
     struct srv {
         labels lbl;
         size_t u, s;
@@ -747,6 +747,28 @@ void render_events(exposition &e, const process_view &v) {
     counter_group(e, "events", proxy::event_log_counter_fields, one);
 }
 
+// Configuration reloads (SIGHUP, /ferry/reload), by result.
+void render_reloads(exposition &e, const process_view &v) {
+    if (v.reloads == nullptr) return;
+    const reload_counters &r = *v.reloads;
+    e.family("ferry_config_reloads_total", "counter",
+             "configuration reloads (SIGHUP, /ferry/reload) by result: applied, unchanged, "
+             "refused (needs a restart), invalid (did not parse or validate)");
+    e.sample(labels().add("result", "applied"), r.applied.load(std::memory_order_relaxed));
+    e.sample(labels().add("result", "unchanged"), r.unchanged.load(std::memory_order_relaxed));
+    e.sample(labels().add("result", "refused"), r.refused.load(std::memory_order_relaxed));
+    e.sample(labels().add("result", "invalid"), r.invalid.load(std::memory_order_relaxed));
+    e.family("ferry_config_generation", "gauge",
+             "reloads applied since start: the configuration in force (0: the one ferry started "
+             "with)");
+    e.sample(labels(), r.generation.load(std::memory_order_relaxed));
+    if (const uint64_t at = r.last_unix_ns.load(std::memory_order_relaxed); at != 0) {
+        e.family("ferry_config_last_reload_seconds", "gauge",
+                 "when the last reload ended, in seconds since the Unix epoch");
+        e.sample_seconds(labels(), at);
+    }
+}
+
 }  // namespace
 
 void render_metrics(const process_view &v, std::string &out) {
@@ -771,6 +793,7 @@ void render_metrics(const process_view &v, std::string &out) {
     render_rings(e, v);
     render_exporter(e, v);
     render_events(e, v);
+    render_reloads(e, v);
     const resident r = read_resident();
     e.family("ferry_memory_resident_bytes", "gauge", "resident memory (VmRSS)");
     e.sample(labels(), r.now);

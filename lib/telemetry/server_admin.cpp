@@ -41,7 +41,7 @@ bool find_server(const process_view &v, std::string_view name, server_ref &out) 
     const size_t slash = name.find('/');
     if (slash == std::string_view::npos) return false;
     const std::string_view up = name.substr(0, slash), srv = name.substr(slash + 1);
-    const auto &ups = v.cfg->upstreams;
+    const auto &ups = v.configuration().upstreams;
     for (size_t u = 0; u < ups.size(); ++u) {
         if (ups[u].name != up) continue;
         for (size_t s = 0; s < ups[u].servers.size(); ++s) {
@@ -59,14 +59,14 @@ bool find_server(const process_view &v, std::string_view name, server_ref &out) 
 uint32_t effective_weight(const process_view &v, const server_ref &r) {
     const uint32_t w =
         v.proxy_shared->health[r.upstream][r.server].weight.load(std::memory_order_relaxed);
-    return w != 0 ? w : v.cfg->upstreams[r.upstream].servers[r.server].weight;
+    return w != 0 ? w : v.configuration().upstreams[r.upstream].servers[r.server].weight;
 }
 
 // One server's entry: its address, admin state, weight (and the
 // configuration's), changes so far.
 int add_server(const process_view &v, const server_ref &r, rte_tel_data *d) {
     const proxy::server_health &h = v.proxy_shared->health[r.upstream][r.server];
-    const auto &sc = v.cfg->upstreams[r.upstream].servers[r.server];
+    const auto &sc = v.configuration().upstreams[r.upstream].servers[r.server];
     rte_tel_data *sd = rte_tel_data_alloc();
     if (sd == nullptr) return -ENOMEM;
     rte_tel_data_start_dict(sd);
@@ -76,7 +76,7 @@ int add_server(const process_view &v, const server_ref &r, rte_tel_data *d) {
     rte_tel_data_add_dict_u64(sd, "weight", effective_weight(v, r));
     rte_tel_data_add_dict_u64(sd, "config_weight", sc.weight);
     rte_tel_data_add_dict_u64(sd, "admin_changes", h.admin_changes.load(std::memory_order_relaxed));
-    const std::string key = v.cfg->upstreams[r.upstream].name + "/" + std::to_string(r.server);
+    const std::string key = v.configuration().upstreams[r.upstream].name + "/" + std::to_string(r.server);
     if (rte_tel_data_add_dict_container(d, key.c_str(), sd, 0) != 0) return -ENOSPC;
     return 0;
 }
@@ -91,8 +91,8 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
     const std::string_view p = params != nullptr ? params : "";
     if (p.empty()) {
         rte_tel_data_start_dict(d);
-        for (size_t u = 0; u < v.cfg->upstreams.size(); ++u)
-            for (size_t s = 0; s < v.cfg->upstreams[u].servers.size(); ++s)
+        for (size_t u = 0; u < v.configuration().upstreams.size(); ++u)
+            for (size_t s = 0; s < v.configuration().upstreams[u].servers.size(); ++s)
                 if (int rc = add_server(v, {u, s}, d); rc != 0) return rc;
         return 0;
     }
@@ -105,7 +105,7 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
     if (comma != std::string_view::npos) {
         const std::string_view what = p.substr(comma + 1);
         // The log line's fields: upstream=py server=10.77.0.2:9000.
-        const auto &uc = v.cfg->upstreams[r.upstream];
+        const auto &uc = v.configuration().upstreams[r.upstream];
         const auto &sc = uc.servers[r.server];
         auto line = [&](const char *what) {
             logfmt l(what);
@@ -114,7 +114,7 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
             return l;
         };
         if (what.substr(0, 7) == "weight=") {
-            if (v.cfg->upstreams[r.upstream].balance == config::balance_mode::consistent_hash)
+            if (v.configuration().upstreams[r.upstream].balance == config::balance_mode::consistent_hash)
                 return refused(d,
                                "the upstream balances by consistent_hash, whose ring is built "
                                "from the configured weights; nothing changed",

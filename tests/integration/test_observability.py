@@ -371,7 +371,7 @@ def check_telemetry(f, requests_sent, rejected_sent):
                 "/ferry/lcores", "/ferry/wakeup_mode", "/ferry/idle_threshold_us",
                 "/ferry/latency_weight_pct", "/ferry/http", "/ferry/upstreams", "/ferry/rings", "/ferry/exporter",
                 "/ferry/events", "/ferry/config/ports", "/ferry/config/listeners",
-                "/ferry/config/routes", "/ferry/config/upstreams"}
+                "/ferry/config/routes", "/ferry/config/upstreams", "/ferry/reload"}
     ferry_cmds = {c for c in listed if c.startswith("/ferry/")}
     check(expected <= ferry_cmds, f"'/' lists every ferry command (missing {expected - ferry_cmds})")
     out = {}
@@ -385,6 +385,10 @@ def check_telemetry(f, requests_sent, rejected_sent):
     check(re.fullmatch(r"\d+\.\d+\.\d+", out["/ferry/version"]["version"]) is not None,
           "/ferry/version: version is x.y.z")
 
+    # The same file again (test_reload covers the rest).
+    check(out["/ferry/reload"].get("result") == "unchanged"
+          and out["/ferry/reload"].get("config_generation") == 0,
+          f"/ferry/reload of the unchanged file: {out['/ferry/reload']}")
     c = out["/ferry/config"]
     check_keys(c, {"source": str, "drivers_dir": str, "workers": is_uint, "wakeup_mode": str,
                    "idle_threshold_us": is_uint, "latency_weight_pct": is_uint,

@@ -88,17 +88,18 @@ def main():
               "dpdk-telemetry.py lists /ferry/* commands")
         check('"cap_rx_interrupts"' in r.stdout, "dpdk-telemetry.py shows /ferry/ports capabilities")
 
-        # Without an access log SIGHUP has nothing to reopen: it must not end
-        # ferry (its default action would, dropping every connection).
+        # SIGHUP reloads the configuration; on the embedded default there is
+        # no file to re-read: refused and logged, and it must not end ferry
+        # (its default action would, dropping every connection).
         f.proc.send_signal(signal.SIGHUP)
         def hup():
             return [(lvl, fl) for lvl, _, w, fl in log_events(f.log_text(), "ferry.app")
-                    if w == "sighup ignored"]
+                    if w == "reload refused"]
         ok = wait_for(hup, bool, timeout=10)
-        check(ok == [("NOTICE", {"cause": "no access log to reopen",
-                                 "note": "a changed configuration needs a restart"})]
-              and f.proc.poll() is None,
-              f"SIGHUP without an access log: logged with time, level and lcore, ferry runs on: {ok}")
+        check(len(ok) == 1 and ok[0][0] == "ERROR" and ok[0][1]["result"] == "refused"
+              and "embedded default" in ok[0][1]["error"] and f.proc.poll() is None,
+              f"SIGHUP on the embedded default: the reload is refused and logged with time, "
+              f"level and lcore, ferry runs on: {ok}")
         r = ns.run(["ping", "-c", "3", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
         check("3 packets transmitted, 3 received" in r.stdout, "still answering ping after SIGHUP")
 

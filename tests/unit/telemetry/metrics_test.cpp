@@ -14,6 +14,8 @@ namespace {
 
 struct two_lcores : ::testing::Test {
     config::ferry_config cfg;
+    std::atomic<const config::ferry_config *> active{&cfg};
+    reload_counters reloads;
     reactor::settings settings;
     reactor::reactor_counters rc[2];
     net::io_counters io[2];
@@ -22,7 +24,7 @@ struct two_lcores : ::testing::Test {
     process_view v;
 
     void SetUp() override {
-        v.cfg = &cfg;
+        v.cfg = &active;
         v.settings = &settings;
         v.wake_all = [] {};
         const reactor::reactor *loops[2] = {&loop0, &loop1};
@@ -53,6 +55,24 @@ TEST_F(two_lcores, LcoreCountersAreSamplesLabelledByLcoreId) {
     EXPECT_TRUE(has_line(m, "ferry_reactor_polls_total{lcore=\"5\"} 13"));
     EXPECT_TRUE(has_line(m, "ferry_lcore_can_sleep{lcore=\"5\"} 1"));
     EXPECT_TRUE(has_line(m, "ferry_lcore_asleep{lcore=\"3\"} 0"));
+}
+
+TEST_F(two_lcores, ReloadsByResultOnlyWhenOffered) {
+    EXPECT_EQ(render_metrics(v).find("ferry_config_"), std::string::npos);
+    v.reloads = &reloads;
+    reloads.applied.store(3);
+    reloads.invalid.store(1);
+    reloads.generation.store(3);
+    std::string m = render_metrics(v);
+    EXPECT_TRUE(has_line(m, "# TYPE ferry_config_reloads_total counter")) << m;
+    EXPECT_TRUE(has_line(m, "ferry_config_reloads_total{result=\"applied\"} 3")) << m;
+    EXPECT_TRUE(has_line(m, "ferry_config_reloads_total{result=\"invalid\"} 1")) << m;
+    EXPECT_TRUE(has_line(m, "ferry_config_reloads_total{result=\"refused\"} 0")) << m;
+    EXPECT_TRUE(has_line(m, "ferry_config_generation 3")) << m;
+    EXPECT_EQ(m.find("ferry_config_last_reload_seconds"), std::string::npos);  // none ended yet
+    reloads.last_unix_ns.store(1'700'000'000'500'000'000ull);
+    m = render_metrics(v);
+    EXPECT_TRUE(has_line(m, "ferry_config_last_reload_seconds 1700000000.500000000")) << m;
 }
 
 TEST_F(two_lcores, IoCountersAreAGroupOfTheirOwn) {

@@ -270,7 +270,8 @@ namespace ferry::proxy {
     X(access_log_dropped,       "access-log records dropped: the lcore's ring was full (writer behind)") \
     X(events_written,           "server down/up events handed to the event-log writer")                 \
     X(events_dropped,           "server down/up events dropped: the lcore's event ring was full (writer behind)") \
-    X(drain_grace_accepted,     "connections accepted during drain_grace_ms after SIGTERM (readiness already 503)")
+    X(drain_grace_accepted,     "connections accepted during drain_grace_ms after SIGTERM (readiness already 503)") \
+    X(reconfigured,             "reloaded configurations this lcore took over (SIGHUP, /ferry/reload)")
 
 struct alignas(64) http_counters {
     FERRY_HTTP_COUNTERS(FERRY_COUNTER_MEMBER)
@@ -484,6 +485,15 @@ public:
     // SIGTERM came, drain_grace_ms has begun: connections are still
     // accepted (and counted as drain_grace_accepted) until begin_drain().
     void begin_grace() noexcept { grace_ = true; }
+    // A reloaded configuration (config/reload.h: the shape of the one in
+    // force, reload_refusals() empty) takes over: from now on every decision
+    // reads its values. Header rules and consistent-hash rings are rebuilt,
+    // active health checks start or stop; requests in flight keep their
+    // route, upstream and server and take the new values from their next
+    // step (a timer armed before keeps its deadline). `next` must outlive the
+    // proxy. Allocates: control path, between two polls.
+    void reconfigure(const config::ferry_config &next, uint64_t now);
+    [[nodiscard]] const config::ferry_config &configuration() const noexcept { return *cfg_; }
     // Graceful shutdown: stops listening, closes idle clients and idle
     // upstream connections, lets in-flight requests finish (their clients
     // are closed after the response). Idempotent.
@@ -818,7 +828,9 @@ private:
     static void upconn_timer_cb(void *ctx, uint64_t now) noexcept;
     static void health_timer_cb(void *ctx, uint64_t now) noexcept;
 
-    const config::ferry_config &cfg_;
+    // The configuration in force: the one the proxy was made with, then
+    // each one reconfigure() swapped in (the app keeps every one alive).
+    const config::ferry_config *cfg_;
     std::vector<port_ref> ports_;
     unsigned lcore_index_;
     shared_state &shared_;
@@ -837,7 +849,7 @@ private:
 
     http_counters ctr_;
     latency_histogram req_hist_;
-    // Each route's header rules as the serializer takes them (views into cfg_),
+    // Each route's header rules as the serializer takes them (views into *cfg_),
     // made at start-up; routes without rules have empty edits.
     struct edit_storage {
         std::vector<std::string_view> remove;
@@ -849,7 +861,8 @@ private:
         edit_storage req, resp;
     };
     std::vector<route_edits> edits_;
-    // The rules of `route` (an index into cfg_.routes, or route_default /
+    void build_edits();  // edits_ from cfg_'s routes
+    // The rules of `route` (an index into cfg_->routes, or route_default /
     // route_none) toward the origin or the client; nullptr when it has none.
     [[nodiscard]] const http::header_edit *request_edit(int route) const noexcept {
         return edit_of(route, &route_edits::req);

@@ -89,8 +89,39 @@ struct resident {
 };
 [[nodiscard]] resident read_resident() noexcept;
 
+// Configuration reloads (the app's reload.h), written by the one thread that
+// reloads, read with relaxed loads.
+struct reload_counters {
+    std::atomic<uint64_t> generation{0};  // 0: the configuration ferry started with
+    std::atomic<uint64_t> hash{0};        // FNV-1a of the active configuration's text
+    std::atomic<uint64_t> applied{0};     // files swapped in
+    std::atomic<uint64_t> unchanged{0};   // files read that changed nothing
+    std::atomic<uint64_t> refused{0};     // valid files that change what needs a restart
+    std::atomic<uint64_t> invalid{0};     // files that did not parse or validate
+    std::atomic<uint64_t> last_unix_ns{0};  // when the last reload ended (0: none yet)
+};
+
+// What one reload did, for /ferry/reload.
+struct reload_report {
+    std::string result;  // applied | unchanged | refused | invalid
+    std::vector<std::string> errors;   // file:line:col: key '...': why (refused, invalid)
+    std::vector<std::string> changes;  // what was applied ("route[0].path_prefix: ...")
+    std::string source;                // the file read
+    uint64_t generation = 0, hash = 0;  // in force afterwards
+};
+
 struct process_view {
-    const config::ferry_config *cfg = nullptr;  // never null
+    // The configuration in force: the one ferry started with, then each one
+    // a reload swapped in (every one is kept alive). Read it with configuration().
+    const std::atomic<const config::ferry_config *> *cfg = nullptr;  // never null
+    [[nodiscard]] const config::ferry_config &configuration() const noexcept {
+        return *cfg->load(std::memory_order_acquire);
+    }
+    // Reloads: the counters (null: no reloads offered), and the action
+    // /ferry/reload takes (re-read the file, validate, swap in; the report
+    // says what happened).
+    const reload_counters *reloads = nullptr;
+    void (*reload)(reload_report &out) = nullptr;
     std::string drivers_dir;
     std::span<const net::port> ports;
     std::vector<lcore_view> lcores;

@@ -1,0 +1,181 @@
+// In-process configuration reload (reload.h).
+#include "reload.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "ferry/base/log.h"
+#include "ferry/base/logfmt.h"
+#include "ferry/config/reload.h"
+
+extern int ferry_logtype_app;
+
+#define RELOAD_LOG(level, fmt, ...) FERRY_LOG(level, ferry_logtype_app, "app", fmt, __VA_ARGS__)
+
+namespace ferry::app {
+namespace {
+
+// The file's bytes, or the errno text.
+bool read_all(const std::string &path, std::string &out, std::string &err) {
+    FILE *f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) {
+        err = std::strerror(errno);
+        return false;
+    }
+    char buf[8192];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    const bool ok = std::ferror(f) == 0;
+    if (!ok) err = std::strerror(errno);
+    std::fclose(f);
+    return ok;
+}
+
+uint64_t unix_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+}
+
+std::string hex(uint64_t h) {
+    char b[17];
+    std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
+    return b;
+}
+
+}  // namespace
+
+void reloader::init(const config::ferry_config &initial, std::string path,
+                    reactor::settings &settings, void (*wake_all)() noexcept) {
+    path_ = std::move(path);
+    settings_ = &settings;
+    wake_all_ = wake_all;
+    active_.store(&initial, std::memory_order_release);
+    std::string text, err;
+    if (path_.empty())
+        text = config::embedded_default();
+    else
+        (void)read_all(path_, text, err);  // unreadable now: the hash of nothing
+    counters_.hash.store(config::config_hash(text), std::memory_order_relaxed);
+}
+
+void reloader::reload(telemetry::reload_report &out) {
+    std::lock_guard<std::mutex> g(mu_);
+    const config::ferry_config &run = *active_.load(std::memory_order_acquire);
+    out = {};
+    out.source = path_.empty() ? run.source : path_;
+    auto finish = [&](const char *result, std::atomic<uint64_t> &count) {
+        out.result = result;
+        count.fetch_add(1, std::memory_order_relaxed);
+        counters_.last_unix_ns.store(unix_ns(), std::memory_order_relaxed);
+        out.generation = counters_.generation.load(std::memory_order_relaxed);
+        out.hash = counters_.hash.load(std::memory_order_relaxed);
+    };
+    auto refuse = [&](const char *result, std::atomic<uint64_t> &count) {
+        finish(result, count);
+        for (const std::string &e : out.errors)
+            RELOAD_LOG(ERR, "%s",
+                       logfmt("reload refused")
+                           .kv("result", result)
+                           .kv("error", e)
+                           .kv("kept_generation", out.generation)
+                           .c_str());
+    };
+    if (path_.empty()) {
+        out.errors.push_back(
+            "ferry runs on its embedded default configuration: there is no file to re-read "
+            "(start it with --config FILE)");
+        refuse("refused", counters_.refused);
+        return;
+    }
+    std::string text, err;
+    if (!read_all(path_, text, err)) {
+        out.errors.push_back(path_ + ": cannot read file: " + err);
+        refuse("invalid", counters_.invalid);
+        return;
+    }
+    auto parsed = config::parse(text, path_);
+    if (!parsed) {
+        out.errors.push_back(parsed.error().to_string());
+        refuse("invalid", counters_.invalid);
+        return;
+    }
+    auto next = std::make_unique<config::ferry_config>(std::move(parsed.value()));
+    for (const config::error &e : config::reload_refusals(run, *next))
+        out.errors.push_back(e.to_string());
+    if (!out.errors.empty()) {
+        refuse("refused", counters_.refused);
+        return;
+    }
+    out.changes = config::reload_changes(run, *next);
+    const uint64_t hash = config::config_hash(text);
+    if (out.changes.empty()) {
+        // Nothing a worker would do differently; the text may differ (a
+        // comment): its hash is the one in force from now on.
+        counters_.hash.store(hash, std::memory_order_relaxed);
+        finish("unchanged", counters_.unchanged);
+        RELOAD_LOG(INFO, "%s",
+                   logfmt("reload unchanged")
+                       .kv("config", path_)
+                       .kv("hash", hex(hash))
+                       .kv("generation", out.generation)
+                       .c_str());
+        return;
+    }
+    // The wakeup settings the file changes; what it leaves as it was keeps
+    // what telemetry may have set since.
+    if (next->wakeup != run.wakeup)
+        settings_->mode.store(static_cast<reactor::wakeup_mode>(next->wakeup),
+                              std::memory_order_relaxed);
+    if (next->idle_threshold_us != run.idle_threshold_us)
+        settings_->idle_threshold_ns.store(uint64_t(next->idle_threshold_us) * 1000u,
+                                           std::memory_order_relaxed);
+    if (next->nap_budget_us != run.nap_budget_us)
+        settings_->nap_budget_ns.store(uint64_t(next->nap_budget_us) * 1000u,
+                                       std::memory_order_relaxed);
+    if (next->latency_weight_pct != run.latency_weight_pct)
+        settings_->latency_weight_pct.store(next->latency_weight_pct, std::memory_order_relaxed);
+    // Publish: the configuration first, then its generation, which workers
+    // compare with theirs once per loop iteration (acquire), then wake them.
+    const config::ferry_config *p = next.get();
+    kept_.push_back(std::move(next));
+    active_.store(p, std::memory_order_release);
+    counters_.hash.store(hash, std::memory_order_relaxed);
+    counters_.generation.fetch_add(1, std::memory_order_release);
+    if (wake_all_ != nullptr) wake_all_();
+    finish("applied", counters_.applied);
+    std::string summary;
+    for (const std::string &c : out.changes) summary += (summary.empty() ? "" : "; ") + c;
+    RELOAD_LOG(NOTICE, "%s",
+               logfmt("reload applied")
+                   .kv("config", path_)
+                   .kv("hash", hex(hash))
+                   .kv("generation", out.generation)
+                   .kv("changes", summary)
+                   .c_str());
+}
+
+std::string reloader::start() {
+    // Waits for SIGHUP's requests; a tick every second only checks the flag.
+    return thread_.start("ferry-reload", 1000, &reloader::tick, this);
+}
+
+void reloader::stop() noexcept { thread_.stop(); }
+
+void reloader::request_from_signal() noexcept {
+    signalled_.store(true, std::memory_order_relaxed);
+    thread_.wake();
+}
+
+void reloader::tick(void *self, bool last) noexcept {
+    auto &r = *static_cast<reloader *>(self);
+    if (last || !r.signalled_.exchange(false, std::memory_order_relaxed)) return;
+    telemetry::reload_report report;
+    r.reload(report);
+}
+
+}  // namespace ferry::app

@@ -1,0 +1,79 @@
+// In-process configuration reload (issue 18; docs/OPERATIONS.md "Reloading the
+// configuration"): SIGHUP and /ferry/reload re-read the configuration file,
+// validate it completely (the same errors, with file:line:column, as --check),
+// refuse what needs a restart (config/reload.h: the ports, workers, TCP and
+// pool sizes, and the listeners, routes, upstreams and servers themselves),
+// and swap the rest in on every worker at a safe point: between two
+// iterations of its loop, where the proxy's poller takes the new generation
+// (worker_proxy::reconfigure). A refused or invalid file changes nothing; the
+// configuration in force keeps serving.
+//
+// Every configuration swapped in stays alive until exit (a few KiB each):
+// requests in flight, the telemetry thread and the exporter may still read
+// the one they started with, and nothing tracks when they stop.
+//
+// Threads: reload() runs on the telemetry thread (/ferry/reload) or on the
+// reload thread (SIGHUP), one at a time (a mutex); workers read the
+// generation and the configuration pointer once per loop iteration.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "drain_thread.h"
+#include "ferry/config/config.h"
+#include "ferry/reactor/reactor.h"
+#include "ferry/telemetry/view.h"
+
+namespace ferry::app {
+
+class reloader {
+public:
+    // `initial` is the configuration ferry started with (it must outlive
+    // this), read from `path` ("" for the embedded default: nothing to
+    // re-read); the text there now gives the first hash.
+    // `settings` get the file's wakeup settings when a reload changes them
+    // (a value the file does not change keeps what telemetry set);
+    // `wake_all` rings every worker after a swap, so sleepers take it at once.
+    void init(const config::ferry_config &initial, std::string path, reactor::settings &settings,
+              void (*wake_all)() noexcept);
+
+    // Re-reads the file and applies it if it can; `out` says what happened.
+    void reload(telemetry::reload_report &out);
+
+    // The reload thread, which reloads when request_from_signal() asked.
+    std::string start();
+    void stop() noexcept;
+    // Async-signal-safe: a flag and a write(2) to the thread's eventfd.
+    void request_from_signal() noexcept;
+
+    [[nodiscard]] const config::ferry_config &active() const noexcept {
+        return *active_.load(std::memory_order_acquire);
+    }
+    [[nodiscard]] uint64_t generation() const noexcept {
+        return counters_.generation.load(std::memory_order_acquire);
+    }
+    [[nodiscard]] const std::atomic<const config::ferry_config *> &active_ptr() const noexcept {
+        return active_;
+    }
+    [[nodiscard]] const telemetry::reload_counters &counters() const noexcept { return counters_; }
+
+private:
+    static void tick(void *self, bool last) noexcept;
+
+    reactor::settings *settings_ = nullptr;
+    void (*wake_all_)() noexcept = nullptr;
+    std::mutex mu_;  // one reload at a time
+    std::string path_;
+    std::vector<std::unique_ptr<config::ferry_config>> kept_;  // every one swapped in
+    std::atomic<const config::ferry_config *> active_{nullptr};
+    telemetry::reload_counters counters_;
+    std::atomic<bool> signalled_{false};
+    drain_thread thread_;
+};
+
+}  // namespace ferry::app

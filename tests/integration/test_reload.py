@@ -1,0 +1,175 @@
+"""In-process configuration reload under load (issue 18 item 1, docs/OPERATIONS.md
+"Reloading the configuration"): ferry on 2 lcores (net_tap), two Python
+origins on the tap's kernel side, an open-loop client (h2load --h1 --rps) on
+10 connections (200 requests a second) through every reload.
+
+20 reloads, by SIGHUP and /ferry/reload in turn, each one writing a new file:
+  - valid ones change the /a/ route's response rule (X-Gen: <n>), its path
+    prefix (/a/ or /a2/, which the default route catches otherwise), a
+    server weight and a timeout: after each one a request sees X-Gen: <n> and
+    the route's new prefix;
+  - reload 8 is invalid (a TOML syntax error): refused with file:line, logged
+    and reported, nothing applied (X-Gen stays, the generation too);
+  - reload 13 changes [tcp] (needs a restart): refused with its key, nothing
+    applied.
+Then: the client saw 0 failed and 0 errored requests (no reset, no refused
+connection) and only 2xx; the counters say 18 applied, 1 invalid, 1 refused;
+each worker took 18 configurations over (/ferry/http reconfigured); the
+config hash in /ferry/config is the last applied file's; the Prometheus-style
+totals are in /ferry/reload's answer.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check,  # noqa: E402
+                     require_root, tap_port_toml)
+
+PORTS = (9000, 9001)
+RELOADS = 20
+INVALID, REFUSED = 8, 13  # by /ferry/reload and by SIGHUP
+
+
+def config(gen, prefix="/a/", weight=1, tcp=""):
+    servers = "".join(f'  [[upstream.server]]\n  address = "{PEER_ADDR}:{p}"\n'
+                      f'  weight = {weight if i == 0 else 1}\n' for i, p in enumerate(PORTS))
+    return (f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "u"\n\n'
+            f'[[route]]\npath_prefix = "{prefix}"\nupstream = "u"\n'
+            f'response_timeout_ms = {30000 + gen}\n'
+            f'response_headers.set = {{ "X-Gen" = "{gen}" }}\n\n'
+            f'[[upstream]]\nname = "u"\n{servers}\n'
+            + tcp + tap_port_toml())
+
+
+def write(path, text):
+    tmp = path + ".new"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)  # as an editor or a deploy tool would
+
+
+def head_of(ns, path):
+    """The response head of GET path (status line and fields), lowercased names."""
+    r = ns.run(["curl", "-s", "-D", "-", "-o", "/dev/null", "--max-time", "10",
+                f"http://{FERRY_ADDR}:8080{path}"], check=False, timeout=20)
+    return r.stdout
+
+
+def gen_of(head):
+    m = re.search(r"^x-gen: (\d+)\r?$", head, re.I | re.M)
+    return int(m.group(1)) if m else None
+
+
+def wait_for(cond, what, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def main():
+    require_root()
+    with Netns() as ns, Ferry(ns, lcores="0-1", config=config(0)) as f, \
+            PyOrigin(ns, PEER_ADDR, PORTS[0]), PyOrigin(ns, PEER_ADDR, PORTS[1]):
+        path = os.path.join(f.tmp, "ferry.toml")
+        check(gen_of(head_of(ns, "/a/x")) == 0, "before any reload: X-Gen: 0 on /a/")
+        # Open loop: 10 connections x 20 req/s for long enough to cover the reloads.
+        load = ns.popen(["h2load", "--h1", "-c", "10", "--rps", "20", "-D", "25",
+                         f"http://{FERRY_ADDR}:8080/a/load"],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            time.sleep(0.5)  # the load is running before the first reload (not a wait on state)
+            applied, applied_gen, applied_prefix = 0, 0, "/a/"
+            for n in range(1, RELOADS + 1):
+                prefix = "/a/" if n % 2 == 0 else "/a2/"
+                if n == INVALID:
+                    text = config(n, prefix) + "\n[http\n"  # a broken table header
+                    bad_line = text.count("\n")
+                elif n == REFUSED:
+                    text = config(n, prefix, tcp='[tcp]\ncongestion_control = "bbr"\n\n')
+                else:
+                    text = config(n, prefix, weight=1 + n % 3)
+                write(path, text)
+                logged = f.log_text().count("ferry.app: reload ")
+                r = None
+                if n % 2 == 0:
+                    r = f.telemetry("/ferry/reload")
+                else:
+                    f.proc.send_signal(signal.SIGHUP)
+                # Every reload, whatever its result, logs one line.
+                wait_for(lambda: f.log_text().count("ferry.app: reload ") > logged,
+                         f"reload {n}'s log line")
+                if n in (INVALID, REFUSED):
+                    line = f.log_text().splitlines()
+                    said = [x for x in line if "reload refused" in x][-1]
+                    if n == INVALID:
+                        at = re.search(re.escape(path) + r":(\d+):", said)
+                        check(at is not None and int(at.group(1)) in (bad_line, bad_line + 1)
+                              and "result=invalid" in said,
+                              f"reload {n}: the invalid file is refused with file:line ({said})")
+                    else:
+                        check("key 'tcp'" in said and "needs a restart" in said
+                              and "result=refused" in said,
+                              f"reload {n}: a [tcp] change is refused ({said})")
+                    if r is not None:
+                        check(r["result"] in ("invalid", "refused") and r["errors"],
+                              f"reload {n}: /ferry/reload says {r['result']}: {r['errors']}")
+                    # Nothing applied: the last applied file still serves.
+                    check(gen_of(head_of(ns, applied_prefix + "x")) == applied_gen,
+                          f"reload {n}: the running configuration kept serving")
+                    continue
+                applied += 1
+                applied_gen, applied_prefix = n, prefix
+                if r is not None:
+                    check(r["result"] == "applied" and r["config_generation"] == applied,
+                          f"reload {n}: /ferry/reload applied generation {r['config_generation']}")
+                wait_for(lambda: f.telemetry("/ferry/config")["config_generation"] == applied,
+                         f"generation {applied}")
+                # The new rules and route, seen by the next request (both
+                # workers take it before their next poll: a request on any
+                # connection sees it).
+                seen = [gen_of(head_of(ns, prefix + "x")) for _ in range(4)]
+                check(seen == [n] * 4, f"reload {n}: {prefix} answers with X-Gen: {n} ({seen})")
+                other = "/a2/x" if prefix == "/a/" else "/a/x"
+                check(gen_of(head_of(ns, other)) is None,
+                      f"reload {n}: {other} no longer matches the route (default upstream)")
+            out, _ = load.communicate(timeout=60)
+        finally:
+            if load.poll() is None:
+                load.kill()
+                load.wait()
+        m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
+                      r"(\d+) failed, (\d+) errored, (\d+) timeout", out)
+        check(m is not None, f"h2load finished:\n{out[-800:]}")
+        total, _, done, ok, failed, errored, timeouts = map(int, m.groups())
+        codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
+        check(failed == 0 and errored == 0 and timeouts == 0 and done == total and total > 2000,
+              f"open-loop client through {RELOADS} reloads: {total} requests, {ok} succeeded, "
+              f"{failed} failed, {errored} errored, {timeouts} timed out")
+        check(codes is not None and int(codes.group(2)) == int(codes.group(3)) ==
+              int(codes.group(4)) == 0, f"only 2xx: {codes.group(0) if codes else out[-400:]}")
+        r = f.telemetry("/ferry/reload")  # the same file again: unchanged
+        check(r["result"] == "unchanged" and r["applied"] == RELOADS - 2 and r["invalid"] == 1
+              and r["refused"] == 1 and r["unchanged"] == 1,
+              f"/ferry/reload counts 18 applied, 1 invalid, 1 refused, 1 unchanged: {r}")
+        c = f.telemetry("/ferry/config")
+        check(c["config_generation"] == RELOADS - 2 and c["config_hash"] == r["config_hash"],
+              f"/ferry/config: generation {c['config_generation']}, hash {c['config_hash']}")
+        per_lcore = {k: v["reconfigured"] for k, v in f.telemetry("/ferry/http").items()
+                     if k.startswith("lcore")}
+        check(sorted(per_lcore.values()) == [RELOADS - 2] * 2,
+              f"each worker took {RELOADS - 2} configurations over: {per_lcore}")
+        check("ferry.app: reload applied " in f.log_text(), "reloads are logged")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()

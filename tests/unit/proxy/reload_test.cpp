@@ -1,0 +1,118 @@
+// worker_proxy::reconfigure (issue 18): a reloaded configuration of the same
+// shape takes over between two polls: new header rules, a route's new match,
+// active health checks started, while a request in flight and the idle
+// upstream connection carry on (no reset, no new connection).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+#include "bed.h"
+
+namespace ferry::proxy::test {
+namespace {
+
+constexpr std::string_view ok_resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+// A route for /a/ whose responses get X-Gen: `gen`; `upstream_lines` go into
+// the upstream (health checks).
+std::string config_gen(std::string_view gen, std::string_view prefix = "/a/",
+                       std::string_view upstream_lines = "") {
+    std::string route = "\n[[route]]\npath_prefix = \"" + std::string(prefix) +
+                        "\"\nupstream = \"o\"\n[route.response_headers]\nset = { \"X-Gen\" = \"" +
+                        std::string(gen) + "\" }\n";
+    return bed_config("", upstream_lines, route);
+}
+
+config::ferry_config parsed(const std::string &toml) {
+    auto r = config::parse(toml, "next.toml");
+    EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
+    return r ? std::move(*r) : config::ferry_config{};
+}
+
+// One GET of `path` on client `cl`, answered by the origin connection `o`;
+// returns what the client received (and clears it).
+std::string get(proxy_bed &bed, size_t cl, std::string_view path) {
+    bed.send(cl, "GET " + std::string(path) + " HTTP/1.1\r\nHost: h\r\n\r\n");
+    peer_conn *o = bed.origin(bed.origin_count() - 1);
+    EXPECT_NE(o, nullptr);
+    if (o == nullptr) return "";
+    o->rx.clear();
+    bed.send(*o, ok_resp);
+    std::string got = bed.conn(cl).rx;
+    bed.conn(cl).rx.clear();
+    return got;
+}
+
+TEST(Reload, NewRulesAndRoutesTakeOverBetweenPolls) {
+    const config::ferry_config next = parsed(config_gen("2", "/b/"));  // outlives the bed
+    bed_options o;
+    o.toml = config_gen("1");
+    proxy_bed bed(o);
+    const size_t cl = bed.connect();
+    EXPECT_NE(get(bed, cl, "/a/x").find("\r\nX-Gen: 1\r\n"), std::string::npos);
+
+    bed.proxy().reconfigure(next, bed.now());
+    EXPECT_EQ(&bed.proxy().configuration(), &next);
+    // /a/ no longer matches the route (default upstream, no rule); /b/ does.
+    EXPECT_EQ(get(bed, cl, "/a/x").find("X-Gen"), std::string::npos);
+    EXPECT_NE(get(bed, cl, "/b/x").find("\r\nX-Gen: 2\r\n"), std::string::npos);
+    EXPECT_EQ(bed.ctr().reconfigured.get(), 1u);
+    // One client connection, one origin connection, reused throughout.
+    EXPECT_EQ(bed.origin_count(), 1u);
+    EXPECT_EQ(bed.ctr().upstream_reused.get(), 2u);
+    EXPECT_EQ(bed.ctr().responses_2xx.get(), 3u);
+    bed.close(cl);
+    bed.advance(200 * ms);
+}
+
+TEST(Reload, RequestInFlightFinishes) {
+    const config::ferry_config next = parsed(config_gen("2"));
+    bed_options o;
+    o.toml = config_gen("1");
+    proxy_bed bed(o);
+    const size_t cl = bed.connect();
+    bed.send(cl, "GET /a/x HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(bed.origin_count(), 1u);
+    peer_conn &org = *bed.origin();
+    ASSERT_TRUE(org.rx.starts_with("GET /a/x HTTP/1.1\r\n")) << org.rx;
+    // The reload lands while the origin is still answering.
+    bed.proxy().reconfigure(next, bed.now());
+    bed.pump();
+    bed.send(org, ok_resp);
+    const std::string got = bed.conn(cl).rx;
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 200 OK\r\n")) << got;
+    EXPECT_TRUE(got.ends_with("\r\n\r\nok")) << got;
+    EXPECT_FALSE(bed.conn(cl).closed);
+    EXPECT_EQ(bed.ctr().upstream_aborted.get(), 0u);
+    EXPECT_EQ(bed.ctr().client_aborted.get(), 0u);
+    bed.close(cl);
+    bed.advance(200 * ms);
+}
+
+TEST(Reload, HealthChecksStartAndStop) {
+    const config::ferry_config checks =
+        parsed(config_gen("1", "/a/", "health_check_path = \"/health\"\n"));
+    const config::ferry_config none = parsed(config_gen("1"));
+    bed_options o;
+    o.toml = config_gen("1");
+    proxy_bed bed(o);
+    bed.advance(3000 * ms);
+    EXPECT_EQ(bed.ctr().health_checks.get(), 0u);
+    bed.proxy().reconfigure(checks, bed.now());
+    bed.advance(200 * ms);
+    EXPECT_EQ(bed.ctr().health_checks.get(), 1u);
+    ASSERT_GE(bed.origin_count(), 1u);
+    peer_conn &hc = *bed.origin(bed.origin_count() - 1);
+    EXPECT_TRUE(hc.rx.starts_with("GET /health HTTP/1.1\r\n")) << hc.rx;
+    bed.send(hc, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    bed.close(hc);
+    bed.advance(100 * ms);
+    bed.proxy().reconfigure(none, bed.now());
+    const uint64_t sent = bed.ctr().health_checks.get();
+    bed.advance(5000 * ms);
+    EXPECT_EQ(bed.ctr().health_checks.get(), sent);
+}
+
+}  // namespace
+}  // namespace ferry::proxy::test

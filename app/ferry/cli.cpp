@@ -28,6 +28,10 @@ const char usage_text[] =
     "      --check              validate the configuration and its driver\n"
     "                           profiles, print the effective configuration (ports,\n"
     "                           listeners, routes, upstreams), exit\n"
+    "      --running PREFIX     with --check: also ask the ferry running with EAL\n"
+    "                           --file-prefix PREFIX what a reload of --config FILE\n"
+    "                           would do (apply what, or refuse why); exit 1 if it\n"
+    "                           would refuse it\n"
     "      --print-default-config\n"
     "                           print the embedded default configuration and exit\n"
     "  -h, --help               this text\n"
@@ -82,6 +86,8 @@ cli_result parse_cli(int argc, char **argv) {
             r.opts.drivers_dir = std::string(a.substr(14));
         } else if (a == "--check") {
             r.opts.check = true;
+        } else if (a == "--running") {
+            value(r.opts.running);
         } else if (a == "--print-default-config") {
             r.opts.print_default = true;
         } else if (a == "-h" || a == "--help") {
@@ -93,6 +99,8 @@ cli_result parse_cli(int argc, char **argv) {
         }
         if (!r.error.empty()) return r;
     }
+    if (!r.opts.running.empty() && (!r.opts.check || r.opts.config_path.empty()))
+        r.error = "--running PREFIX goes with --check --config FILE (see --help)";
     return r;
 }
 
@@ -100,7 +108,7 @@ std::string misplaced_options(int argc, int split, char **argv) {
     std::string eal, ours, first;
     for (int i = 1; i < split; ++i) {
         const std::string_view a = argv[i];
-        const bool has_value = a == "--config" || a == "--drivers-dir" ||
+        const bool has_value = a == "--config" || a == "--drivers-dir" || a == "--running" ||
                                (a == "-c" && i + 1 < split &&
                                 std::strpbrk(argv[i + 1], "./") != nullptr);
         const bool flag = a == "--check" || a == "--print-default-config" ||

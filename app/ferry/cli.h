@@ -10,6 +10,7 @@ struct options {
     std::string config_path;   // empty: the embedded default config
     std::string drivers_dir;   // empty: search the default locations
     bool check = false;        // validate config + profiles, print, exit
+    std::string running;       // with check: the file prefix of a running ferry to ask
     bool print_default = false;
     bool help = false;
     bool version = false;

@@ -27,6 +27,7 @@
 #include "ferry/telemetry/commands.h"
 #include "ferry/telemetry/exporter.h"
 #include "ferry_build_config.h"
+#include "check_running.h"
 #include "memory.h"
 
 RTE_LOG_REGISTER(ferry_logtype_app, ferry.app, INFO);
@@ -414,6 +415,10 @@ int run(int argc, char **argv) {
         if (const std::string h = hugepage_note(); !h.empty())
             std::printf("note: %s\n", h.c_str());
         std::printf("configuration OK\n");
+        if (!opts.running.empty()) {
+            std::fflush(stdout);
+            return check_against_running(opts.running, opts.config_path);
+        }
         return 0;
     }
     // What EAL and the PMDs would report with a misleading errno.

@@ -63,20 +63,30 @@ void reloader::init(const config::ferry_config &initial, std::string path,
     counters_.hash.store(config::config_hash(text), std::memory_order_relaxed);
 }
 
-void reloader::reload(telemetry::reload_report &out) {
+void reloader::reload(telemetry::reload_report &out, bool check, const std::string &other) {
     std::lock_guard<std::mutex> g(mu_);
     const config::ferry_config &run = *active_.load(std::memory_order_acquire);
+    const std::string &path = other.empty() ? path_ : other;
     out = {};
-    out.source = path_.empty() ? run.source : path_;
+    out.source = path.empty() ? run.source : path;
     auto finish = [&](const char *result, std::atomic<uint64_t> &count) {
         out.result = result;
-        count.fetch_add(1, std::memory_order_relaxed);
-        counters_.last_unix_ns.store(unix_ns(), std::memory_order_relaxed);
+        if (!check) {
+            count.fetch_add(1, std::memory_order_relaxed);
+            counters_.last_unix_ns.store(unix_ns(), std::memory_order_relaxed);
+        }
         out.generation = counters_.generation.load(std::memory_order_relaxed);
         out.hash = counters_.hash.load(std::memory_order_relaxed);
     };
     auto refuse = [&](const char *result, std::atomic<uint64_t> &count) {
         finish(result, count);
+        if (check) {
+            // Telemetry cuts strings at 127 bytes: the file's path, which the
+            // asker knows, goes (":12:1: key ...").
+            for (std::string &e : out.errors)
+                if (e.starts_with(path)) e.erase(0, path.size());
+            return;
+        }
         for (const std::string &e : out.errors)
             RELOAD_LOG(ERR, "%s",
                        logfmt("reload refused")
@@ -85,7 +95,7 @@ void reloader::reload(telemetry::reload_report &out) {
                            .kv("kept_generation", out.generation)
                            .c_str());
     };
-    if (path_.empty()) {
+    if (path.empty()) {
         out.errors.push_back(
             "ferry runs on its embedded default configuration: there is no file to re-read "
             "(start it with --config FILE)");
@@ -93,12 +103,12 @@ void reloader::reload(telemetry::reload_report &out) {
         return;
     }
     std::string text, err;
-    if (!read_all(path_, text, err)) {
-        out.errors.push_back(path_ + ": cannot read file: " + err);
+    if (!read_all(path, text, err)) {
+        out.errors.push_back(path + ": cannot read file: " + err);
         refuse("invalid", counters_.invalid);
         return;
     }
-    auto parsed = config::parse(text, path_);
+    auto parsed = config::parse(text, path);
     if (!parsed) {
         out.errors.push_back(parsed.error().to_string());
         refuse("invalid", counters_.invalid);
@@ -113,6 +123,10 @@ void reloader::reload(telemetry::reload_report &out) {
     }
     out.changes = config::reload_changes(run, *next);
     const uint64_t hash = config::config_hash(text);
+    if (check) {
+        finish(out.changes.empty() ? "unchanged" : "would_apply", counters_.unchanged);
+        return;
+    }
     if (out.changes.empty()) {
         // Nothing a worker would do differently; the text may differ (a
         // comment): its hash is the one in force from now on.
@@ -120,7 +134,7 @@ void reloader::reload(telemetry::reload_report &out) {
         finish("unchanged", counters_.unchanged);
         RELOAD_LOG(INFO, "%s",
                    logfmt("reload unchanged")
-                       .kv("config", path_)
+                       .kv("config", path)
                        .kv("hash", hex(hash))
                        .kv("generation", out.generation)
                        .c_str());
@@ -152,7 +166,7 @@ void reloader::reload(telemetry::reload_report &out) {
     for (const std::string &c : out.changes) summary += (summary.empty() ? "" : "; ") + c;
     RELOAD_LOG(NOTICE, "%s",
                logfmt("reload applied")
-                   .kv("config", path_)
+                   .kv("config", path)
                    .kv("hash", hex(hash))
                    .kv("generation", out.generation)
                    .kv("changes", summary)

@@ -43,7 +43,9 @@ public:
               void (*wake_all)() noexcept);
 
     // Re-reads the file and applies it if it can; `out` says what happened.
-    void reload(telemetry::reload_report &out);
+    // With `check`, nothing is applied, counted or logged: `out` says what a
+    // reload of `path` ("": the configured file) would do (would_apply).
+    void reload(telemetry::reload_report &out, bool check = false, const std::string &path = "");
 
     // The reload thread, which reloads when request_from_signal() asked.
     std::string start();

@@ -9,7 +9,9 @@ telemetry::process_view telemetry_view(app_state &app) {
     telemetry::process_view v;
     v.cfg = &app.reload.active_ptr();
     v.reloads = &app.reload.counters();
-    v.reload = [](telemetry::reload_report &r) { the_app->reload.reload(r); };
+    v.reload = [](telemetry::reload_report &r, bool check, const std::string &path) {
+        the_app->reload.reload(r, check, path);
+    };
     v.drivers_dir = app.drivers_dir;
     v.ports = app.ports;
     v.mesh = app.mesh.get();

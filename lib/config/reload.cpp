@@ -8,9 +8,8 @@ namespace {
 
 constexpr const char *restart = "needs a restart; the running configuration is kept";
 constexpr const char *shape =
-    "needs a restart: a reload changes values, not the listeners, routes, upstreams and "
-    "servers themselves (add, remove or reorder them with a restart); the running "
-    "configuration is kept";
+    "needs a restart (a reload changes values, not which listeners, routes, upstreams and "
+    "servers there are); the running configuration is kept";
 
 std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 

@@ -391,11 +391,20 @@ int config_cmd(const process_view &v, rte_tel_data *d) {
 // /ferry/reload: re-read the configuration file, validate it, swap it in on
 // every worker (docs/OPERATIONS.md "Reloading the configuration"); the answer
 // says what happened, the totals so far, and (refused, invalid) why.
-int reload_cmd(const process_view &v, rte_tel_data *d) {
+// /ferry/reload,check[,<file>]: what a reload of the configured file (or of
+// <file>, an absolute path) would do, nothing applied (ferry --check --running).
+int reload_cmd(const process_view &v, const char *params, rte_tel_data *d) {
     if (v.reload == nullptr || v.reloads == nullptr)
         return refused(d, "this ferry offers no reload", "");
+    const std::string_view p = params != nullptr ? params : "";
+    const bool check = p == "check" || p.starts_with("check,");
+    if (!p.empty() && !check)
+        return refused(d, "unknown reload parameter, nothing done", "check, check,<absolute path>");
+    const std::string path = p.starts_with("check,") ? std::string(p.substr(6)) : std::string();
+    if (check && !path.empty() && path.front() != '/')
+        return refused(d, "the file to check must be an absolute path", "check,<absolute path>");
     reload_report r;
-    v.reload(r);
+    v.reload(r, check, path);
     rte_tel_data_start_dict(d);
     rte_tel_data_add_dict_string(d, "result", r.result.c_str());
     rte_tel_data_add_dict_string(d, "source", r.source.c_str());
@@ -552,9 +561,9 @@ constexpr command commands[] = {
      "Read, or set with ,<0..10000>: adaptive's price of wake-up latency in CPU, percent."},
     {"/ferry/config", reader<config_cmd>,
      "The effective configuration's scalars; the rest under /ferry/config/<part>."},
-    {"/ferry/reload", reader<reload_cmd>,
-     "Re-read the configuration file and apply it on every worker (as SIGHUP): result, errors, "
-     "changes."},
+    {"/ferry/reload", writer<reload_cmd>,
+     "Reload the configuration file as SIGHUP does; with ,check[,<file>] only say what a "
+     "reload would do."},
     {"/ferry/config/ports", reader<config_part<dump_ports>>,
      "Per [[port]] name: profile, address, gateway, iface, pci, mtu, mbufs, ring_frames."},
     {"/ferry/config/listeners", reader<config_part<dump_listeners>>,

@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check,  # noqa: E402
-                     require_root, tap_port_toml)
+                     ferry_binary, require_root, tap_port_toml)
 
 PORTS = (9000, 9001)
 RELOADS = 20
@@ -168,6 +168,32 @@ def main():
         check(sorted(per_lcore.values()) == [RELOADS - 2] * 2,
               f"each worker took {RELOADS - 2} configurations over: {per_lcore}")
         check("ferry.app: reload applied " in f.log_text(), "reloads are logged")
+
+        # ferry --check --running: what a reload of another file would do,
+        # asked of the running ferry; nothing applied.
+        other = os.path.join(f.tmp, "other.toml")
+        def ask(text):
+            write(other, text)
+            return ns.run([ferry_binary(), "--", "--check", "--config", other, "--running",
+                           f.prefix], check=False, timeout=60)
+        r = ask(config(99, "/a/", weight=3))
+        check(r.returncode == 0 and "would apply:" in r.stdout
+              and '  route[0].response_headers: [set X-Gen: 20] -> [set X-Gen: 99]' in r.stdout,
+              f"--check --running: a valid file would apply, with its changes:\n{r.stdout}")
+        r = ask(config(99, "/a/", tcp='[tcp]\ncongestion_control = "bbr"\n\n'))
+        check(r.returncode == 1 and "would be refused:" in r.stdout
+              and f"  {other}: key 'tcp': [tcp] changed" in r.stdout,
+              f"--check --running: a [tcp] change would be refused:\n{r.stdout}")
+        r = ask(config(20, "/a/", weight=3))
+        check(r.returncode == 0 and "would change nothing" in r.stdout,
+              f"--check --running: the running file's twin changes nothing:\n{r.stdout}")
+        c = f.telemetry("/ferry/config")
+        check(c["config_generation"] == RELOADS - 2 and gen_of(head_of(ns, "/a/x")) == 20,
+              "--check --running applied nothing")
+        r = ns.run([ferry_binary(), "--", "--check", "--config", other, "--running", "nobody"],
+                   check=False, timeout=60)
+        check(r.returncode == 1 and "no ferry answers" in r.stdout,
+              f"--check --running with no such ferry: {r.stdout.strip()[-300:]}")
     print("PASS")
 
 

@@ -103,7 +103,8 @@ struct reload_counters {
 
 // What one reload did, for /ferry/reload.
 struct reload_report {
-    std::string result;  // applied | unchanged | refused | invalid
+    // applied | unchanged | refused | invalid; a check: would_apply instead of applied
+    std::string result;
     std::vector<std::string> errors;   // file:line:col: key '...': why (refused, invalid)
     std::vector<std::string> changes;  // what was applied ("route[0].path_prefix: ...")
     std::string source;                // the file read
@@ -119,9 +120,10 @@ struct process_view {
     }
     // Reloads: the counters (null: no reloads offered), and the action
     // /ferry/reload takes (re-read the file, validate, swap in; the report
-    // says what happened).
+    // says what happened). With `check` nothing is applied or counted: the
+    // report says what a reload of `path` ("": the configured file) would do.
     const reload_counters *reloads = nullptr;
-    void (*reload)(reload_report &out) = nullptr;
+    void (*reload)(reload_report &out, bool check, const std::string &path) = nullptr;
     std::string drivers_dir;
     std::span<const net::port> ports;
     std::vector<lcore_view> lcores;

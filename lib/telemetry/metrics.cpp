@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ferry/http/parser.h"
+#include "ferry/net/packet_io.h"
 #include "ferry/proxy/balance.h"
 #include "ferry/telemetry/exporter.h"
 #include "ferry_build_config.h"
@@ -371,6 +372,20 @@ void render_ports(exposition &e, const process_view &v) {
             e.family("port", f.name, "_total", "counter", f.help);
             for (const auto &[p, k] : rings)
                 e.sample(port_label(*p), k.*(f.member));
+        }
+    // net_ferry_packet's queue pairs (packet_io.h), summed per port:
+    // ferry_port_packet_*_total, as /ferry/ports' packet_*.
+    bool own_packet = false;
+    for (const auto &p : v.ports) own_packet = own_packet || !p.packet_queues.empty();
+    if (own_packet)
+        for (const auto &f : net::packet_counter_fields) {
+            e.family("port_packet", f.name, "_total", "counter", f.help);
+            for (const auto &p : v.ports) {
+                if (p.packet_queues.empty()) continue;
+                uint64_t total = 0;
+                for (const auto &q : p.packet_queues) total += (q->counters().*(f.member)).get();
+                e.sample(port_label(p), total);
+            }
         }
     e.family("ferry_port_mbufs", "gauge", "mbufs in the port's pool ([[port]] mbufs)");
     for (const auto &p : v.ports)

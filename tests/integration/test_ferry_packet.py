@@ -29,6 +29,7 @@
 """
 
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -40,6 +41,8 @@ SOURCE_BYTES = 4 << 20
 ECHO_BYTES = 1 << 20
 CONNS = 8
 
+METRICS = "127.0.0.1:9180"
+
 CONFIG = echo_source_toml(SOURCE_BYTES) + f"""\
 [[port]]
 name = "pk0"
@@ -47,6 +50,9 @@ profile = "net_ferry_packet"
 iface = "fpk0"
 address = "{FERRY_ADDR}/24"
 mbufs = 32768
+
+[admin]
+metrics_address = "{METRICS}"
 """
 
 
@@ -140,6 +146,20 @@ def main():
                       f"the peer's GSO frames were read whole and cut ({frames}, {segs})")
                 check(p["packet_rx_truncated"] == 0 and p["tcp_drop_bad_checksum"] == 0,
                       "nothing truncated, no bad checksums")
+
+                # (e) the port's counters in Prometheus, as /ferry/ports has them (read
+                # before and after the scrape: an ARP refresh may send a frame meanwhile)
+                p0 = f.port("pk0")
+                r = ns.run(["curl", "-s", "--max-time", "10", f"http://{METRICS}/metrics"],
+                           check=False, timeout=20)
+                p1 = f.port("pk0")
+                for name in ("tx_frames", "tx_gso_frames", "rx_gso_segments", "rx_csum_partial"):
+                    m = re.search(rf'^ferry_port_packet_{name}_total{{port="pk0"}} (\d+)$',
+                                  r.stdout, re.M)
+                    key = "packet_" + name
+                    check(m is not None and p0[key] <= int(m.group(1)) <= p1[key],
+                          f"/metrics: ferry_port_packet_{name}_total "
+                          f"{m.group(1) if m else None} ({p0[key]}..{p1[key]})")
             check(f.stop() == 0, "exit 0 on SIGTERM")
     print("test_ferry_packet: all checks passed")
     return 0

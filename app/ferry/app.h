@@ -75,8 +75,10 @@ struct worker {
     std::unique_ptr<xcore::outbox> out;
     std::unique_ptr<xcore::inbox> in;
     uint64_t neighbor_share_dropped = 0;  // bindings not shared: outbox full (rare, harmless)
-    // The reload generation this worker's proxy runs (reload.h).
+    // The reload generation this worker's proxy runs (reload.h), and that
+    // configuration, held while the proxy reads it (null: the initial one).
     uint64_t config_generation = 0;
+    std::shared_ptr<const config::ferry_config> config;
 };
 
 struct app_state {

@@ -54,7 +54,9 @@ void reloader::init(const config::ferry_config &initial, std::string path,
     path_ = std::move(path);
     settings_ = &settings;
     wake_all_ = wake_all;
-    active_.store(&initial, std::memory_order_release);
+    // The configuration ferry started with belongs to the app (static).
+    active_ = std::shared_ptr<const config::ferry_config>(&initial,
+                                                          [](const config::ferry_config *) {});
     std::string text, err;
     if (path_.empty())
         text = config::embedded_default();
@@ -63,9 +65,15 @@ void reloader::init(const config::ferry_config &initial, std::string path,
     counters_.hash.store(config::config_hash(text), std::memory_order_relaxed);
 }
 
+std::shared_ptr<const config::ferry_config> reloader::snapshot() const {
+    std::lock_guard<std::mutex> g(active_mu_);
+    return active_;
+}
+
 void reloader::reload(telemetry::reload_report &out, bool check, const std::string &other) {
     std::lock_guard<std::mutex> g(mu_);
-    const config::ferry_config &run = *active_.load(std::memory_order_acquire);
+    const std::shared_ptr<const config::ferry_config> running = snapshot();
+    const config::ferry_config &run = *running;
     const std::string &path = other.empty() ? path_ : other;
     out = {};
     out.source = path.empty() ? run.source : path;
@@ -114,7 +122,14 @@ void reloader::reload(telemetry::reload_report &out, bool check, const std::stri
         refuse("invalid", counters_.invalid);
         return;
     }
-    auto next = std::make_unique<config::ferry_config>(std::move(parsed.value()));
+    // Counted while alive (reload_counters::alive): the last holder frees it.
+    counters_.alive.fetch_add(1, std::memory_order_relaxed);
+    std::shared_ptr<const config::ferry_config> next(
+        new config::ferry_config(std::move(parsed.value())),
+        [alive = &counters_.alive](const config::ferry_config *c) {
+            delete c;
+            alive->fetch_sub(1, std::memory_order_relaxed);
+        });
     for (const config::error &e : config::reload_refusals(run, *next))
         out.errors.push_back(e.to_string());
     if (!out.errors.empty()) {
@@ -155,9 +170,10 @@ void reloader::reload(telemetry::reload_report &out, bool check, const std::stri
         settings_->latency_weight_pct.store(next->latency_weight_pct, std::memory_order_relaxed);
     // Publish: the configuration first, then its generation, which workers
     // compare with theirs once per loop iteration (acquire), then wake them.
-    const config::ferry_config *p = next.get();
-    kept_.push_back(std::move(next));
-    active_.store(p, std::memory_order_release);
+    {
+        std::lock_guard<std::mutex> a(active_mu_);
+        active_ = std::move(next);
+    }
     counters_.hash.store(hash, std::memory_order_relaxed);
     counters_.generation.fetch_add(1, std::memory_order_release);
     if (wake_all_ != nullptr) wake_all_();

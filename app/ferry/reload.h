@@ -8,9 +8,11 @@
 // (worker_proxy::reconfigure). A refused or invalid file changes nothing; the
 // configuration in force keeps serving.
 //
-// Every configuration swapped in stays alive until exit (a few KiB each):
-// requests in flight, the telemetry thread and the exporter may still read
-// the one they started with, and nothing tracks when they stop.
+// A configuration lives as long as someone holds it (shared_ptr): the
+// reloader holds the one in force, each worker the one its proxy runs (it
+// lets the older go at its safe point), a telemetry command or a scrape the
+// one it reads. So at most workers + readers + 1 are alive, however many
+// reloads there were.
 //
 // Threads: reload() runs on the telemetry thread (/ferry/reload) or on the
 // reload thread (SIGHUP), one at a time (a mutex); workers read the
@@ -53,14 +55,12 @@ public:
     // Async-signal-safe: a flag and a write(2) to the thread's eventfd.
     void request_from_signal() noexcept;
 
-    [[nodiscard]] const config::ferry_config &active() const noexcept {
-        return *active_.load(std::memory_order_acquire);
-    }
+    // The configuration in force, held for as long as the caller keeps it.
+    [[nodiscard]] std::shared_ptr<const config::ferry_config> snapshot() const;
+    // Bumped after each swap (release): a worker that sees a new value takes
+    // snapshot() (which is that generation's or a newer one).
     [[nodiscard]] uint64_t generation() const noexcept {
         return counters_.generation.load(std::memory_order_acquire);
-    }
-    [[nodiscard]] const std::atomic<const config::ferry_config *> &active_ptr() const noexcept {
-        return active_;
     }
     [[nodiscard]] const telemetry::reload_counters &counters() const noexcept { return counters_; }
 
@@ -71,8 +71,8 @@ private:
     void (*wake_all_)() noexcept = nullptr;
     std::mutex mu_;  // one reload at a time
     std::string path_;
-    std::vector<std::unique_ptr<config::ferry_config>> kept_;  // every one swapped in
-    std::atomic<const config::ferry_config *> active_{nullptr};
+    mutable std::mutex active_mu_;  // guards active_ (held for a copy, never while parsing)
+    std::shared_ptr<const config::ferry_config> active_;
     telemetry::reload_counters counters_;
     std::atomic<bool> signalled_{false};
     drain_thread thread_;

@@ -7,7 +7,7 @@ namespace ferry::app {
 
 telemetry::process_view telemetry_view(app_state &app) {
     telemetry::process_view v;
-    v.cfg = &app.reload.active_ptr();
+    v.config_snapshot = [] { return the_app->reload.snapshot(); };
     v.reloads = &app.reload.counters();
     v.reload = [](telemetry::reload_report &r, bool check, const std::string &path) {
         the_app->reload.reload(r, check, path);

@@ -193,7 +193,9 @@ std::string setup_worker(app_state &app, worker &w) {
             // A reload's safe point (reload.h): between two iterations, the
             // generation read first, then the configuration it published.
             if (const uint64_t g = the_app->reload.generation(); g != wk.config_generation) {
-                wk.proxy->reconfigure(the_app->reload.active(), now);
+                std::shared_ptr<const config::ferry_config> next = the_app->reload.snapshot();
+                wk.proxy->reconfigure(*next, now);
+                wk.config = std::move(next);  // the one it replaces may go now
                 wk.config_generation = g;
             }
             return wk.proxy->poll(now);
@@ -228,7 +230,7 @@ int worker_main(void *) {
     if (w->proxy) {
         uint64_t now = reactor::reactor::now_ns();
         the_app->proxy_shared->draining.store(true, std::memory_order_relaxed);
-        if (const uint32_t grace = the_app->reload.active().http.drain_grace_ms; grace != 0) {
+        if (const uint32_t grace = the_app->reload.snapshot()->http.drain_grace_ms; grace != 0) {
             // The grace: readiness (/healthz) answers 503 from the stop request
             // on, and ferry goes on serving, new connections too, while a
             // balancer in front notices. The loop runs as before (it may
@@ -250,7 +252,7 @@ int worker_main(void *) {
         // (their clients are closed after the response), up to drain_timeout.
         w->proxy->begin_drain(now);
         const uint64_t deadline =
-            now + uint64_t(the_app->reload.active().http.drain_timeout_ms) * 1'000'000u;
+            now + uint64_t(the_app->reload.snapshot()->http.drain_timeout_ms) * 1'000'000u;
         while (w->proxy->open_connections() != 0 && now < deadline) {
             w->loop->run_once(now);
             now = reactor::reactor::now_ns();

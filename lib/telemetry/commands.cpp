@@ -191,7 +191,8 @@ int upstreams(const process_view &v, rte_tel_data *d) {
     rte_tel_data_start_dict(d);
     if (v.proxy_shared == nullptr) return 0;
     const uint64_t now = reactor::reactor::now_ns();  // the clock of down_until
-    const auto &ups = v.configuration().upstreams;
+    const auto cfg = v.configuration();  // held while read
+    const auto &ups = cfg->upstreams;
     for (size_t u = 0; u < ups.size(); ++u) {
         const auto &uc = ups[u];
         for (size_t s = 0; s < uc.servers.size(); ++s) {
@@ -356,7 +357,8 @@ int latency_weight(const process_view &v, const char *params, rte_tel_data *d) {
 }
 
 int config_cmd(const process_view &v, rte_tel_data *d) {
-    const config::ferry_config &cfg = v.configuration();
+    const auto held = v.configuration();
+    const config::ferry_config &cfg = *held;
     rte_tel_data_start_dict(d);
     rte_tel_data_add_dict_string(d, "source", cfg.source.c_str());
     rte_tel_data_add_dict_string(d, "drivers_dir", v.drivers_dir.c_str());
@@ -384,6 +386,8 @@ int config_cmd(const process_view &v, rte_tel_data *d) {
         rte_tel_data_add_dict_string(d, "config_hash", hex);
         rte_tel_data_add_dict_u64(d, "config_generation",
                                   v.reloads->generation.load(std::memory_order_relaxed));
+        rte_tel_data_add_dict_u64(d, "configs_alive",
+                                  v.reloads->alive.load(std::memory_order_relaxed));
     }
     return 0;
 }
@@ -521,7 +525,8 @@ int events_cmd(const process_view &v, rte_tel_data *d) {
 // A /ferry/config/<part> command: the configuration the view was built from.
 template <int (*Dump)(const config::ferry_config &, rte_tel_data *)>
 int config_part(const process_view &v, rte_tel_data *d) {
-    return Dump(v.configuration(), d);
+    const auto cfg = v.configuration();
+    return Dump(*cfg, d);
 }
 
 // DPDK's callbacks carry no context: one adapter per command, reading the

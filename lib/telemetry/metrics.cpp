@@ -563,8 +563,9 @@ bool has_proxy(const process_view &v) {
 
 void render_route_responses(exposition &e, const process_view &v) {
     if (!has_proxy(v)) return;
-    const auto &ls = v.configuration().listeners;
-    const auto &rs = v.configuration().routes;
+    const auto cfg = v.configuration();  // held while read
+    const auto &ls = cfg->listeners;
+    const auto &rs = cfg->routes;
     e.family("ferry_http_route_responses_total", "counter",
              "parsed requests by listener, route and the status class of their answer "
              "(generated ones and 499/444 for those cut short included), all lcores");
@@ -607,7 +608,8 @@ void render_route_responses(exposition &e, const process_view &v) {
 
 void render_listeners(exposition &e, const process_view &v) {
     if (!has_proxy(v)) return;
-    const auto &ls = v.configuration().listeners;
+    const auto cfg = v.configuration();
+    const auto &ls = cfg->listeners;
     struct fam {
         const char *name, *type, *help;
         uint64_t (proxy::worker_proxy::*get)(size_t) const noexcept;
@@ -638,7 +640,8 @@ void render_listeners(exposition &e, const process_view &v) {
 void render_upstreams(exposition &e, const process_view &v) {
     if (v.proxy_shared == nullptr)
         return;
-    const auto &ups = v.configuration().upstreams;
+    const auto cfg = v.configuration();
+    const auto &ups = cfg->upstreams;
     struct srv {
         labels lbl;
         size_t u, s;

@@ -37,11 +37,11 @@ struct server_ref {
 };
 
 // "<upstream>/<index>" or "<upstream>/<a.b.c.d:port>".
-bool find_server(const process_view &v, std::string_view name, server_ref &out) {
+bool find_server(const config::ferry_config &cfg, std::string_view name, server_ref &out) {
     const size_t slash = name.find('/');
     if (slash == std::string_view::npos) return false;
     const std::string_view up = name.substr(0, slash), srv = name.substr(slash + 1);
-    const auto &ups = v.configuration().upstreams;
+    const auto &ups = cfg.upstreams;
     for (size_t u = 0; u < ups.size(); ++u) {
         if (ups[u].name != up) continue;
         for (size_t s = 0; s < ups[u].servers.size(); ++s) {
@@ -56,27 +56,29 @@ bool find_server(const process_view &v, std::string_view name, server_ref &out) 
     return false;
 }
 
-uint32_t effective_weight(const process_view &v, const server_ref &r) {
+uint32_t effective_weight(const process_view &v, const config::ferry_config &cfg,
+                          const server_ref &r) {
     const uint32_t w =
         v.proxy_shared->health[r.upstream][r.server].weight.load(std::memory_order_relaxed);
-    return w != 0 ? w : v.configuration().upstreams[r.upstream].servers[r.server].weight;
+    return w != 0 ? w : cfg.upstreams[r.upstream].servers[r.server].weight;
 }
 
 // One server's entry: its address, admin state, weight (and the
 // configuration's), changes so far.
-int add_server(const process_view &v, const server_ref &r, rte_tel_data *d) {
+int add_server(const process_view &v, const config::ferry_config &cfg, const server_ref &r,
+               rte_tel_data *d) {
     const proxy::server_health &h = v.proxy_shared->health[r.upstream][r.server];
-    const auto &sc = v.configuration().upstreams[r.upstream].servers[r.server];
+    const auto &sc = cfg.upstreams[r.upstream].servers[r.server];
     rte_tel_data *sd = rte_tel_data_alloc();
     if (sd == nullptr) return -ENOMEM;
     rte_tel_data_start_dict(sd);
     const std::string addr = config::format_ipv4(sc.addr) + ":" + std::to_string(sc.port);
     rte_tel_data_add_dict_string(sd, "server", addr.c_str());
     rte_tel_data_add_dict_string(sd, "admin", proxy::name(h.admin.load(std::memory_order_relaxed)));
-    rte_tel_data_add_dict_u64(sd, "weight", effective_weight(v, r));
+    rte_tel_data_add_dict_u64(sd, "weight", effective_weight(v, cfg, r));
     rte_tel_data_add_dict_u64(sd, "config_weight", sc.weight);
     rte_tel_data_add_dict_u64(sd, "admin_changes", h.admin_changes.load(std::memory_order_relaxed));
-    const std::string key = v.configuration().upstreams[r.upstream].name + "/" + std::to_string(r.server);
+    const std::string key = cfg.upstreams[r.upstream].name + "/" + std::to_string(r.server);
     if (rte_tel_data_add_dict_container(d, key.c_str(), sd, 0) != 0) return -ENOSPC;
     return 0;
 }
@@ -89,23 +91,25 @@ constexpr const char *usage =
 int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
     if (v.proxy_shared == nullptr) return refused(d, "no [[upstream]] configured", usage);
     const std::string_view p = params != nullptr ? params : "";
+    const auto held = v.configuration();  // held while read
+    const config::ferry_config &cfg = *held;
     if (p.empty()) {
         rte_tel_data_start_dict(d);
-        for (size_t u = 0; u < v.configuration().upstreams.size(); ++u)
-            for (size_t s = 0; s < v.configuration().upstreams[u].servers.size(); ++s)
-                if (int rc = add_server(v, {u, s}, d); rc != 0) return rc;
+        for (size_t u = 0; u < cfg.upstreams.size(); ++u)
+            for (size_t s = 0; s < cfg.upstreams[u].servers.size(); ++s)
+                if (int rc = add_server(v, cfg, {u, s}, d); rc != 0) return rc;
         return 0;
     }
     const size_t comma = p.find(',');
     const std::string_view name = p.substr(0, comma);
     server_ref r;
-    if (!find_server(v, name, r))
+    if (!find_server(cfg, name, r))
         return refused(d, "no such server (see /ferry/upstreams), nothing changed", usage);
     proxy::server_health &h = v.proxy_shared->health[r.upstream][r.server];
     if (comma != std::string_view::npos) {
         const std::string_view what = p.substr(comma + 1);
         // The log line's fields: upstream=py server=10.77.0.2:9000.
-        const auto &uc = v.configuration().upstreams[r.upstream];
+        const auto &uc = cfg.upstreams[r.upstream];
         const auto &sc = uc.servers[r.server];
         auto line = [&](const char *what) {
             logfmt l(what);
@@ -114,7 +118,7 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
             return l;
         };
         if (what.substr(0, 7) == "weight=") {
-            if (v.configuration().upstreams[r.upstream].balance == config::balance_mode::consistent_hash)
+            if (cfg.upstreams[r.upstream].balance == config::balance_mode::consistent_hash)
                 return refused(d,
                                "the upstream balances by consistent_hash, whose ring is built "
                                "from the configured weights; nothing changed",
@@ -124,7 +128,7 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
             const unsigned long w = std::strtoul(num.c_str(), &end, 10);
             if (num.empty() || *end != '\0' || w < 1 || w > max_weight)
                 return refused(d, "not a weight in range, nothing changed", "weight=1..1000");
-            const uint32_t was = effective_weight(v, r);
+            const uint32_t was = effective_weight(v, cfg, r);
             h.weight.store(static_cast<uint32_t>(w), std::memory_order_relaxed);
             h.admin_changes.fetch_add(1, std::memory_order_relaxed);
             TELEMETRY_LOG(NOTICE, "%s", line("server weight set").kv("weight", w).kv("was", was).c_str());
@@ -151,7 +155,7 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
         }
     }
     rte_tel_data_start_dict(d);
-    return add_server(v, r, d);
+    return add_server(v, cfg, r, d);
 }
 
 }  // namespace ferry::telemetry::detail

@@ -163,6 +163,10 @@ def main():
         c = f.telemetry("/ferry/config")
         check(c["config_generation"] == RELOADS - 2 and c["config_hash"] == r["config_hash"],
               f"/ferry/config: generation {c['config_generation']}, hash {c['config_hash']}")
+        # Replaced configurations are freed once no worker runs them: the one
+        # in force is all that is left of 18 (both workers are past it).
+        check(c["configs_alive"] == 1, f"/ferry/config: {c['configs_alive']} reloaded "
+              "configuration(s) in memory after 18 reloads")
         per_lcore = {k: v["reconfigured"] for k, v in f.telemetry("/ferry/http").items()
                      if k.startswith("lcore")}
         check(sorted(per_lcore.values()) == [RELOADS - 2] * 2,

@@ -12,9 +12,11 @@
 namespace ferry::telemetry {
 namespace {
 
+// The fixture's configuration, for the view's snapshot function (no captures).
+const config::ferry_config *g_cfg = nullptr;
+
 struct two_lcores : ::testing::Test {
     config::ferry_config cfg;
-    std::atomic<const config::ferry_config *> active{&cfg};
     reload_counters reloads;
     reactor::settings settings;
     reactor::reactor_counters rc[2];
@@ -24,7 +26,10 @@ struct two_lcores : ::testing::Test {
     process_view v;
 
     void SetUp() override {
-        v.cfg = &active;
+        g_cfg = &cfg;
+        v.config_snapshot = [] {
+            return std::shared_ptr<const config::ferry_config>(g_cfg, [](const auto *) {});
+        };
         v.settings = &settings;
         v.wake_all = [] {};
         const reactor::reactor *loops[2] = {&loop0, &loop1};

@@ -490,8 +490,10 @@ public:
     // reads its values. Header rules and consistent-hash rings are rebuilt,
     // active health checks start or stop; requests in flight keep their
     // route, upstream and server and take the new values from their next
-    // step (a timer armed before keeps its deadline). `next` must outlive the
-    // proxy. Allocates: control path, between two polls.
+    // step (a timer armed before keeps its deadline). `next` must stay alive
+    // until the next reconfigure() or the proxy's end (the app's worker holds
+    // it); nothing refers to the one it replaces afterwards. Allocates:
+    // control path, between two polls.
     void reconfigure(const config::ferry_config &next, uint64_t now);
     [[nodiscard]] const config::ferry_config &configuration() const noexcept { return *cfg_; }
     // Graceful shutdown: stops listening, closes idle clients and idle
@@ -829,7 +831,7 @@ private:
     static void health_timer_cb(void *ctx, uint64_t now) noexcept;
 
     // The configuration in force: the one the proxy was made with, then
-    // each one reconfigure() swapped in (the app keeps every one alive).
+    // the last one reconfigure() swapped in (held by the caller).
     const config::ferry_config *cfg_;
     std::vector<port_ref> ports_;
     unsigned lcore_index_;

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -99,6 +100,9 @@ struct reload_counters {
     std::atomic<uint64_t> refused{0};     // valid files that change what needs a restart
     std::atomic<uint64_t> invalid{0};     // files that did not parse or validate
     std::atomic<uint64_t> last_unix_ns{0};  // when the last reload ended (0: none yet)
+    // Reloaded configurations still in memory (held by the reloader, a worker
+    // not yet past its safe point, or a reader): at most workers + readers + 1.
+    std::atomic<uint64_t> alive{0};
 };
 
 // What one reload did, for /ferry/reload.
@@ -112,11 +116,12 @@ struct reload_report {
 };
 
 struct process_view {
-    // The configuration in force: the one ferry started with, then each one
-    // a reload swapped in (every one is kept alive). Read it with configuration().
-    const std::atomic<const config::ferry_config *> *cfg = nullptr;  // never null
-    [[nodiscard]] const config::ferry_config &configuration() const noexcept {
-        return *cfg->load(std::memory_order_acquire);
+    // The configuration in force (the one ferry started with, then each one
+    // a reload swapped in), held by the caller while it reads it: a reload
+    // may replace it meanwhile. Never null.
+    std::shared_ptr<const config::ferry_config> (*config_snapshot)() = nullptr;
+    [[nodiscard]] std::shared_ptr<const config::ferry_config> configuration() const {
+        return config_snapshot();
     }
     // Reloads: the counters (null: no reloads offered), and the action
     // /ferry/reload takes (re-read the file, validate, swap in; the report

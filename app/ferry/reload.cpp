@@ -52,6 +52,7 @@ std::string hex(uint64_t h) {
 void reloader::init(const config::ferry_config &initial, std::string path,
                     reactor::settings &settings, void (*wake_all)() noexcept) {
     path_ = std::move(path);
+    route_capacity_ = config::route_capacity(initial.routes.size());
     settings_ = &settings;
     wake_all_ = wake_all;
     // The configuration ferry started with belongs to the app (static).
@@ -130,7 +131,7 @@ void reloader::reload(telemetry::reload_report &out, bool check, const std::stri
             delete c;
             alive->fetch_sub(1, std::memory_order_relaxed);
         });
-    for (const config::error &e : config::reload_refusals(run, *next))
+    for (const config::error &e : config::reload_refusals(run, *next, route_capacity_))
         out.errors.push_back(e.to_string());
     if (!out.errors.empty()) {
         refuse("refused", counters_.refused);

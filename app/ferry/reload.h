@@ -71,6 +71,7 @@ private:
     void (*wake_all_)() noexcept = nullptr;
     std::mutex mu_;  // one reload at a time
     std::string path_;
+    size_t route_capacity_ = 0;  // the proxies' room for routes (config/reload.h)
     mutable std::mutex active_mu_;  // guards active_ (held for a copy, never while parsing)
     std::shared_ptr<const config::ferry_config> active_;
     telemetry::reload_counters counters_;

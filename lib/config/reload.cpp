@@ -8,8 +8,8 @@ namespace {
 
 constexpr const char *restart = "needs a restart; the running configuration is kept";
 constexpr const char *shape =
-    "needs a restart (a reload changes values, not which listeners, routes, upstreams and "
-    "servers there are); the running configuration is kept";
+    "needs a restart (a reload changes values, not which listeners, upstreams and servers "
+    "there are); the running configuration is kept";
 
 std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
@@ -60,9 +60,37 @@ private:
     std::vector<std::string> lines_;
 };
 
+bool same_match(const route_config &a, const route_config &b) {
+    return a.listener_index == b.listener_index && a.host == b.host &&
+           a.host_wildcard == b.host_wildcard && a.path_prefix == b.path_prefix;
+}
+
+std::string route_name(const route_config &r) {
+    return (r.host_wildcard ? "*" : "") + r.host + r.path_prefix + " -> " + r.upstream;
+}
+
 }  // namespace
 
-std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &next) {
+std::vector<int> route_map(const ferry_config &run, const ferry_config &next) {
+    std::vector<int> map(run.routes.size(), -1);
+    std::vector<bool> taken(next.routes.size(), false);
+    for (size_t i = 0; i < run.routes.size(); ++i)
+        for (size_t j = 0; j < next.routes.size(); ++j)
+            if (!taken[j] && same_match(run.routes[i], next.routes[j])) {
+                map[i] = static_cast<int>(j);
+                taken[j] = true;
+                break;
+            }
+    for (size_t i = 0; i < run.routes.size(); ++i)
+        if (map[i] < 0 && i < next.routes.size() && !taken[i]) {
+            map[i] = static_cast<int>(i);  // edited in place
+            taken[i] = true;
+        }
+    return map;
+}
+
+std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &next,
+                                   size_t route_capacity) {
     std::vector<error> out;
     const source_pos file{next.source, 0, 0};
     auto refuse = [&](const source_pos &where, std::string key, std::string what,
@@ -119,11 +147,27 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
                        shape);
         }
     }
-    if (run.routes.size() != next.routes.size())
+    bool shared = false;
+    for (const ferry_config *c : {&run, &next})
+        for (const upstream_config &u : c->upstreams) shared = shared || u.pool == pool_mode::shared;
+    if (shared) {
+        const std::vector<int> map = route_map(run, next);
+        bool moved = run.routes.size() != next.routes.size();
+        for (size_t i = 0; i < map.size(); ++i) moved = moved || map[i] != static_cast<int>(i);
+        if (moved)
+            refuse(file, "route",
+                   "the [[route]]s were added, removed or reordered (" +
+                       std::to_string(run.routes.size()) + " -> " +
+                       std::to_string(next.routes.size()) + ") while an upstream uses a shared "
+                       "pool (requests handed to another lcore carry a route's position):",
+                   restart);
+    } else if (next.routes.size() > route_capacity) {
         refuse(file, "route",
-               "the number of [[route]]s changed (" + std::to_string(run.routes.size()) + " -> " +
-                   std::to_string(next.routes.size()) + "):",
-               shape);
+               std::to_string(next.routes.size()) + " [[route]]s, more than the " +
+                   std::to_string(route_capacity) + " this ferry has room for (64 more than it "
+                   "started with):",
+               restart);
+    }
     if (run.upstreams.size() != next.upstreams.size()) {
         refuse(file, "upstream",
                "the [[upstream]] list changed (" + std::to_string(run.upstreams.size()) + " -> " +
@@ -188,9 +232,24 @@ std::vector<std::string> reload_changes(const ferry_config &run, const ferry_con
         c.num(k + "max_connections", a.max_connections, b.max_connections);
         c.str(k + "default_upstream", a.default_upstream, b.default_upstream);
     }
-    for (size_t i = 0; i < next.routes.size() && i < run.routes.size(); ++i) {
-        const route_config &a = run.routes[i], &b = next.routes[i];
-        const std::string k = "route[" + std::to_string(i) + "].";
+    const std::vector<int> map = route_map(run, next);
+    std::vector<bool> kept(next.routes.size(), false);
+    for (size_t i = 0; i < map.size(); ++i) {
+        if (map[i] < 0) {
+            c.add("route[" + std::to_string(i) + "] removed: " + route_name(run.routes[i]));
+            continue;
+        }
+        kept[static_cast<size_t>(map[i])] = true;
+        if (map[i] != static_cast<int>(i))
+            c.add("route[" + std::to_string(i) + "] is now route[" + std::to_string(map[i]) +
+                  "]: " + route_name(run.routes[i]));
+    }
+    for (size_t j = 0; j < kept.size(); ++j)
+        if (!kept[j]) c.add("route[" + std::to_string(j) + "] added: " + route_name(next.routes[j]));
+    for (size_t i = 0; i < map.size(); ++i) {
+        if (map[i] < 0) continue;
+        const route_config &a = run.routes[i], &b = next.routes[static_cast<size_t>(map[i])];
+        const std::string k = "route[" + std::to_string(map[i]) + "].";
         c.str(k + "listener", a.listener, b.listener);
         c.str(k + "host", (a.host_wildcard ? "*" : "") + a.host,
               (b.host_wildcard ? "*" : "") + b.host);

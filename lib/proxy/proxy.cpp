@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ferry/config/reload.h"
 #include "ferry/net/mbuf_chain.h"
 #include "ferry/xcore/handle.h"
 
@@ -71,7 +72,8 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     scratch_ = reserve<char>(reserved_base_, scratch_size);
     redrive_.reserve(max_clients_);
     listener_ctr_ = std::make_unique<counter[]>((cfg.listeners.size() + 1) * l_n);
-    route_stride_ = cfg.routes.size() + 2;
+    // Room for the routes a reload may add (config/reload.h route_capacity).
+    route_stride_ = config::route_capacity(cfg.routes.size()) + 2;
     build_edits();
     route_ctr_ = std::make_unique<counter[]>(std::max<size_t>(1, cfg.listeners.size()) *
                                              route_stride_ * 5);
@@ -113,6 +115,35 @@ void worker_proxy::build_edits() {
 
 void worker_proxy::reconfigure(const config::ferry_config &next, uint64_t now) {
     last_now_ = now;
+    // Routes added, removed or moved (config/reload.h route_map): requests in
+    // flight follow their route to its new position (a removed route's
+    // finish as nobody's: the upstream's timeouts, no rules), and so do its
+    // counters (this lcore writes them alone).
+    const std::vector<int> map = config::route_map(*cfg_, next);
+    bool moved = cfg_->routes.size() != next.routes.size();
+    for (size_t i = 0; i < map.size(); ++i) moved = moved || map[i] != static_cast<int>(i);
+    if (moved) {
+        for (uint32_t i = 0; i < clients_.made(); ++i) {
+            client &c = clients_[i];
+            if (c.used && c.route >= 0 && static_cast<size_t>(c.route) < map.size())
+                c.route = static_cast<int16_t>(map[c.route] >= 0 ? map[c.route] : route_none);
+        }
+        const size_t listeners = std::max<size_t>(1, next.listeners.size());
+        std::vector<uint64_t> old(map.size() * 5);
+        for (size_t l = 0; l < listeners; ++l) {
+            for (size_t r = 0; r < map.size(); ++r)
+                for (unsigned cls = 1; cls <= 5; ++cls)
+                    old[r * 5 + cls - 1] =
+                        route_ctr_[route_index(l, static_cast<int>(r), cls)].get();
+            for (size_t r = 0; r < std::max(map.size(), next.routes.size()); ++r)
+                for (unsigned cls = 1; cls <= 5; ++cls)
+                    route_ctr_[route_index(l, static_cast<int>(r), cls)].set(0);
+            for (size_t r = 0; r < map.size(); ++r)
+                if (map[r] >= 0)
+                    for (unsigned cls = 1; cls <= 5; ++cls)
+                        route_ctr_[route_index(l, map[r], cls)].set(old[r * 5 + cls - 1]);
+        }
+    }
     cfg_ = &next;
     build_edits();
     bool checks = false;

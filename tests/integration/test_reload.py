@@ -8,6 +8,8 @@ origins on the tap's kernel side, an open-loop client (h2load --h1 --rps) on
     prefix (/a/ or /a2/, which the default route catches otherwise), a
     server weight and a timeout: after each one a request sees X-Gen: <n> and
     the route's new prefix;
+  - reloads 15-17 add a route in front of it (/extra/, X-Extra: yes), which
+    moves it to the second position under load, and reload 18 removes it;
   - reload 8 is invalid (a TOML syntax error): refused with file:line, logged
     and reported, nothing applied (X-Gen stays, the generation too);
   - reload 13 changes [tcp] (needs a restart): refused with its key, nothing
@@ -35,10 +37,13 @@ RELOADS = 20
 INVALID, REFUSED = 8, 13  # by /ferry/reload and by SIGHUP
 
 
-def config(gen, prefix="/a/", weight=1, tcp=""):
+def config(gen, prefix="/a/", weight=1, tcp="", extra=False):
     servers = "".join(f'  [[upstream.server]]\n  address = "{PEER_ADDR}:{p}"\n'
                       f'  weight = {weight if i == 0 else 1}\n' for i, p in enumerate(PORTS))
-    return (f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "u"\n\n'
+    # A route added in front of the /a/ route (reloads 15-17), then removed.
+    front = ('[[route]]\npath_prefix = "/extra/"\nupstream = "u"\n'
+             'response_headers.set = { "X-Extra" = "yes" }\n\n') if extra else ""
+    return (f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "u"\n\n' + front +
             f'[[route]]\npath_prefix = "{prefix}"\nupstream = "u"\n'
             f'response_timeout_ms = {30000 + gen}\n'
             f'response_headers.set = {{ "X-Gen" = "{gen}" }}\n\n'
@@ -96,7 +101,7 @@ def main():
                 elif n == REFUSED:
                     text = config(n, prefix, tcp='[tcp]\ncongestion_control = "bbr"\n\n')
                 else:
-                    text = config(n, prefix, weight=1 + n % 3)
+                    text = config(n, prefix, weight=1 + n % 3, extra=15 <= n <= 17)
                 write(path, text)
                 logged = f.log_text().count("ferry.app: reload ")
                 r = None
@@ -138,6 +143,11 @@ def main():
                 # connection sees it).
                 seen = [gen_of(head_of(ns, prefix + "x")) for _ in range(4)]
                 check(seen == [n] * 4, f"reload {n}: {prefix} answers with X-Gen: {n} ({seen})")
+                if n >= 14:
+                    extra = re.search(r"^x-extra: yes\r?$", head_of(ns, "/extra/x"), re.I | re.M)
+                    check((extra is not None) == (15 <= n <= 17),
+                          f"reload {n}: the route added by reload 15 and removed by 18 "
+                          f"{'answers' if extra else 'is gone'}")
                 other = "/a2/x" if prefix == "/a/" else "/a/x"
                 check(gen_of(head_of(ns, other)) is None,
                       f"reload {n}: {other} no longer matches the route (default upstream)")

@@ -145,7 +145,8 @@ TEST(ConfigReload, WhatNeedsARestartIsRefusedAtItsItem) {
 }
 
 TEST(ConfigReload, AddingOrRemovingItemsIsRefused) {
-    // A third route, a server fewer, a [tcp] change: three refusals at once.
+    // A third route (allowed: no shared pool), a server fewer, a [tcp]
+    // change: two refusals at once.
     std::string t = with("[[upstream]]\nname = \"api\"",
                          "[[route]]\npath_prefix = \"/new/\"\nupstream = \"api\"\n\n"
                          "[[upstream]]\nname = \"api\"");
@@ -154,12 +155,77 @@ TEST(ConfigReload, AddingOrRemovingItemsIsRefused) {
     t.erase(s);
     t += "\n[tcp]\ncongestion_control = \"bbr\"\n";
     const std::vector<std::string> r = refusals(t);
-    ASSERT_EQ(r.size(), 3u);
+    ASSERT_EQ(r.size(), 2u);
     EXPECT_NE(r[0].find("key 'tcp': [tcp] changed"), std::string::npos) << r[0];
-    EXPECT_NE(r[1].find("key 'route': the number of [[route]]s changed (2 -> 3)"),
+    EXPECT_NE(r[1].find("key 'upstream[1].server': upstream 'app' has 1 servers (was 2)"),
               std::string::npos) << r[1];
-    EXPECT_NE(r[2].find("key 'upstream[1].server': upstream 'app' has 1 servers (was 2)"),
-              std::string::npos) << r[2];
+}
+
+TEST(ConfigReload, RoutesMayBeAddedRemovedAndReordered) {
+    // A new route first, /api/ moved to second, "/" removed.
+    const std::string next = with(R"([[route]]
+path_prefix = "/api/"
+upstream = "api"
+[route.response_headers]
+set = { "X-Gen" = "1" }
+
+[[route]]
+path_prefix = "/"
+upstream = "app"
+)", R"([[route]]
+path_prefix = "/new/"
+upstream = "app"
+
+[[route]]
+path_prefix = "/api/"
+upstream = "api"
+[route.response_headers]
+set = { "X-Gen" = "1" }
+)");
+    const ferry_config a = load(std::string(base)), b = load(next);
+    EXPECT_TRUE(reload_refusals(a, b).empty());
+    EXPECT_EQ(route_map(a, b), (std::vector<int>{1, -1}));
+    EXPECT_EQ(reload_changes(a, b),
+              (std::vector<std::string>{"route[0] is now route[1]: /api/ -> api",
+                                        "route[1] removed: / -> app",
+                                        "route[0] added: /new/ -> app"}));
+    // A route edited in place keeps its position (and its requests).
+    const ferry_config c = load(with("path_prefix = \"/\"\n", "path_prefix = \"/v2/\"\n"));
+    EXPECT_EQ(route_map(a, c), (std::vector<int>{0, 1}));
+}
+
+TEST(ConfigReload, WithASharedPoolRoutesKeepTheirNumberAndOrder) {
+    const std::string shared_base = with("name = \"app\"\n[[upstream.server]]",
+                                         "name = \"app\"\npool = \"shared\"\n[[upstream.server]]");
+    const ferry_config a = load(shared_base);
+    std::string t = shared_base;
+    t.insert(t.find("[[route]]"), "[[route]]\npath_prefix = \"/new/\"\nupstream = \"app\"\n\n");
+    const std::vector<error> r = reload_refusals(a, load(t));
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_NE(r[0].to_string().find("key 'route': the [[route]]s were added, removed or reordered "
+                                    "(2 -> 3) while an upstream uses a shared pool"),
+              std::string::npos)
+        << r[0].to_string();
+    // In place, values only: fine.
+    std::string u = shared_base;
+    const std::string_view api = "path_prefix = \"/api/\"";
+    u.replace(u.find(api), api.size(), "path_prefix = \"/v9/\"");
+    EXPECT_TRUE(reload_refusals(a, load(u)).empty());
+}
+
+TEST(ConfigReload, RoutesUpToTheCapacity) {
+    const ferry_config a = load(std::string(base));
+    ferry_config b = a;
+    b.routes.push_back(b.routes.back());
+    b.routes.back().path_prefix = "/more/";
+    EXPECT_TRUE(reload_refusals(a, b, route_capacity(2)).empty());
+    const std::vector<error> r = reload_refusals(a, b, 2);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_NE(r[0].to_string().find("3 [[route]]s, more than the 2 this ferry has room for"),
+              std::string::npos)
+        << r[0].to_string();
+    EXPECT_EQ(route_capacity(2), 66u);
+    EXPECT_EQ(route_capacity(max_routes), max_routes);
 }
 
 TEST(ConfigReload, ChangeListIsCapped) {

@@ -16,12 +16,15 @@ constexpr std::string_view ok_resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r
 
 // A route for /a/ whose responses get X-Gen: `gen`; `upstream_lines` go into
 // the upstream (health checks).
+std::string route_text(std::string_view gen, std::string_view prefix = "/a/") {
+    return "\n[[route]]\npath_prefix = \"" + std::string(prefix) +
+           "\"\nupstream = \"o\"\n[route.response_headers]\nset = { \"X-Gen\" = \"" +
+           std::string(gen) + "\" }\n";
+}
+
 std::string config_gen(std::string_view gen, std::string_view prefix = "/a/",
                        std::string_view upstream_lines = "") {
-    std::string route = "\n[[route]]\npath_prefix = \"" + std::string(prefix) +
-                        "\"\nupstream = \"o\"\n[route.response_headers]\nset = { \"X-Gen\" = \"" +
-                        std::string(gen) + "\" }\n";
-    return bed_config("", upstream_lines, route);
+    return bed_config("", upstream_lines, route_text(gen, prefix));
 }
 
 config::ferry_config parsed(const std::string &toml) {
@@ -86,6 +89,37 @@ TEST(Reload, RequestInFlightFinishes) {
     EXPECT_FALSE(bed.conn(cl).closed);
     EXPECT_EQ(bed.ctr().upstream_aborted.get(), 0u);
     EXPECT_EQ(bed.ctr().client_aborted.get(), 0u);
+    bed.close(cl);
+    bed.advance(200 * ms);
+}
+
+TEST(Reload, ARouteAddedInFrontCarriesRequestsInFlightAndCounts) {
+    // /z/ added before /a/: /a/ moves from position 0 to 1. A request of /a/
+    // in flight gets /a/'s response rule; /a/'s counts move with it.
+    const std::string front = "\n[[route]]\npath_prefix = \"/z/\"\nupstream = \"o\"\n"
+                              "[route.response_headers]\nset = { \"X-Z\" = \"1\" }\n";
+    const config::ferry_config next = parsed(bed_config("", "", front + route_text("7")));
+    ASSERT_EQ(next.routes.size(), 2u);
+    ASSERT_EQ(next.routes[1].path_prefix, "/a/");
+    bed_options o;
+    o.toml = config_gen("1");
+    proxy_bed bed(o);
+    const size_t cl = bed.connect();
+    EXPECT_NE(get(bed, cl, "/a/x").find("\r\nX-Gen: 1\r\n"), std::string::npos);
+    EXPECT_EQ(bed.proxy().route_responses(0, 0, 2), 1u);
+    bed.send(cl, "GET /a/y HTTP/1.1\r\nHost: h\r\n\r\n");
+    peer_conn &org = *bed.origin();
+    bed.proxy().reconfigure(next, bed.now());
+    EXPECT_EQ(bed.proxy().route_responses(0, 1, 2), 1u);  // /a/'s count moved to position 1
+    EXPECT_EQ(bed.proxy().route_responses(0, 0, 2), 0u);  // /z/ starts from nothing
+    bed.send(org, ok_resp);
+    const std::string got = bed.conn(cl).rx;
+    bed.conn(cl).rx.clear();
+    EXPECT_NE(got.find("\r\nX-Gen: 7\r\n"), std::string::npos) << got;  // /a/'s rule, not /z/'s
+    EXPECT_EQ(got.find("X-Z"), std::string::npos) << got;
+    EXPECT_EQ(bed.proxy().route_responses(0, 1, 2), 2u);
+    EXPECT_NE(get(bed, cl, "/z/x").find("\r\nX-Z: 1\r\n"), std::string::npos);
+    EXPECT_EQ(bed.proxy().route_responses(0, 0, 2), 1u);
     bed.close(cl);
     bed.advance(200 * ms);
 }

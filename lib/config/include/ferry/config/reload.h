@@ -4,9 +4,13 @@
 // A reload replaces the values of the running configuration; the shape it
 // was started with stays: the same ports, workers, TCP settings and pool
 // sizes (they size what was allocated at start-up), and the same listeners,
-// routes, upstreams and servers, in the same order (per-route and per-server
-// state, counters and cross-core messages are indexed by position; adding or
-// removing one is not built yet). Everything else is applied: the wakeup
+// upstreams and servers, in the same order (per-server state, counters and
+// cross-core messages are indexed by position; adding or removing one is not
+// built yet). Routes may be added, removed and reordered (route_map() carries
+// each one's requests in flight and counters to its new position) up to
+// route_capacity(), unless an upstream uses a shared pool: then requests
+// handed to another lcore carry a route's position, and the routes keep
+// their number and order. Everything else is applied: the wakeup
 // settings, [http] timeouts and limits that size nothing, via and
 // X-Forwarded-*, each listener's max_connections and default_upstream, each
 // route's match (listener, host, path_prefix), upstream, header rules and
@@ -23,11 +27,25 @@
 
 namespace ferry::config {
 
+// The routes a proxy started with `initial_routes` can take by reload (its
+// per-route counters are allocated for as many).
+[[nodiscard]] constexpr size_t route_capacity(size_t initial_routes) noexcept {
+    return initial_routes + 64 < max_routes ? initial_routes + 64 : max_routes;
+}
+
+// For each route of `running`, its position in `next`: the route of `next`
+// with the same listener, host and path prefix (the first not taken), else
+// the same position if the route of `next` there matched no route of
+// `running` (a route edited in place); -1: removed.
+[[nodiscard]] std::vector<int> route_map(const ferry_config &running, const ferry_config &next);
+
 // Why `next` cannot replace `running` in place, one error per change that
 // needs a restart, each at the item of `next` it concerns (file:line:column
 // and key path) and saying what to do; empty: `next` may be applied.
+// `route_capacity`: route_capacity() of the configuration ferry started with.
 [[nodiscard]] std::vector<error> reload_refusals(const ferry_config &running,
-                                                 const ferry_config &next);
+                                                 const ferry_config &next,
+                                                 size_t route_capacity = max_routes);
 
 // What a reload would change, one line per difference ("route[1].path_prefix:
 // \"/a\" -> \"/b\""), for the log; at most `limit` lines (then "... and N more").

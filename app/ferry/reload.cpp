@@ -1,12 +1,8 @@
 // In-process configuration reload (reload.h).
 #include "reload.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 
 #include "ferry/base/log.h"
 #include "ferry/base/logfmt.h"
@@ -18,22 +14,6 @@ extern int ferry_logtype_app;
 
 namespace ferry::app {
 namespace {
-
-// The file's bytes, or the errno text.
-bool read_all(const std::string &path, std::string &out, std::string &err) {
-    FILE *f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) {
-        err = std::strerror(errno);
-        return false;
-    }
-    char buf[8192];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-    const bool ok = std::ferror(f) == 0;
-    if (!ok) err = std::strerror(errno);
-    std::fclose(f);
-    return ok;
-}
 
 uint64_t unix_ns() {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -58,11 +38,12 @@ void reloader::init(const config::ferry_config &initial, std::string path,
     // The configuration ferry started with belongs to the app (static).
     active_ = std::shared_ptr<const config::ferry_config>(&initial,
                                                           [](const config::ferry_config *) {});
-    std::string text, err;
-    if (path_.empty())
+    std::string text;
+    if (path_.empty()) {
         text = config::embedded_default();
-    else
-        (void)read_all(path_, text, err);  // unreadable now: the hash of nothing
+    } else if (auto t = config::read_text(path_)) {
+        text = std::move(*t);  // unreadable now: the hash of nothing
+    }
     counters_.hash.store(config::config_hash(text), std::memory_order_relaxed);
 }
 
@@ -111,12 +92,13 @@ void reloader::reload(telemetry::reload_report &out, bool check, const std::stri
         refuse("refused", counters_.refused);
         return;
     }
-    std::string text, err;
-    if (!read_all(path, text, err)) {
-        out.errors.push_back(path + ": cannot read file: " + err);
+    auto read = config::read_text(path);
+    if (!read) {
+        out.errors.push_back(path + ": " + read.error());
         refuse("invalid", counters_.invalid);
         return;
     }
+    const std::string &text = *read;
     auto parsed = config::parse(text, path);
     if (!parsed) {
         out.errors.push_back(parsed.error().to_string());

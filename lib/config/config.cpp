@@ -610,6 +610,10 @@ result<ferry_config, error> parse(std::string_view toml_text, std::string_view s
     return config_parser(source_name).run(doc.table());
 }
 
+result<std::string, std::string> read_text(const std::string &path) {
+    return detail::read_file(path);
+}
+
 result<ferry_config, error> load_file(const std::string &path) {
     auto text = detail::read_file(path);
     if (!text)

@@ -89,6 +89,13 @@ std::vector<int> route_map(const ferry_config &run, const ferry_config &next) {
     return map;
 }
 
+bool routes_in_place(const std::vector<int> &map, size_t next_routes) {
+    if (map.size() != next_routes) return false;
+    for (size_t i = 0; i < map.size(); ++i)
+        if (map[i] != static_cast<int>(i)) return false;
+    return true;
+}
+
 std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &next,
                                    size_t route_capacity) {
     std::vector<error> out;
@@ -151,10 +158,7 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
     for (const ferry_config *c : {&run, &next})
         for (const upstream_config &u : c->upstreams) shared = shared || u.pool == pool_mode::shared;
     if (shared) {
-        const std::vector<int> map = route_map(run, next);
-        bool moved = run.routes.size() != next.routes.size();
-        for (size_t i = 0; i < map.size(); ++i) moved = moved || map[i] != static_cast<int>(i);
-        if (moved)
+        if (!routes_in_place(route_map(run, next), next.routes.size()))
             refuse(file, "route",
                    "the [[route]]s were added, removed or reordered (" +
                        std::to_string(run.routes.size()) + " -> " +
@@ -197,10 +201,9 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
             for (size_t s = 0; s < b.servers.size(); ++s)
                 if (a.servers[s].addr != b.servers[s].addr || a.servers[s].port != b.servers[s].port)
                     refuse(b.servers[s].where, key + ".server[" + std::to_string(s) + "]",
-                           "server " + format_ipv4(b.servers[s].addr) + ":" +
-                               std::to_string(b.servers[s].port) + " of '" + b.name + "' is where " +
-                               format_ipv4(a.servers[s].addr) + ":" +
-                               std::to_string(a.servers[s].port) + " was:",
+                           "server " + format_endpoint(b.servers[s].addr, b.servers[s].port) +
+                               " of '" + b.name + "' is where " +
+                               format_endpoint(a.servers[s].addr, a.servers[s].port) + " was:",
                            shape);
         }
     }

@@ -120,9 +120,7 @@ void worker_proxy::reconfigure(const config::ferry_config &next, uint64_t now) {
     // finish as nobody's: the upstream's timeouts, no rules), and so do its
     // counters (this lcore writes them alone).
     const std::vector<int> map = config::route_map(*cfg_, next);
-    bool moved = cfg_->routes.size() != next.routes.size();
-    for (size_t i = 0; i < map.size(); ++i) moved = moved || map[i] != static_cast<int>(i);
-    if (moved) {
+    if (!config::routes_in_place(map, next.routes.size())) {
         for (uint32_t i = 0; i < clients_.made(); ++i) {
             client &c = clients_[i];
             if (c.used && c.route >= 0 && static_cast<size_t>(c.route) < map.size())

@@ -549,6 +549,9 @@ result<ferry_config, error> parse(std::string_view toml_text, std::string_view s
 // Reads path and parse()s it. An unreadable file -> error{where.file = path, message =
 // "cannot read file: <errno text>"}.
 result<ferry_config, error> load_file(const std::string &path);
+// The text load_file() parses: the file's bytes (at most 1 MiB), or "cannot read file:
+// <errno text>" / "file is larger than 1 MiB". For a reload, which hashes the text it parsed.
+result<std::string, std::string> read_text(const std::string &path);
 // TOML text of the built-in configuration: one net_tap port "tap0" on iface "ferry0",
 // address 10.77.0.1/24, no gateway, and a proxy listener on port 80 whose default
 // upstream is the demo origin 10.77.0.2:8080. Parse it with source_name embedded_default_name.

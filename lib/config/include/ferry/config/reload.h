@@ -38,6 +38,9 @@ namespace ferry::config {
 // the same position if the route of `next` there matched no route of
 // `running` (a route edited in place); -1: removed.
 [[nodiscard]] std::vector<int> route_map(const ferry_config &running, const ferry_config &next);
+// Whether `map` (route_map()) leaves every route where it was and `next` has
+// no more of them: nothing indexed by route position has to move.
+[[nodiscard]] bool routes_in_place(const std::vector<int> &map, size_t next_routes);
 
 // Why `next` cannot replace `running` in place, one error per change that
 // needs a restart, each at the item of `next` it concerns (file:line:column

@@ -91,11 +91,9 @@ int ports(const process_view &v, rte_tel_data *d) {
         }
         if (!p.packet_queues.empty()) {
             // net_ferry_packet's queue pairs (packet_io.h), summed.
-            for (const auto &f : net::packet_counter_fields) {
-                uint64_t total = 0;
-                for (const auto &q : p.packet_queues) total += (q->counters().*(f.member)).get();
-                rte_tel_data_add_dict_u64(c, ("packet_" + std::string(f.name)).c_str(), total);
-            }
+            for (const auto &f : net::packet_counter_fields)
+                rte_tel_data_add_dict_u64(c, ("packet_" + std::string(f.name)).c_str(),
+                                          detail::packet_total(p, f));
         }
         rte_tel_data_add_dict_int(c, "fault_injection", p.spec.fault.enabled());
         if (p.spec.fault.enabled()) {
@@ -380,10 +378,9 @@ int config_cmd(const process_view &v, rte_tel_data *d) {
                        : "";
     rte_tel_data_add_dict_string(d, "metrics_address", metrics.c_str());
     if (v.reloads != nullptr) {
-        char hex[17];
-        std::snprintf(hex, sizeof hex, "%016llx",
-                      static_cast<unsigned long long>(v.reloads->hash.load(std::memory_order_relaxed)));
-        rte_tel_data_add_dict_string(d, "config_hash", hex);
+        rte_tel_data_add_dict_string(
+            d, "config_hash",
+            detail::hash_hex(v.reloads->hash.load(std::memory_order_relaxed)).c_str());
         rte_tel_data_add_dict_u64(d, "config_generation",
                                   v.reloads->generation.load(std::memory_order_relaxed));
         rte_tel_data_add_dict_u64(d, "configs_alive",
@@ -412,9 +409,7 @@ int reload_cmd(const process_view &v, const char *params, rte_tel_data *d) {
     rte_tel_data_start_dict(d);
     rte_tel_data_add_dict_string(d, "result", r.result.c_str());
     rte_tel_data_add_dict_string(d, "source", r.source.c_str());
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(r.hash));
-    rte_tel_data_add_dict_string(d, "config_hash", hex);
+    rte_tel_data_add_dict_string(d, "config_hash", detail::hash_hex(r.hash).c_str());
     rte_tel_data_add_dict_u64(d, "config_generation", r.generation);
     const reload_counters &c = *v.reloads;
     rte_tel_data_add_dict_u64(d, "applied", c.applied.load(std::memory_order_relaxed));

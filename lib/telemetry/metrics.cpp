@@ -380,12 +380,8 @@ void render_ports(exposition &e, const process_view &v) {
     if (own_packet)
         for (const auto &f : net::packet_counter_fields) {
             e.family("port_packet", f.name, "_total", "counter", f.help);
-            for (const auto &p : v.ports) {
-                if (p.packet_queues.empty()) continue;
-                uint64_t total = 0;
-                for (const auto &q : p.packet_queues) total += (q->counters().*(f.member)).get();
-                e.sample(port_label(p), total);
-            }
+            for (const auto &p : v.ports)
+                if (!p.packet_queues.empty()) e.sample(port_label(p), detail::packet_total(p, f));
         }
     e.family("ferry_port_mbufs", "gauge", "mbufs in the port's pool ([[port]] mbufs)");
     for (const auto &p : v.ports)

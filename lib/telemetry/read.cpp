@@ -39,6 +39,18 @@ bool server_down(const proxy::server_health &h, uint64_t now) noexcept {
     return down != 0 && down > now;
 }
 
+uint64_t packet_total(const net::port &p, const counter_field<net::packet_counters> &f) noexcept {
+    uint64_t total = 0;
+    for (const auto &q : p.packet_queues) total += (q->counters().*(f.member)).get();
+    return total;
+}
+
+std::string hash_hex(uint64_t h) {
+    char b[17];
+    std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
+    return b;
+}
+
 void sum_http(const process_view &v, proxy::http_counters &sum) {
     for (const lcore_view &l : v.lcores) {
         if (l.proxy == nullptr) continue;

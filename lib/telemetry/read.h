@@ -7,8 +7,10 @@
 #include <rte_telemetry.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "ferry/net/packet_io.h"
 #include "ferry/telemetry/view.h"
 
 namespace ferry::telemetry::detail {
@@ -66,6 +68,15 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d);
 
 // True while health checks hold the server down at `now` (reactor clock).
 [[nodiscard]] bool server_down(const proxy::server_health &h, uint64_t now) noexcept;
+
+// net_ferry_packet's counter `f` summed over the port's queue pairs (0 for
+// other ports): /ferry/ports' packet_* and ferry_port_packet_*_total.
+[[nodiscard]] uint64_t packet_total(const net::port &p,
+                                    const counter_field<net::packet_counters> &f) noexcept;
+
+// A configuration text's hash as /ferry/config and /ferry/reload show it:
+// 16 hex digits.
+[[nodiscard]] std::string hash_hex(uint64_t h);
 
 // The proxy's counters summed over the lcores (rejected_by_reason included).
 // All zero without [[listener]].

@@ -167,7 +167,8 @@ def ferry_measure(ns, f, a, tap):
     tcp = f.telemetry("/ferry/tcp")["sum"]
     for k in ("rto_fired", "retransmits", "tlp_probes", "rack_lost", "dsacks_received",
               "dsack_undos", "sack_recovery_episodes", "segs_out", "rack_unrecorded",
-              "sack_scoreboard_overflow", "bbr_full_pipe", "bbr_probe_rtt"):
+              "sack_scoreboard_overflow", "bbr_full_pipe", "bbr_probe_rtt",
+              "bbr_ack_aggregation"):
         r[k] = tcp[k]
     # The echo server's RTOs, as kernel_tcpext() counts the kernel server's.
     r["rtos"] = tcp["rto_fired"]

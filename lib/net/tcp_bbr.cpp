@@ -51,7 +51,47 @@ uint64_t cc_bbr::target_cwnd(uint32_t smss) const noexcept {
             break;
     }
     const uint64_t b = bdp(gain);
-    return b == 0 ? 0 : b + uint64_t{quantum_segments} * smss;
+    return b == 0 ? 0 : b + uint64_t{quantum_segments} * smss + aggregation_cwnd();
+}
+
+uint32_t cc_bbr::extra_acked() const noexcept {
+    return std::max(extra_acked_[0], extra_acked_[1]);
+}
+
+uint64_t cc_bbr::aggregation_cwnd() const noexcept {
+    if (!full_bw_reached_) {
+        return 0;
+    }
+    // octets/ms x ns / 1e6
+    const uint64_t cap = uint64_t{best_bw_[0]} * extra_acked_max_ns / ns_per_ms;
+    return std::min<uint64_t>(extra_acked(), cap);
+}
+
+bool cc_bbr::update_ack_aggregation(const cc_delivery &d, bool new_round,
+                                    uint32_t cwnd) noexcept {
+    if (mode_ == bbr_mode::startup) {
+        return false;  // BtlBw lags a rate that doubles each round: every ACK would look extra
+    }
+    if (new_round && ++extra_rounds_ >= extra_acked_window_rounds) {
+        extra_rounds_ = 0;
+        extra_idx_ ^= 1;
+        extra_acked_[extra_idx_] = 0;
+    }
+    // What BtlBw would have delivered since the epoch began.
+    const uint64_t elapsed = d.now_ns > ack_epoch_ns_ ? d.now_ns - ack_epoch_ns_ : 0;
+    uint64_t expected = uint64_t{best_bw_[0]} * elapsed / ns_per_ms;
+    // The delivery fell back to the rate (or the epoch is long): a new one.
+    if (ack_epoch_acked_ <= expected || ack_epoch_acked_ + d.acked >= (1u << 20)) {
+        ack_epoch_acked_ = 0;
+        ack_epoch_ns_ = d.now_ns;
+        expected = 0;
+    }
+    ack_epoch_acked_ += d.acked;
+    const uint64_t extra = ack_epoch_acked_ - std::min<uint64_t>(expected, ack_epoch_acked_);
+    const uint32_t e = static_cast<uint32_t>(std::min<uint64_t>(extra, cwnd));
+    const uint32_t before = extra_acked();
+    extra_acked_[extra_idx_] = std::max(extra_acked_[extra_idx_], e);
+    return e > before;
 }
 
 void cc_bbr::on_rtt(uint64_t rtt_ns, uint64_t now_ns) noexcept {
@@ -235,6 +275,9 @@ uint8_t cc_bbr::on_delivery(cc_window &w, const cc_delivery &d, bool recovering)
         round_app_limited_ = round_app_limited_ || d.app_limited;
     }
     update_mode(w, d, events);
+    if (update_ack_aggregation(d, (events & bbr_event::round) != 0, w.cwnd)) {
+        events |= bbr_event::aggregation;
+    }
     set_cwnd(w, d, recovering);
     return events;
 }

@@ -54,6 +54,9 @@ void tcp_conn::note_delivery(uint32_t n, uint64_t now) noexcept {
     if ((ev & bbr_event::probe_rtt) != 0) {
         ctr_.bbr_probe_rtt.inc();
     }
+    if ((ev & bbr_event::aggregation) != 0) {
+        ctr_.bbr_ack_aggregation.inc();
+    }
 }
 
 void tcp_conn::sack_on_ack(const tcp_repr &h, bool advanced, bool dup, uint64_t now) noexcept {

@@ -175,7 +175,8 @@
     X(reo_wnd_grown,         "RACK reordering window grown on a D-SACK (RFC 8985 §6.2 step 4)")  \
     X(rxt_in_flight_kept,    "SACK recoveries begun without resending a hole the last one resent")  \
     X(bbr_full_pipe,         "BBR startups ended: the delivery rate stopped growing (-> DRAIN)")  \
-    X(bbr_probe_rtt,         "BBR PROBE_RTT entries: RTprop not refreshed for 10 s")
+    X(bbr_probe_rtt,         "BBR PROBE_RTT entries: RTprop not refreshed for 10 s")             \
+    X(bbr_ack_aggregation,   "BBR windows widened: batched ACKs delivered more than BtlBw explains")
 // clang-format on
 
 namespace ferry::net {

@@ -126,8 +126,9 @@ def run(a, build, log=print):
     doc = {"kind": "download", "params": {
         "systems": a.download_systems, "mib": a.download_mib, "loss_pct": a.loss,
         "rounds": a.rounds, "ferry_ports": a.ferry_ports,
-        "ferry_cc": getattr(a, "ferry_cc", None) or "cubic (ferry's default)"}, "runs": []}
-    with T.Topology(ferry_ports=[a.ferry_ports]) as topo:
+        "ferry_cc": getattr(a, "ferry_cc", None) or "cubic (ferry's default)",
+        "kernel_cc": getattr(a, "kernel_cc", None) or "the host's"}, "runs": []}
+    with T.Topology(ferry_ports=[a.ferry_ports], kernel_cc=getattr(a, "kernel_cc", None)) as topo:
         doc["topology"] = topo.describe()
         path = make_big(topo, a.download_mib)
         add_loss(topo, a.loss)
@@ -174,7 +175,8 @@ def markdown(doc):
     out = [f"# Proxied download through loss: {p['mib']} MiB, {p['loss_pct']}% of TCP "
            f"segments dropped each way on the client leg", "",
            f"ferry's ports: {p['ferry_ports']}; ferry's congestion control: "
-           f"{p.get('ferry_cc', 'cubic')} (HAProxy's kernel: the host's); "
+           f"{p.get('ferry_cc', 'cubic')}; the kernel endpoints' (HAProxy's, the origin's, "
+           f"the client's): {p.get('kernel_cc') or 'the host'}; "
            f"{p['rounds']} rounds, systems interleaved; "
            "medians of the runs that delivered every byte.", "",
            "| system | MB/s | vs haproxy | ferry RTOs | ferry RTOs per 1k dropped segments "

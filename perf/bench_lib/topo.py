@@ -116,7 +116,7 @@ def tx_checksum_off(ns, dev):
 
 
 class Topology:
-    def __init__(self, keep_workdir=False, ferry_ports=("af_packet",)):
+    def __init__(self, keep_workdir=False, ferry_ports=("af_packet",), kernel_cc=None):
         # ferry's port kinds in this run: with only net_ferry_packet ports
         # (which take a veth's unfilled checksums and GSO frames), cf0 and of0
         # keep their offloads, as the kernel proxies' veths do.
@@ -131,6 +131,11 @@ class Topology:
         self.keep_workdir = keep_workdir
         self.origin_proc = None
         self._made = []
+        # The kernel endpoints' congestion control (HAProxy's, nginx's, the
+        # origin's, the client's), set per namespace before any socket opens
+        # (a listener's accepted sockets keep the default of its creation).
+        # None: the host's.
+        self.kernel_cc = kernel_cc
 
     # -- lifecycle ----------------------------------------------------
     def __enter__(self):
@@ -164,6 +169,15 @@ class Topology:
         util.run(["sysctl", "-qw", "net.ipv4.ip_local_port_range=10000 60999"], ns=name,
                  check=False)
         util.run(["sysctl", "-qw", "net.ipv4.tcp_tw_reuse=1"], ns=name, check=False)
+        if self.kernel_cc:
+            r = util.run(["sysctl", "-qw", f"net.ipv4.tcp_congestion_control={self.kernel_cc}"],
+                         ns=name, check=False)
+            if r.returncode != 0:
+                # Only the initial namespace may pick a restricted algorithm.
+                raise RuntimeError(
+                    f"--kernel-cc {self.kernel_cc}: a namespace may only take an algorithm in "
+                    "net.ipv4.tcp_allowed_congestion_control (Debian's default allows cubic; "
+                    "a host defaulting to bbr may need it added there)")
 
     def _veth(self, ns_a, a, addr_a, ns_b, b, addr_b):
         util.run(["ip", "-n", ns_a, "link", "add", a, "type", "veth", "peer", "name", b,

@@ -15,7 +15,9 @@
 // path full through the same loss, 3-8 times ferry's rate with CUBIC.
 //
 // What this is, and what it leaves out. The model and the modes are BBR v1's.
-// ferry has no pacer (a loop iteration sends what the window allows), so the
+// ferry has no pacer (a loop iteration sends what the window allows; a pacer
+// at 1.25 x cwnd / RTT was tried and made probes and RTOs more frequent on
+// the net_ferry_packet bed, see ACK aggregation below), so the
 // window does the work pacing does in BBR: the sender is always
 // window-limited, and the pacing gain cycle of PROBE_BW (1.25, 0.75, 1 x 6)
 // is not applied; a window of cwnd_gain x BDP keeps probing by itself (a

@@ -151,6 +151,9 @@ void reloader::reload(telemetry::reload_report &out, bool check, const std::stri
                                        std::memory_order_relaxed);
     if (next->latency_weight_pct != run.latency_weight_pct)
         settings_->latency_weight_pct.store(next->latency_weight_pct, std::memory_order_relaxed);
+    if (next->busy_latency_weight_pct != run.busy_latency_weight_pct)
+        settings_->busy_latency_weight_pct.store(next->busy_latency_weight_pct,
+                                                 std::memory_order_relaxed);
     // Publish: the configuration first, then its generation, which workers
     // compare with theirs once per loop iteration (acquire), then wake them.
     {

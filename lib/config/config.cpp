@@ -181,6 +181,8 @@ private:
             {"idle_threshold_us", false, r_.integer_into(cfg_.idle_threshold_us, 1, 1000000)},
             {"nap_budget_us", false, r_.integer_into(cfg_.nap_budget_us, 0, 100000)},
             {"latency_weight_pct", false, r_.integer_into(cfg_.latency_weight_pct, 0, 10000)},
+            {"busy_latency_weight_pct", false,
+             r_.integer_into(cfg_.busy_latency_weight_pct, 0, 10000)},
             {"neighbor_timeout_s", false, r_.integer_into(cfg_.neighbor_timeout_s, 1, 86400)},
         };
         return r_.walk(**t, key, fields);

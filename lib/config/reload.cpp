@@ -217,6 +217,8 @@ std::vector<std::string> reload_changes(const ferry_config &run, const ferry_con
     c.num("ferry.idle_threshold_us", run.idle_threshold_us, next.idle_threshold_us);
     c.num("ferry.nap_budget_us", run.nap_budget_us, next.nap_budget_us);
     c.num("ferry.latency_weight_pct", run.latency_weight_pct, next.latency_weight_pct);
+    c.num("ferry.busy_latency_weight_pct", run.busy_latency_weight_pct,
+          next.busy_latency_weight_pct);
     const http_config &h0 = run.http, &h1 = next.http;
     c.num("http.client_header_timeout_ms", h0.client_header_timeout_ms, h1.client_header_timeout_ms);
     c.num("http.client_idle_timeout_ms", h0.client_idle_timeout_ms, h1.client_idle_timeout_ms);

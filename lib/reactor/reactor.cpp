@@ -162,13 +162,15 @@ reactor::wake_sample reactor::measure_wake_cost() noexcept {
 
 void reactor::sync_policy() noexcept {
     const uint32_t w = settings_.latency_weight_pct.load(std::memory_order_relaxed);
+    const uint32_t wb = settings_.busy_latency_weight_pct.load(std::memory_order_relaxed);
     const uint64_t nap = can_sleep_ ? 0 : settings_.nap_budget_ns.load(std::memory_order_relaxed);
-    // Both windows are always set together: one tells what they hold.
-    if (w == sw_.latency_weight_pct() && nap == sw_.nap_budget()) return;
-    for (spin_window *s : {&sw_, &sw_busy_}) {
-        s->set_latency_weight(w);
-        s->set_nap_budget(nap);
-    }
+    // Both windows' naps are always set together: one tells what they hold.
+    if (w == sw_.latency_weight_pct() && wb == sw_busy_.latency_weight_pct() &&
+        nap == sw_.nap_budget())
+        return;
+    sw_.set_latency_weight(w);
+    sw_busy_.set_latency_weight(wb);
+    for (spin_window *s : {&sw_, &sw_busy_}) s->set_nap_budget(nap);
     publish_window();
 }
 

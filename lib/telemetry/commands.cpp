@@ -354,6 +354,13 @@ int latency_weight(const process_view &v, const char *params, rte_tel_data *d) {
                          "0..10000");
 }
 
+// Read: /ferry/busy_latency_weight_pct. Write: /ferry/busy_latency_weight_pct,<0..10000>.
+int busy_latency_weight(const process_view &v, const char *params, rte_tel_data *d) {
+    return whole_setting(v, params, d, v.settings->busy_latency_weight_pct,
+                         "busy_latency_weight_pct", 0, 10'000, 1,
+                         "not a whole percentage in range, nothing changed", "0..10000");
+}
+
 int config_cmd(const process_view &v, rte_tel_data *d) {
     const auto held = v.configuration();
     const config::ferry_config &cfg = *held;
@@ -368,6 +375,8 @@ int config_cmd(const process_view &v, rte_tel_data *d) {
                               v.settings->idle_threshold_ns.load(std::memory_order_relaxed) / 1000u);
     rte_tel_data_add_dict_u64(d, "latency_weight_pct",
                               v.settings->latency_weight_pct.load(std::memory_order_relaxed));
+    rte_tel_data_add_dict_u64(d, "busy_latency_weight_pct",
+                              v.settings->busy_latency_weight_pct.load(std::memory_order_relaxed));
     rte_tel_data_add_dict_u64(d, "nap_budget_us",
                               v.settings->nap_budget_ns.load(std::memory_order_relaxed) / 1000u);
     rte_tel_data_add_dict_u64(d, "neighbor_timeout_s", cfg.neighbor_timeout_s);
@@ -559,6 +568,8 @@ constexpr command commands[] = {
      "Read, or set with ,<us>: idle time before a worker tries to sleep."},
     {"/ferry/latency_weight_pct", writer<latency_weight>,
      "Read, or set with ,<0..10000>: adaptive's price of wake-up latency in CPU, percent."},
+    {"/ferry/busy_latency_weight_pct", writer<busy_latency_weight>,
+     "Read, or set with ,<0..10000>: the same price while a request waits on an upstream."},
     {"/ferry/config", reader<config_cmd>,
      "The effective configuration's scalars; the rest under /ferry/config/<part>."},
     {"/ferry/reload", writer<reload_cmd>,

@@ -48,6 +48,7 @@ from . import util
 MODES_TAP = ["always", "conditional", "poll", "adaptive"]
 MODES_NAP = ["poll", "adaptive"]
 DEFAULT_WEIGHT_PCT = 25  # [ferry] latency_weight_pct's default
+DEFAULT_BUSY_WEIGHT_PCT = 1000  # [ferry] busy_latency_weight_pct's default
 
 
 def base_mode(m):
@@ -55,15 +56,30 @@ def base_mode(m):
     return m.split(":", 1)[0]
 
 
-def mode_weight(m):
-    """'adaptive:25' -> 25 (latency_weight_pct); None for a plain mode or a bad weight."""
+def _weights(m):
+    """'adaptive:25' -> (25, None); 'adaptive:25/1000' -> (25, 1000); None if not so."""
     if ":" not in m or base_mode(m) != "adaptive":
         return None
+    parts = m.split(":", 1)[1].split("/")
     try:
-        w = int(m.split(":", 1)[1])
+        ws = [int(p) for p in parts]
     except ValueError:
         return None
-    return w if 0 <= w <= 10000 else None
+    if len(ws) > 2 or not all(0 <= w <= 10000 for w in ws):
+        return None
+    return ws[0], (ws[1] if len(ws) == 2 else None)
+
+
+def mode_weight(m):
+    """'adaptive:25[/B]' -> 25 (latency_weight_pct); None for a plain mode or a bad weight."""
+    w = _weights(m)
+    return None if w is None else w[0]
+
+
+def mode_busy_weight(m):
+    """'adaptive:A/1000' -> 1000 (busy_latency_weight_pct); None when not given."""
+    w = _weights(m)
+    return None if w is None else w[1]
 
 
 def mode_order(modes):
@@ -71,7 +87,8 @@ def mode_order(modes):
     def key(m):
         b = base_mode(m)
         return (MODES_TAP.index(b) if b in MODES_TAP else len(MODES_TAP),
-                mode_weight(m) if mode_weight(m) is not None else -1)
+                mode_weight(m) if mode_weight(m) is not None else -1,
+                mode_busy_weight(m) if mode_busy_weight(m) is not None else -1)
     return sorted(set(modes), key=key)
 POINTS = [0, 100, 1000, 4000, 10000, 20000, "sat"]
 PER_CONN_RPS = 100   # h2load --rps is per connection; ~125/conn is its ceiling here
@@ -425,6 +442,12 @@ def run(a, build, out_path, log=print):
                                 if r.get("latency_weight_pct") != w:
                                     raise RuntimeError(f"latency_weight_pct reply {r}")
                                 rec["latency_weight_pct"] = w
+                                b = mode_busy_weight(mode)
+                                b = DEFAULT_BUSY_WEIGHT_PCT if b is None else b
+                                r = fp.telemetry(f"/ferry/busy_latency_weight_pct,{b}")
+                                if r.get("busy_latency_weight_pct") != b:
+                                    raise RuntimeError(f"busy_latency_weight_pct reply {r}")
+                                rec["busy_latency_weight_pct"] = b
                                 time.sleep(0.3)  # the previous run's connections close
                                 rec.update(one_load(topo, url, pt, a.duration, a.sweep_warmup,
                                                     pids, fp, f"{nl}-{port}-{mode}", ol))

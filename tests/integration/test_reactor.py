@@ -135,6 +135,16 @@ def main():
                   f"latency weight {bad!r} refused with the range: {r}")
         check(f.telemetry("/ferry/config")["latency_weight_pct"] == 0,
               "/ferry/config shows the live latency weight")
+        # The busy window's weight: its own setting, the same range.
+        check(f.telemetry("/ferry/busy_latency_weight_pct")["busy_latency_weight_pct"] == 1000,
+              "busy latency weight: the default 1000")
+        check(f.telemetry("/ferry/busy_latency_weight_pct,50")["busy_latency_weight_pct"] == 50,
+              "busy latency weight set to 50")
+        r = f.telemetry("/ferry/busy_latency_weight_pct,10001")
+        check(r is not None and r.get("allowed") == "0..10000" and
+              f.telemetry("/ferry/config")["busy_latency_weight_pct"] == 50 and
+              f.telemetry("/ferry/config")["latency_weight_pct"] == 0,
+              f"busy latency weight 10001 refused; /ferry/config shows both live weights: {r}")
         check(sum(v["adaptive_gaps"] for v in lc.values()) > 0,
               f"adaptive: the pings' lcore learned from the gaps between them: {shown}")
 

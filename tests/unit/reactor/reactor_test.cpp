@@ -120,11 +120,12 @@ TEST_F(ReactorTest, AdaptiveNapsOnAPollerWithoutWakeFd) {
 
 // Gaps that begin with work in flight are learned apart: an lcore can learn
 // to spin while it waits on an origin and to sleep at once otherwise. Before
-// run() a sleep is priced 15 us (S 5 us, L 10 us, weight 100%: set, the
-// default is 25%); a slept gap
+// run() a sleep is priced 15 us (S 5 us, L 10 us, weight 100%: set for
+// both windows, the defaults are 25% and 400%); a slept gap
 // loses L: 20 us observed is 10 us waited.
 TEST_F(ReactorTest, GapsWithWorkInFlightHaveTheirOwnWindow) {
     s.latency_weight_pct = 100;
+    s.busy_latency_weight_pct = 100;
     for (int i = 0; i < 4; ++i) r.end_gap(20'000, true, true);  // short, expected
     for (int i = 0; i < 4; ++i) r.end_gap(50'000'000, true, false);  // long, idle
     ASSERT_EQ(r.busy_sleep_price_ns(), 15'000u);  // published by end_gap
@@ -135,24 +136,44 @@ TEST_F(ReactorTest, GapsWithWorkInFlightHaveTheirOwnWindow) {
     EXPECT_EQ(c.adaptive_gaps.get(), 8u);
 }
 
-// The weight is the process's setting, read at each gap's end: set to 0,
-// latency is free, and a 10 us wait is no longer worth a spin against a
-// sleep's 5 us of CPU.
-TEST_F(ReactorTest, TheLatencyWeightSettingReachesBothWindows) {
+// The weights are the process's settings, read at each gap's end, one per
+// window: with the busy one at 0, latency is free there, and a 10 us wait
+// on an upstream is no longer worth a spin against a sleep's 5 us of CPU;
+// the idle window keeps its own price.
+TEST_F(ReactorTest, EachWindowTakesItsOwnLatencyWeightSetting) {
     s.latency_weight_pct = 100;
+    s.busy_latency_weight_pct = 100;
     for (int i = 0; i < 4; ++i) r.end_gap(20'000, true, true);
     ASSERT_EQ(r.busy_spin_window_ns(), 12'000u);
+    s.busy_latency_weight_pct = 0;
+    r.end_gap(20'000, true, false);
+    EXPECT_EQ(r.sleep_price_ns(), 15'000u);
+    EXPECT_EQ(r.busy_sleep_price_ns(), 5'000u);
+    EXPECT_EQ(r.busy_spin_window_ns(), 0u);
     s.latency_weight_pct = 0;
     r.end_gap(20'000, true, false);
     EXPECT_EQ(r.sleep_price_ns(), 5'000u);
-    EXPECT_EQ(r.busy_sleep_price_ns(), 5'000u);
-    EXPECT_EQ(r.busy_spin_window_ns(), 0u);
+}
+
+// The defaults: a busy gap's sleep is priced at 10 x its latency, an idle
+// one's at a quarter: a 40 us wait on an upstream (50 us observed after a
+// sleep's 10 us) is spun through, the same wait between two requests is not.
+TEST_F(ReactorTest, ByDefaultAWaitOnAnUpstreamIsSpunThroughAndIdleTimeIsNot) {
+    for (int i = 0; i < 8; ++i) {
+        r.end_gap(50'000, true, true);
+        r.end_gap(50'000, true, false);
+    }
+    EXPECT_EQ(r.busy_sleep_price_ns(), 105'000u);  // 5 + 10 x 10 us
+    EXPECT_EQ(r.sleep_price_ns(), 7'500u);        // 5 + 10 / 4 us
+    EXPECT_GE(r.busy_spin_window_ns(), 40'000u);
+    EXPECT_EQ(r.spin_window_ns(), 0u);
 }
 
 // One slow answer (an origin's p99) among many quick ones leaves the spin
 // that catches the quick ones.
 TEST_F(ReactorTest, ALateAnswerAmongQuickOnesKeepsTheBusyWindow) {
     s.latency_weight_pct = 100;
+    s.busy_latency_weight_pct = 100;
     for (int i = 0; i < 32; ++i) r.end_gap(8'000, false, true);
     ASSERT_EQ(r.busy_spin_window_ns(), 12'000u);
     r.end_gap(5'000'000, true, true);

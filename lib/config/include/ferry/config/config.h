@@ -21,6 +21,9 @@
 //                                   #   worth in us of CPU, in percent; a sleep is priced
 //                                   #   its CPU plus this times its latency, and a lcore
 //                                   #   spins through a gap only when that is cheaper
+//   busy_latency_weight_pct = 1000  # 0..10000, the same for gaps with a request waiting on
+//                                   #   an upstream (or another lcore): its answer should
+//                                   #   find the lcore awake (one wake per request at most)
 //   neighbor_timeout_s = 60         # 1..86400: ARP entry lifetime
 //
 //   [tcp]                           # optional: the TCP layer of every (lcore, port)
@@ -530,6 +533,7 @@ struct ferry_config {
     uint32_t idle_threshold_us = 200;
     uint32_t nap_budget_us = 100;
     uint32_t latency_weight_pct = 25;
+    uint32_t busy_latency_weight_pct = 1000;
     uint32_t neighbor_timeout_s = 60;
     tcp_config tcp;
     tcp_test_config tcp_test;

@@ -82,6 +82,14 @@ def mode_busy_weight(m):
     return None if w is None else w[1]
 
 
+def set_setting(fp, key, value):
+    """Sets /ferry/<key> to value at run time; returns value, raises unless ferry echoes it."""
+    r = fp.telemetry(f"/ferry/{key},{value}")
+    if r.get(key) != value:
+        raise RuntimeError(f"{key} reply {r}")
+    return value
+
+
 def mode_order(modes):
     """Table and plot order: the fixed modes, adaptive and its weighted runs by weight."""
     def key(m):
@@ -433,21 +441,14 @@ def run(a, build, out_path, log=print):
                                    "offered_rps": pt if pt != "sat" else "saturation",
                                    "round": rnd, "wake_floor_p99_us": wf}
                             try:
-                                r = fp.telemetry(f"/ferry/wakeup_mode,{base_mode(mode)}")
-                                if r.get("wakeup_mode") != base_mode(mode):
-                                    raise RuntimeError(f"wakeup_mode reply {r}")
+                                set_setting(fp, "wakeup_mode", base_mode(mode))
                                 w = mode_weight(mode)
                                 w = DEFAULT_WEIGHT_PCT if w is None else w
-                                r = fp.telemetry(f"/ferry/latency_weight_pct,{w}")
-                                if r.get("latency_weight_pct") != w:
-                                    raise RuntimeError(f"latency_weight_pct reply {r}")
-                                rec["latency_weight_pct"] = w
+                                rec["latency_weight_pct"] = set_setting(fp, "latency_weight_pct", w)
                                 b = mode_busy_weight(mode)
                                 b = DEFAULT_BUSY_WEIGHT_PCT if b is None else b
-                                r = fp.telemetry(f"/ferry/busy_latency_weight_pct,{b}")
-                                if r.get("busy_latency_weight_pct") != b:
-                                    raise RuntimeError(f"busy_latency_weight_pct reply {r}")
-                                rec["busy_latency_weight_pct"] = b
+                                rec["busy_latency_weight_pct"] = set_setting(
+                                    fp, "busy_latency_weight_pct", b)
                                 time.sleep(0.3)  # the previous run's connections close
                                 rec.update(one_load(topo, url, pt, a.duration, a.sweep_warmup,
                                                     pids, fp, f"{nl}-{port}-{mode}", ol))

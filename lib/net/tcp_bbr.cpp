@@ -81,7 +81,7 @@ bool cc_bbr::update_ack_aggregation(const cc_delivery &d, bool new_round,
     const uint64_t elapsed = d.now_ns > ack_epoch_ns_ ? d.now_ns - ack_epoch_ns_ : 0;
     uint64_t expected = uint64_t{best_bw_[0]} * elapsed / ns_per_ms;
     // The delivery fell back to the rate (or the epoch is long): a new one.
-    if (ack_epoch_acked_ <= expected || ack_epoch_acked_ + d.acked >= (1u << 20)) {
+    if (ack_epoch_acked_ <= expected || ack_epoch_acked_ + d.acked >= ack_epoch_reset_octets) {
         ack_epoch_acked_ = 0;
         ack_epoch_ns_ = d.now_ns;
         expected = 0;

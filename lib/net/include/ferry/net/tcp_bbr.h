@@ -129,6 +129,9 @@ public:
     // allowance is at most this long at BtlBw (Linux: 5 rounds, 100 ms).
     static constexpr uint32_t extra_acked_window_rounds = 5;
     static constexpr uint64_t extra_acked_max_ns = 100'000'000;
+    // An aggregation epoch that delivered this much starts over (Linux's
+    // bbr_ack_epoch_acked_reset_thresh), so the excess cannot wrap.
+    static constexpr uint32_t ack_epoch_reset_octets = 1u << 20;
 
     // An ACK that delivered data (d.acked > 0): the round, the rate filter,
     // the mode, and (outside recovery, `recovering` false) the window: in

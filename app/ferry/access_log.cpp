@@ -139,12 +139,7 @@ thread_local time_cache clf_time, iso_time;
 
 access_log_names access_log_names::of(const config::ferry_config &cfg) {
     access_log_names n;
-    for (const auto &u : cfg.upstreams) {
-        n.upstreams.push_back(u.name);
-        auto &s = n.servers.emplace_back();
-        for (const auto &sv : u.servers)
-            s.push_back(config::format_endpoint(sv.addr, sv.port));
-    }
+    for (const auto &u : cfg.upstreams) n.upstreams.push_back(u.name);
     return n;
 }
 
@@ -161,8 +156,13 @@ void format_access_line(std::string &out, config::log_format format, const proxy
     const std::string_view target = view(r.target, r.target_len);
     const char *version = r.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
     const bool has_up = r.upstream >= 0 && size_t(r.upstream) < names.upstreams.size();
-    const bool has_srv =
-        has_up && r.server >= 0 && size_t(r.server) < names.servers[size_t(r.upstream)].size();
+    // The server's address comes in the record: a reload may have added it.
+    const bool has_srv = has_up && r.server >= 0;
+    char srv[24] = "-";
+    if (has_srv)
+        std::snprintf(srv, sizeof srv, "%u.%u.%u.%u:%u", r.server_addr >> 24,
+                      (r.server_addr >> 16) & 255, (r.server_addr >> 8) & 255, r.server_addr & 255,
+                      r.server_port);
 
     if (format == config::log_format::combined) {
         // %h - - [%d/%b/%Y:%H:%M:%S %z] "%r" %s %b "%{Referer}i" "%{User-agent}i"
@@ -204,8 +204,7 @@ void format_access_line(std::string &out, config::log_format format, const proxy
         out += " up=";
         out += has_up ? std::string_view(names.upstreams[size_t(r.upstream)]) : "-";
         out += " us=";
-        out +=
-            has_srv ? std::string_view(names.servers[size_t(r.upstream)][size_t(r.server)]) : "-";
+        out += srv;
         out += " lc=";
         append_u64(out, lcore);
         out += (r.flags & rec::f_crossed) ? " xc=1" : " xc=0";
@@ -272,7 +271,7 @@ void format_access_line(std::string &out, config::log_format format, const proxy
         out += "null";
     out += ",\"upstream_addr\":";
     if (has_srv)
-        append_json_string(out, names.servers[size_t(r.upstream)][size_t(r.server)]);
+        append_json_string(out, srv);
     else
         out += "null";
     out += ",\"upstream_connect_time\":";

@@ -26,11 +26,10 @@
 
 namespace ferry::app {
 
-// What formatting a record needs besides the record: names of upstreams and
-// servers, and the wall-clock time of the reactor clock's zero.
+// What formatting a record needs besides the record: the upstreams' names
+// (a reload keeps them; a server's address comes in the record).
 struct access_log_names {
-    std::vector<std::string> upstreams;             // by upstream index
-    std::vector<std::vector<std::string>> servers;  // "a.b.c.d:port" by [upstream][server]
+    std::vector<std::string> upstreams;  // by upstream index
     static access_log_names of(const config::ferry_config &cfg);
 };
 

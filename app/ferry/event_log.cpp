@@ -11,12 +11,22 @@ namespace ferry::app {
 
 event_log_writer::event_log_writer(const config::ferry_config &cfg, proxy::shared_state &shared)
     : names_(access_log_names::of(cfg)), shared_(shared) {
+    // One dense index per server slot, those a reload may add included; a
+    // slot's name is its address, from the config now and from its events
+    // later (an event carries it).
     size_t n = 0;
     for (size_t u = 0; u < cfg.upstreams.size(); ++u) {
+        const config::upstream_config &uc = cfg.upstreams[u];
+        const size_t cap = proxy::worker_proxy::slot_capacity(uc);
         base_.push_back(n);
-        for (size_t s = 0; s < cfg.upstreams[u].servers.size(); ++s)
+        caps_.push_back(cap);
+        for (size_t s = 0; s < cap; ++s) {
             who_.emplace_back(static_cast<uint16_t>(u), static_cast<uint16_t>(s));
-        n += cfg.upstreams[u].servers.size();
+            server_names_.push_back(
+                s < uc.slots.size() ? config::format_endpoint(uc.slots[s].addr, uc.slots[s].port)
+                                    : "");
+        }
+        n += cap;
     }
     down_since_.assign(n, 0);
     limiter_ = std::make_unique<proxy::event_limiter>(n, burst, window_ns);
@@ -44,9 +54,10 @@ void event_log_writer::drain() noexcept {
     // the last of them left.
     limiter_->summaries(reactor::reactor::now_ns(), [&](size_t i, uint64_t n, bool down) {
         const auto [u, s] = who_[i];
+        (void)s;
         const logfmt l = logfmt("server changes not logged")
                              .kv("upstream", names_.upstreams[u])
-                             .kv("server", names_.servers[u][s])
+                             .kv("server", server_names_[i])
                              .kv("changes", n)
                              .kv("window_seconds", window_ns / 1'000'000'000ull)
                              .kv("reason", "rate limit")
@@ -60,8 +71,10 @@ void event_log_writer::drain() noexcept {
 
 void event_log_writer::line(const proxy::server_event &e) noexcept {
     proxy::event_log_counters &c = shared_.events;
-    if (e.upstream >= base_.size() || e.server >= names_.servers[e.upstream].size()) return;
+    if (e.upstream >= base_.size() || e.server >= caps_[e.upstream]) return;
     const size_t k = key(e.upstream, e.server);
+    std::string &name = server_names_[k];
+    if (name.empty()) name = config::format_endpoint(e.addr, e.port);  // a server a reload added
     const bool down = e.what == proxy::server_event::kind::down;
     (down ? c.server_down : c.server_up).inc();
     const uint64_t since = down_since_[k];
@@ -72,7 +85,7 @@ void event_log_writer::line(const proxy::server_event &e) noexcept {
     }
     c.lines.inc();
     logfmt l(down ? "server down" : "server up");
-    l.kv("upstream", names_.upstreams[e.upstream]).kv("server", names_.servers[e.upstream][e.server]);
+    l.kv("upstream", names_.upstreams[e.upstream]).kv("server", name);
     if (down) {
         // checks=N: failed health checks in a row; failures=N: failed requests.
         l.kv("cause", proxy::describe_cause(e)).kv(e.check ? "checks" : "failures", e.fails);

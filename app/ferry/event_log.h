@@ -57,7 +57,9 @@ private:
     access_log_names names_;
     proxy::shared_state &shared_;
     std::vector<size_t> base_;          // first dense server index of each upstream
-    std::vector<std::pair<uint16_t, uint16_t>> who_;  // dense index -> upstream, server
+    std::vector<size_t> caps_;          // each upstream's server slots
+    std::vector<std::pair<uint16_t, uint16_t>> who_;  // dense index -> upstream, server slot
+    std::vector<std::string> server_names_;           // dense index -> "a.b.c.d:port"
     std::vector<uint64_t> down_since_;  // per server: when it went down (0: up)
     std::unique_ptr<proxy::event_limiter> limiter_;
     std::vector<std::unique_ptr<proxy::event_sink>> sinks_;

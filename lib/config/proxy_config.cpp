@@ -439,6 +439,12 @@ std::optional<error> proxy_reader::read_upstream(const toml::table &t, const std
         const std::string msg = "at least one [[upstream.server]] table is required";
         return servers_node ? r_.at(*servers_node, k, msg) : r_.at(t, k, msg);
     }
+    for (size_t i = 0; i < u.servers.size(); ++i) {
+        u.servers[i].slot = static_cast<uint16_t>(i);
+        u.slots.push_back({u.servers[i].addr, u.servers[i].port});
+    }
+    u.slot_capacity = static_cast<uint32_t>(
+        std::min<size_t>(u.servers.size() + server_slot_headroom, max_server_slots));
     cfg_.upstreams.push_back(std::move(u));
     upstream_name_nodes_.push_back(name_node);
     server_nodes_.push_back(std::move(snodes));
@@ -450,6 +456,9 @@ std::optional<error> proxy_reader::read_server(const toml::table &t, const std::
                                                std::vector<server_nodes> &nodes) {
     server_config s;
     s.where = r_.pos(t.source());
+    if (u.servers.size() >= max_servers)
+        return r_.at(t.source(), key,
+                     "at most " + std::to_string(max_servers) + " servers per upstream");
     server_nodes sn;
     const reader::field fields[] = {
         {"address", true,

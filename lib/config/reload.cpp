@@ -1,6 +1,7 @@
 // What an in-process reload may change (reload.h).
 #include "ferry/config/reload.h"
 
+#include <algorithm>
 #include <string>
 
 namespace ferry::config {
@@ -8,8 +9,11 @@ namespace {
 
 constexpr const char *restart = "needs a restart; the running configuration is kept";
 constexpr const char *shape =
-    "needs a restart (a reload changes values, not which listeners, upstreams and servers "
-    "there are); the running configuration is kept";
+    "needs a restart (a reload changes values, not which listeners and upstreams there "
+    "are); the running configuration is kept";
+constexpr const char *shared_shape =
+    "needs a restart (a shared pool's connections and the requests other lcores hand over "
+    "are numbered by server position); the running configuration is kept";
 
 std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
@@ -69,7 +73,48 @@ std::string route_name(const route_config &r) {
     return (r.host_wildcard ? "*" : "") + r.host + r.path_prefix + " -> " + r.upstream;
 }
 
+// The position in `servers` of the server at `ep`, or -1.
+int find_server(const std::vector<server_config> &servers, const server_config &ep) {
+    for (size_t i = 0; i < servers.size(); ++i)
+        if (servers[i].addr == ep.addr && servers[i].port == ep.port) return static_cast<int>(i);
+    return -1;
+}
+
 }  // namespace
+
+std::vector<error> carry_server_slots(const ferry_config &run, ferry_config &next) {
+    std::vector<error> out;
+    for (size_t u = 0; u < next.upstreams.size() && u < run.upstreams.size(); ++u) {
+        const upstream_config &a = run.upstreams[u];
+        upstream_config &b = next.upstreams[u];
+        if (a.name != b.name) continue;  // not the same upstream: reload_refusals says so
+        b.slots = a.slots;
+        b.slot_capacity = a.slot_capacity;
+        for (size_t i = 0; i < b.servers.size(); ++i) {
+            server_config &s = b.servers[i];
+            const server_endpoint ep{s.addr, s.port};
+            auto it = std::find(b.slots.begin(), b.slots.end(), ep);
+            if (it == b.slots.end()) {
+                if (b.slots.size() >= b.slot_capacity) {
+                    out.push_back(error{
+                        s.where, "upstream[" + std::to_string(u) + "].server[" + std::to_string(i) + "]",
+                        "server " + format_endpoint(s.addr, s.port) + " of '" + b.name +
+                            "' would be its server address number " +
+                            std::to_string(b.slots.size() + 1) +
+                            " since ferry started, more than the " +
+                            std::to_string(b.slot_capacity) +
+                            " it has room for (" + std::to_string(server_slot_headroom) +
+                            " more than it started with): " + restart});
+                    break;
+                }
+                b.slots.push_back(ep);
+                it = b.slots.end() - 1;
+            }
+            s.slot = static_cast<uint16_t>(it - b.slots.begin());
+        }
+    }
+    return out;
+}
 
 std::vector<int> route_map(const ferry_config &run, const ferry_config &next) {
     std::vector<int> map(run.routes.size(), -1);
@@ -191,11 +236,14 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
                 refuse(b.where, key + ".pool",
                        "upstream '" + b.name + "' changed its pool (pool, shared_connections):",
                        restart);
+            // A local pool's servers may be added, removed and reordered
+            // (carry_server_slots keeps each one's state by its address).
+            if (a.pool != pool_mode::shared || b.pool != pool_mode::shared) continue;
             if (a.servers.size() != b.servers.size()) {
                 refuse(b.where, key + ".server",
                        "upstream '" + b.name + "' has " + std::to_string(b.servers.size()) +
                            " servers (was " + std::to_string(a.servers.size()) + "):",
-                       shape);
+                       shared_shape);
                 continue;
             }
             for (size_t s = 0; s < b.servers.size(); ++s)
@@ -204,7 +252,7 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
                            "server " + format_endpoint(b.servers[s].addr, b.servers[s].port) +
                                " of '" + b.name + "' is where " +
                                format_endpoint(a.servers[s].addr, a.servers[s].port) + " was:",
-                           shape);
+                           shared_shape);
         }
     }
     return out;
@@ -292,9 +340,25 @@ std::vector<std::string> reload_changes(const ferry_config &run, const ferry_con
               b.health_check_interval_ms);
         c.num(k + "health_check_timeout_ms", a.health_check_timeout_ms, b.health_check_timeout_ms);
         c.str(k + "health_check_host", a.health_check_host, b.health_check_host);
-        for (size_t s = 0; s < b.servers.size() && s < a.servers.size(); ++s)
-            c.num(k + "server[" + std::to_string(s) + "].weight", a.servers[s].weight,
-                  b.servers[s].weight);
+        // Servers by address: removed, added, moved, and a kept one's weight.
+        for (size_t s = 0; s < a.servers.size(); ++s)
+            if (find_server(b.servers, a.servers[s]) < 0)
+                c.add(k + "server[" + std::to_string(s) + "] removed: " +
+                      format_endpoint(a.servers[s].addr, a.servers[s].port));
+        for (size_t s = 0; s < b.servers.size(); ++s) {
+            const server_config &sb = b.servers[s];
+            const std::string ep = format_endpoint(sb.addr, sb.port);
+            const int was = find_server(a.servers, sb);
+            if (was < 0) {
+                c.add(k + "server[" + std::to_string(s) + "] added: " + ep);
+                continue;
+            }
+            if (was != static_cast<int>(s))
+                c.add(k + "server[" + std::to_string(was) + "] is now server[" +
+                      std::to_string(s) + "]: " + ep);
+            c.num(k + "server[" + std::to_string(s) + "].weight",
+                  a.servers[static_cast<size_t>(was)].weight, sb.weight);
+        }
     }
     return std::move(c).done();
 }

@@ -35,6 +35,14 @@ access_record &worker_proxy::al_rec(const client &c) noexcept {
     return al_pending_[clients_.index_of(c)];
 }
 
+void worker_proxy::al_server(const client &c, int upstream, int server) noexcept {
+    access_record &r = al_rec(c);
+    r.server = static_cast<int16_t>(server);
+    const config::server_endpoint ep = endpoint_of(upstream, server);
+    r.server_addr = ep.addr;
+    r.server_port = ep.port;
+}
+
 void worker_proxy::al_reason(client &c, term_reason why) noexcept {
     if (!c.al_open) return;
     access_record &r = al_rec(c);

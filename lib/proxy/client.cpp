@@ -197,7 +197,7 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
         reject_generated(c, 503, now);
         return c.state == client::st::head && c.used;  // kept: go on with the next
     }
-    if (c.al_open) al_rec(c).server = static_cast<int16_t>(server);
+    if (c.al_open) al_server(c, upstream, server);
     return dispatch(c, consumed, upstream, server, now);
 }
 
@@ -206,7 +206,7 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
 // of `port`'s pool; null when it was rejected (431: too large; 503: no mbuf).
 rte_mbuf *worker_proxy::forward_head(client &c, int upstream, int server, uint16_t port,
                                      uint64_t now) noexcept {
-    const auto &srv = cfg_->upstreams[upstream].servers[server];
+    const config::server_endpoint srv = endpoint_of(upstream, server);
     char addr[16];
     std::snprintf(addr, sizeof addr, "%u.%u.%u.%u", c.peer_addr >> 24, (c.peer_addr >> 16) & 255,
                   (c.peer_addr >> 8) & 255, c.peer_addr & 255);
@@ -262,7 +262,7 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
         slot = shared_base_[upstream] + static_cast<uint32_t>(server) * n + k;
         owner = slots_[slot].owner;
     }
-    const uint16_t hport = u != nullptr ? u->port : port_for(uc.servers[server].addr);
+    const uint16_t hport = u != nullptr ? u->port : port_for(endpoint_of(upstream, server).addr);
     rte_mbuf *head = forward_head(c, upstream, server, hport, now);
     if (head == nullptr) return false;
     // Without a body a request can be replayed (upconn_failed decides when:

@@ -41,6 +41,8 @@ void worker_proxy::health_ok(int upstream, int server, uint64_t now) noexcept {
     ev.t_ns = now;
     ev.upstream = static_cast<uint16_t>(upstream);
     ev.server = static_cast<uint16_t>(server);
+    ev.addr = endpoint_of(upstream, server).addr;
+    ev.port = endpoint_of(upstream, server).port;
     ev.what = server_event::kind::up;
     emit_event(ev);
 }
@@ -60,6 +62,8 @@ void worker_proxy::health_failed(int upstream, int server, uint64_t now,
     ev.t_ns = now;
     ev.upstream = static_cast<uint16_t>(upstream);
     ev.server = static_cast<uint16_t>(server);
+    ev.addr = endpoint_of(upstream, server).addr;
+    ev.port = endpoint_of(upstream, server).port;
     ev.what = server_event::kind::down;
     ev.fails = f;
     emit_event(ev);
@@ -72,13 +76,13 @@ void worker_proxy::run_health_checks(uint64_t now) noexcept {
         if (uc.health_check_path.empty()) continue;
         next = std::min<uint64_t>(next, now + uc.health_check_interval_ms * ms);
         upstream_state &us = *ups_[ui];
-        for (size_t s = 0; s < uc.servers.size(); ++s) {
+        for (const config::server_config &srv : uc.servers) {
+            const size_t s = srv.slot;
             if (us.hc_conn[s] != none) continue;  // still running (its timer ends it)
             if (shared_.health[ui][s].admin.load(std::memory_order_relaxed) ==
                 server_admin::maint)
                 continue;  // in maintenance: not checked
             if (upconns_.available() == 0) return;
-            const auto &srv = uc.servers[s];
             upconn *hc = open_upconn(static_cast<int>(ui), static_cast<int>(s), now);
             if (hc == nullptr) continue;
             upconn &u = *hc;

@@ -212,14 +212,23 @@ struct worker_proxy::shared_slot {
     uint32_t qh = 0, qn = 0;
 };
 
+// Per server slot (config.h server_config::slot: what `server` means in the
+// proxy, in upconns, clients, counters and health words), sized for the
+// upstream's slot_capacity, so that a reload that adds, removes or reorders
+// servers leaves each server's connections and counts where they are; and per
+// position in the configuration's server list (the balancer's, rebuilt by
+// set_servers at every reload).
 struct worker_proxy::upstream_state {
-    std::vector<uint32_t> idle_head;  // per server: idle upconns (doubly linked)
+    // By slot.
+    std::vector<uint32_t> idle_head;  // idle upconns (doubly linked)
     std::vector<uint32_t> nidle;
+    std::vector<uint32_t> busy;     // requests in flight here
+    std::vector<uint32_t> hc_conn;  // health check in flight
+    std::vector<uint8_t> present;   // in the configuration (a reload may remove it)
+    // By position.
     std::vector<int64_t> rr_current;  // smooth weighted round robin (nginx)
-    std::vector<uint32_t> busy;       // per server: requests in flight here
     hash_ring ring;                   // consistent hash
     std::vector<server_view> view;    // the balancer's snapshot (pick_server)
-    std::vector<uint32_t> hc_conn;    // health check in flight per server
 };
 
 }  // namespace ferry::proxy

@@ -18,7 +18,7 @@ namespace ferry::proxy {
 shared_state::shared_state(const config::ferry_config &cfg)
     : xrows(std::make_unique<xcore_row[]>(max_workers)) {
     for (const auto &u : cfg.upstreams)
-        health.push_back(std::make_unique<server_health[]>(u.servers.size()));
+        health.push_back(std::make_unique<server_health[]>(worker_proxy::slot_capacity(u)));
 }
 
 worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port_ref> ports,
@@ -79,20 +79,36 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
                                              route_stride_ * 5);
     for (const auto &uc : cfg.upstreams) {
         auto st = std::make_unique<upstream_state>();
-        const size_t n = uc.servers.size();
-        st->idle_head.assign(n, none);
-        st->nidle.assign(n, 0);
-        st->rr_current.assign(n, 0);
-        st->busy.assign(n, 0);
-        st->hc_conn.assign(n, none);
-        st->view.assign(n, server_view{});
-        for (size_t i = 0; i < n; ++i) st->view[i].weight = uc.servers[i].weight;
-        if (uc.balance == config::balance_mode::consistent_hash) st->ring = hash_ring(uc.servers);
+        const size_t cap = slot_capacity(uc);
+        st->idle_head.assign(cap, none);
+        st->nidle.assign(cap, 0);
+        st->busy.assign(cap, 0);
+        st->hc_conn.assign(cap, none);
+        set_servers(*st, uc);
         ups_.push_back(std::move(st));
-        srv_ctr_.push_back(reserve<server_counters>(reserved_base_, n));
+        srv_ctr_.push_back(reserve<server_counters>(reserved_base_, cap));
     }
     health_timer_.set_callback(health_timer_cb, this);
     init_shared();
+}
+
+size_t worker_proxy::slot_capacity(const config::upstream_config &uc) noexcept {
+    return std::max<size_t>(uc.slot_capacity, uc.servers.size());
+}
+
+void worker_proxy::set_servers(upstream_state &st, const config::upstream_config &uc) {
+    const size_t n = uc.servers.size();
+    st.present.assign(slot_capacity(uc), 0);
+    st.view.assign(n, server_view{});
+    for (size_t i = 0; i < n; ++i) {
+        st.view[i].weight = uc.servers[i].weight;
+        st.present[uc.servers[i].slot] = 1;
+    }
+    // Weights are read from the configuration at each pick; the ring holds
+    // them in its points.
+    st.rr_current.assign(n, 0);
+    st.ring = uc.balance == config::balance_mode::consistent_hash ? hash_ring(uc.servers)
+                                                                   : hash_ring();
 }
 
 void worker_proxy::build_edits() {
@@ -148,12 +164,22 @@ void worker_proxy::reconfigure(const config::ferry_config &next, uint64_t now) {
     for (size_t u = 0; u < ups_.size() && u < next.upstreams.size(); ++u) {
         const config::upstream_config &uc = next.upstreams[u];
         upstream_state &st = *ups_[u];
-        // Weights are read from the configuration at each pick; the ring
-        // holds them in its points.
-        st.ring = uc.balance == config::balance_mode::consistent_hash ? hash_ring(uc.servers)
-                                                                       : hash_ring();
-        std::fill(st.rr_current.begin(), st.rr_current.end(), 0);
+        const std::vector<uint8_t> was = st.present;
+        set_servers(st, uc);
         checks = checks || uc.health_checks();
+        // A server the reload removed: its idle connections close now; busy
+        // ones when their response ends (release_upconn), a health check in
+        // flight when it ends. Its slot keeps its counters and health, for a
+        // reload that brings the address back.
+        for (size_t s = 0; s < was.size() && s < st.present.size(); ++s) {
+            if (!was[s] || st.present[s]) continue;
+            ctr_.servers_removed.inc();
+            while (st.idle_head[s] != none) {
+                upconn &i = upconns_[st.idle_head[s]];
+                ctr_.upstream_retired.inc();
+                close_upconn(i, false, now);  // off the idle list (unaccount)
+            }
+        }
     }
     if (lcore_index_ == 0 && !draining_) {
         if (!checks)

@@ -21,37 +21,46 @@ int worker_proxy::pick_server(int upstream, uint64_t key, uint64_t now, int excl
     upstream_state &us = *ups_[upstream];
     bool any_up = false;
     bool any_ready = false;
-    for (size_t s = 0; s < us.view.size(); ++s) {
+    // The view is by position in the configuration; health, load and the
+    // result (and `exclude`) by slot.
+    for (size_t i = 0; i < us.view.size(); ++i) {
+        const int s = uc.servers[i].slot;
         const server_health &h = shared_.health[upstream][s];
         const uint64_t d = h.down_until.load(std::memory_order_relaxed);
-        const bool ready = h.admin.load(std::memory_order_relaxed) == server_admin::ready &&
-                           static_cast<int>(s) != exclude;
+        const bool ready =
+            h.admin.load(std::memory_order_relaxed) == server_admin::ready && s != exclude;
         const uint32_t w = h.weight.load(std::memory_order_relaxed);
-        us.view[s].weight = w != 0 ? w : uc.servers[s].weight;
-        us.view[s].up = ready && (d == 0 || d <= now);
-        us.view[s].busy = us.busy[s];
-        any_up |= us.view[s].up;
+        us.view[i].weight = w != 0 ? w : uc.servers[i].weight;
+        us.view[i].up = ready && (d == 0 || d <= now);
+        us.view[i].busy = us.busy[s];
+        any_up |= us.view[i].up;
         any_ready |= ready;
     }
     // Every server down: try them all the same rather than refuse (a server
     // back up serves at once, and its success marks it up). The one a retry
     // leaves out stays out, and so do those the operator drained.
     if (!any_up && any_ready && uc.when_all_down == config::all_down_mode::try_anyway) {
-        for (size_t s = 0; s < us.view.size(); ++s)
-            us.view[s].up = static_cast<int>(s) != exclude &&
+        for (size_t i = 0; i < us.view.size(); ++i) {
+            const int s = uc.servers[i].slot;
+            us.view[i].up = s != exclude &&
                             shared_.health[upstream][s].admin.load(std::memory_order_relaxed) ==
                                 server_admin::ready;
+        }
         if (exclude < 0 || us.view.size() > 1) ctr_.all_down_tried.inc();
     }
+    int i = -1;
     switch (uc.balance) {
         case config::balance_mode::round_robin:
-            return pick_round_robin(us.view, us.rr_current);
+            i = pick_round_robin(us.view, us.rr_current);
+            break;
         case config::balance_mode::least_conn:
-            return pick_least_conn(us.view, ctr_.requests.get() % us.view.size());
+            i = pick_least_conn(us.view, ctr_.requests.get() % us.view.size());
+            break;
         case config::balance_mode::consistent_hash:
-            return us.ring.pick(key, us.view);
+            i = us.ring.pick(key, us.view);
+            break;
     }
-    return -1;
+    return i < 0 ? -1 : uc.servers[static_cast<size_t>(i)].slot;
 }
 
 uint16_t worker_proxy::port_for(uint32_t addr) const noexcept {
@@ -65,11 +74,11 @@ uint16_t worker_proxy::port_for(uint32_t addr) const noexcept {
     return 0;
 }
 
-// A new connection (SYN sent) to server `server` of `upstream` in a free
-// upconn slot, every field of the slot reset (not counted: the callers count
-// it as theirs); null when no upconn slot, TCP slot or local port is free.
+// A new connection (SYN sent) to the server in slot `server` of `upstream` in
+// a free upconn slot, every field of the slot reset (not counted: the callers
+// count it as theirs); null when no upconn slot, TCP slot or local port is free.
 worker_proxy::upconn *worker_proxy::open_upconn(int upstream, int server, uint64_t now) noexcept {
-    const auto &srv = cfg_->upstreams[upstream].servers[server];
+    const config::server_endpoint srv = endpoint_of(upstream, server);
     const uint16_t port = port_for(srv.addr);
     net::tcp_handle h;
     if (upconns_.available() == 0 ||
@@ -699,7 +708,7 @@ void worker_proxy::upconn_failed(upconn &u, uint16_t status, term_reason why, bo
                    upconn *fresh = acquire(c, upstream, target, now, next < 0)) {
             --c.retries_left;
             ctr_.requests_retried.inc();
-            if (c.al_open) al_rec(c).server = static_cast<int16_t>(target);
+            if (c.al_open) al_server(c, upstream, target);
             rte_mbuf *again = c.retries_left > 0 ? clone_of(c.retry_head, fresh->port) : nullptr;
             fresh->ri = ri;
             fresh->t_sent = now;
@@ -737,7 +746,10 @@ void worker_proxy::release_upconn(upconn &u, bool reusable, uint64_t now) noexce
         return;
     }
     const auto &uc = cfg_->upstreams[u.upstream];
-    if (!reusable || draining_ || u.eof || us.nidle[u.server] >= uc.max_idle) {
+    // A reload removed its server: it has drained, and ends with a FIN.
+    const bool retired = !us.present[u.server];
+    if (retired && reusable) ctr_.upstream_retired.inc();
+    if (!reusable || retired || draining_ || u.eof || us.nidle[u.server] >= uc.max_idle) {
         u.state = upconn::st::body;  // so close_upconn does not touch the idle list
         close_upconn(u, must_abort(u, reusable), now);
         return;

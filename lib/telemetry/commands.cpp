@@ -195,8 +195,9 @@ int upstreams(const process_view &v, rte_tel_data *d) {
         const auto &uc = ups[u];
         for (size_t s = 0; s < uc.servers.size(); ++s) {
             const auto &sv = uc.servers[s];
-            const auto &h = v.proxy_shared->health[u][s];
-            const detail::server_totals t = detail::sum_server(v, u, s);
+            // Health and counters are kept by slot (config.h server_config).
+            const auto &h = v.proxy_shared->health[u][sv.slot];
+            const detail::server_totals t = detail::sum_server(v, u, sv.slot);
             rte_tel_data *sd = rte_tel_data_alloc();
             if (sd == nullptr) return -ENOMEM;
             rte_tel_data_start_dict(sd);

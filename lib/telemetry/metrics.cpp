@@ -640,7 +640,7 @@ void render_upstreams(exposition &e, const process_view &v) {
     const auto &ups = cfg->upstreams;
     struct srv {
         labels lbl;
-        size_t u, s;
+        size_t u, s, slot;  // upstream, server index, its slot (health, counters)
         detail::server_totals t;
     };
     static thread_local std::vector<srv> all;  // kept between scrapes, as blocks_of
@@ -649,7 +649,7 @@ void render_upstreams(exposition &e, const process_view &v) {
         for (size_t s = 0; s < ups[u].servers.size(); ++s) {
             const auto &sv = ups[u].servers[s];
             all.push_back({labels().add("upstream", ups[u].name).add_server("server", sv.addr, sv.port),
-                           u, s, detail::sum_server(v, u, s)});
+                           u, s, sv.slot, detail::sum_server(v, u, sv.slot)});
         }
     if (all.empty())
         return;
@@ -657,17 +657,17 @@ void render_upstreams(exposition &e, const process_view &v) {
     e.family("ferry_upstream_server_up", "gauge",
              "1 if the server is up, 0 while health checks hold it down");
     for (const auto &x : all)
-        e.sample(x.lbl, detail::server_down(v.proxy_shared->health[x.u][x.s], now) ? 0 : 1);
+        e.sample(x.lbl, detail::server_down(v.proxy_shared->health[x.u][x.slot], now) ? 0 : 1);
     e.family("ferry_upstream_server_weight", "gauge",
              "the server's weight: the configured one unless /ferry/server set another");
     for (const auto &x : all) {
-        const uint32_t w = v.proxy_shared->health[x.u][x.s].weight.load(std::memory_order_relaxed);
+        const uint32_t w = v.proxy_shared->health[x.u][x.slot].weight.load(std::memory_order_relaxed);
         e.sample(x.lbl, w != 0 ? w : ups[x.u].servers[x.s].weight);
     }
     e.family("ferry_upstream_server_ready", "gauge",
              "1 if the operator's state is ready, 0 for drain or maint (/ferry/server)");
     for (const auto &x : all)
-        e.sample(x.lbl, v.proxy_shared->health[x.u][x.s].admin.load(std::memory_order_relaxed) ==
+        e.sample(x.lbl, v.proxy_shared->health[x.u][x.slot].admin.load(std::memory_order_relaxed) ==
                                 proxy::server_admin::ready
                             ? 1
                             : 0);
@@ -675,11 +675,11 @@ void render_upstreams(exposition &e, const process_view &v) {
              "the server's state and weight changes through /ferry/server");
     for (const auto &x : all)
         e.sample(x.lbl,
-                 v.proxy_shared->health[x.u][x.s].admin_changes.load(std::memory_order_relaxed));
+                 v.proxy_shared->health[x.u][x.slot].admin_changes.load(std::memory_order_relaxed));
     e.family("ferry_upstream_marked_down_total", "counter", "times the server was marked down");
     for (const auto &x : all)
         e.sample(x.lbl,
-                 v.proxy_shared->health[x.u][x.s].marked_down.load(std::memory_order_relaxed));
+                 v.proxy_shared->health[x.u][x.slot].marked_down.load(std::memory_order_relaxed));
     struct field {
         const char *name, *type, *help;
         uint64_t detail::server_totals::*member;
@@ -715,7 +715,7 @@ void render_upstreams(exposition &e, const process_view &v) {
     for (const auto &x : all) {
         histogram_sums h;
         for (const lcore_view &l : v.lcores)
-            if (l.proxy != nullptr) h.add(l.proxy->server(x.u, x.s).latency);
+            if (l.proxy != nullptr) h.add(l.proxy->server(x.u, x.slot).latency);
         histogram_samples(e, x.lbl, h);
     }
 }

@@ -33,7 +33,8 @@ constexpr uint32_t max_weight = 1000;
 
 struct server_ref {
     size_t upstream = 0;
-    size_t server = 0;
+    size_t server = 0;  // its index in the configuration
+    size_t slot = 0;    // its health words' (config.h server_config::slot)
 };
 
 // "<upstream>/<index>" or "<upstream>/<a.b.c.d:port>".
@@ -48,7 +49,7 @@ bool find_server(const config::ferry_config &cfg, std::string_view name, server_
             const auto &sc = ups[u].servers[s];
             const std::string addr = config::format_ipv4(sc.addr) + ":" + std::to_string(sc.port);
             if (srv == std::to_string(s) || srv == addr) {
-                out = {u, s};
+                out = {u, s, sc.slot};
                 return true;
             }
         }
@@ -59,7 +60,7 @@ bool find_server(const config::ferry_config &cfg, std::string_view name, server_
 uint32_t effective_weight(const process_view &v, const config::ferry_config &cfg,
                           const server_ref &r) {
     const uint32_t w =
-        v.proxy_shared->health[r.upstream][r.server].weight.load(std::memory_order_relaxed);
+        v.proxy_shared->health[r.upstream][r.slot].weight.load(std::memory_order_relaxed);
     return w != 0 ? w : cfg.upstreams[r.upstream].servers[r.server].weight;
 }
 
@@ -67,7 +68,7 @@ uint32_t effective_weight(const process_view &v, const config::ferry_config &cfg
 // configuration's), changes so far.
 int add_server(const process_view &v, const config::ferry_config &cfg, const server_ref &r,
                rte_tel_data *d) {
-    const proxy::server_health &h = v.proxy_shared->health[r.upstream][r.server];
+    const proxy::server_health &h = v.proxy_shared->health[r.upstream][r.slot];
     const auto &sc = cfg.upstreams[r.upstream].servers[r.server];
     rte_tel_data *sd = rte_tel_data_alloc();
     if (sd == nullptr) return -ENOMEM;
@@ -97,7 +98,7 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
         rte_tel_data_start_dict(d);
         for (size_t u = 0; u < cfg.upstreams.size(); ++u)
             for (size_t s = 0; s < cfg.upstreams[u].servers.size(); ++s)
-                if (int rc = add_server(v, cfg, {u, s}, d); rc != 0) return rc;
+                if (int rc = add_server(v, cfg, {u, s, cfg.upstreams[u].servers[s].slot}, d); rc != 0) return rc;
         return 0;
     }
     const size_t comma = p.find(',');
@@ -105,7 +106,7 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
     server_ref r;
     if (!find_server(cfg, name, r))
         return refused(d, "no such server (see /ferry/upstreams), nothing changed", usage);
-    proxy::server_health &h = v.proxy_shared->health[r.upstream][r.server];
+    proxy::server_health &h = v.proxy_shared->health[r.upstream][r.slot];
     if (comma != std::string_view::npos) {
         const std::string_view what = p.substr(comma + 1);
         // The log line's fields: upstream=py server=10.77.0.2:9000.

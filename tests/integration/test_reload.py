@@ -1,13 +1,15 @@
 """In-process configuration reload under load (issue 18 item 1, docs/OPERATIONS.md
-"Reloading the configuration"): ferry on 2 lcores (net_tap), two Python
+"Reloading the configuration"): ferry on 2 lcores (net_tap), three Python
 origins on the tap's kernel side, an open-loop client (h2load --h1 --rps) on
 10 connections (200 requests a second) through every reload.
 
 20 reloads, by SIGHUP and /ferry/reload in turn, each one writing a new file:
   - valid ones change the /a/ route's response rule (X-Gen: <n>), its path
     prefix (/a/ or /a2/, which the default route catches otherwise), a
-    server weight and a timeout: after each one a request sees X-Gen: <n> and
-    the route's new prefix;
+    server weight and a timeout, and the upstream's servers (two of the three
+    origins, a different two each time: one removed, one added, under load):
+    after each one a request sees X-Gen: <n> and the route's new prefix, and
+    requests reach only the new servers;
   - reloads 15-17 add a route in front of it (/extra/, X-Extra: yes), which
     moves it to the second position under load, and reload 18 removes it;
   - reload 8 is invalid (a TOML syntax error): refused with file:line, logged
@@ -32,14 +34,20 @@ sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check,  # noqa: E402
                      ferry_binary, require_root, tap_port_toml)
 
-PORTS = (9000, 9001)
+PORTS = (9000, 9001, 9002)
 RELOADS = 20
 INVALID, REFUSED = 8, 13  # by /ferry/reload and by SIGHUP
 
 
+def server_ports(gen):
+    """Generation gen's servers: every origin but PORTS[gen % 3]."""
+    return [p for p in PORTS if p != PORTS[gen % len(PORTS)]]
+
+
 def config(gen, prefix="/a/", weight=1, tcp="", extra=False):
     servers = "".join(f'  [[upstream.server]]\n  address = "{PEER_ADDR}:{p}"\n'
-                      f'  weight = {weight if i == 0 else 1}\n' for i, p in enumerate(PORTS))
+                      f'  weight = {weight if i == 0 else 1}\n'
+                      for i, p in enumerate(server_ports(gen)))
     # A route added in front of the /a/ route (reloads 15-17), then removed.
     front = ('[[route]]\npath_prefix = "/extra/"\nupstream = "u"\n'
              'response_headers.set = { "X-Extra" = "yes" }\n\n') if extra else ""
@@ -83,7 +91,8 @@ def wait_for(cond, what, timeout=15):
 def main():
     require_root()
     with Netns() as ns, Ferry(ns, lcores="0-1", config=config(0)) as f, \
-            PyOrigin(ns, PEER_ADDR, PORTS[0]), PyOrigin(ns, PEER_ADDR, PORTS[1]):
+            PyOrigin(ns, PEER_ADDR, PORTS[0]), PyOrigin(ns, PEER_ADDR, PORTS[1]), \
+            PyOrigin(ns, PEER_ADDR, PORTS[2]):
         path = os.path.join(f.tmp, "ferry.toml")
         check(gen_of(head_of(ns, "/a/x")) == 0, "before any reload: X-Gen: 0 on /a/")
         # Open loop: 10 connections x 20 req/s for long enough to cover the reloads.
@@ -148,6 +157,17 @@ def main():
                     check((extra is not None) == (15 <= n <= 17),
                           f"reload {n}: the route added by reload 15 and removed by 18 "
                           f"{'answers' if extra else 'is gone'}")
+                # The servers: the new two in /ferry/upstreams, and only they
+                # answer (the removed one's idle connections closed).
+                ups = f.telemetry("/ferry/upstreams")
+                want = {f"{PEER_ADDR}:{p}" for p in server_ports(n)}
+                check({v["server"] for v in ups.values()} == want,
+                      f"reload {n}: /ferry/upstreams lists {sorted(want)}: {sorted(ups)}")
+                who = {int(ns.run(["curl", "-s", "--max-time", "10",
+                                   f"http://{FERRY_ADDR}:8080/whoami"], check=False,
+                                  timeout=20).stdout or 0) for _ in range(8)}
+                check(who <= set(server_ports(n)),
+                      f"reload {n}: requests reach only {server_ports(n)}: {sorted(who)}")
                 other = "/a2/x" if prefix == "/a/" else "/a/x"
                 check(gen_of(head_of(ns, other)) is None,
                       f"reload {n}: {other} no longer matches the route (default upstream)")
@@ -177,10 +197,14 @@ def main():
         # in force is all that is left of 18 (both workers are past it).
         check(c["configs_alive"] == 1, f"/ferry/config: {c['configs_alive']} reloaded "
               "configuration(s) in memory after 18 reloads")
-        per_lcore = {k: v["reconfigured"] for k, v in f.telemetry("/ferry/http").items()
-                     if k.startswith("lcore")}
+        http = {k: v for k, v in f.telemetry("/ferry/http").items() if k.startswith("lcore")}
+        per_lcore = {k: v["reconfigured"] for k, v in http.items()}
         check(sorted(per_lcore.values()) == [RELOADS - 2] * 2,
               f"each worker took {RELOADS - 2} configurations over: {per_lcore}")
+        # Each applied file removed one server (and added another).
+        removed = {k: v["servers_removed"] for k, v in http.items()}
+        check(sorted(removed.values()) == [RELOADS - 2] * 2,
+              f"each worker saw {RELOADS - 2} servers removed: {removed}")
         check("ferry.app: reload applied " in f.log_text(), "reloads are logged")
 
         # ferry --check --running: what a reload of another file would do,

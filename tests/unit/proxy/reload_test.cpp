@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "bed.h"
+#include "ferry/config/reload.h"
 
 namespace ferry::proxy::test {
 namespace {
@@ -146,6 +147,83 @@ TEST(Reload, HealthChecksStartAndStop) {
     const uint64_t sent = bed.ctr().health_checks.get();
     bed.advance(5000 * ms);
     EXPECT_EQ(bed.ctr().health_checks.get(), sent);
+}
+
+// The bed's configuration with 'o''s one server at 10.0.0.2:`port`.
+std::string at_port(std::string_view port) {
+    std::string t = bed_config();
+    t.replace(t.find("10.0.0.2:8080"), 13, "10.0.0.2:" + std::string(port));
+    return t;
+}
+
+TEST(Reload, ARemovedServersConnectionsDrainAndClose) {
+    // 'o' moves from 10.0.0.2:8080 to :8081. At the reload one connection to
+    // 8080 is idle and one serves a request: the idle one closes at once
+    // (FIN), the busy one when its response is through; new requests go to
+    // 8081. 8080 comes back in a third generation in its old slot, with its
+    // counts.
+    // The generations outlive the bed; slots carried as the app's reload does.
+    const config::ferry_config first = parsed(bed_config());
+    config::ferry_config moved = parsed(at_port("8081"));
+    ASSERT_TRUE(config::carry_server_slots(first, moved).empty());
+    ASSERT_EQ(moved.upstreams[0].servers[0].slot, 1);
+    config::ferry_config back = parsed(bed_config());
+    ASSERT_TRUE(config::carry_server_slots(moved, back).empty());
+    ASSERT_EQ(back.upstreams[0].servers[0].slot, 0);
+    bed_options o;
+    o.toml = bed_config();
+    o.origin_ports = {8080, 8081};
+    proxy_bed bed(o);
+
+    const size_t c1 = bed.connect(), c2 = bed.connect();
+    bed.send(c1, "GET /1 HTTP/1.1\r\nHost: h\r\n\r\n");
+    bed.send(c2, "GET /2 HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(bed.origin_count(), 2u);
+    peer_conn &idle = *bed.origin(0), &busy = *bed.origin(1);
+    ASSERT_EQ(idle.port, 8080);
+    ASSERT_EQ(busy.port, 8080);
+    ASSERT_TRUE(idle.rx.starts_with("GET /1 ")) << idle.rx;
+    bed.send(idle, ok_resp);
+    EXPECT_TRUE(bed.conn(c1).rx.ends_with("\r\n\r\nok")) << bed.conn(c1).rx;
+    bed.conn(c1).rx.clear();
+
+    bed.proxy().reconfigure(moved, bed.now());
+    bed.pump();
+    EXPECT_EQ(bed.ctr().servers_removed.get(), 1u);
+    EXPECT_EQ(bed.ctr().upstream_retired.get(), 1u);
+    EXPECT_TRUE(idle.fin);
+    EXPECT_FALSE(busy.fin);
+    // The busy one answers its request in full, then closes with a FIN.
+    bed.send(busy, ok_resp);
+    EXPECT_TRUE(bed.conn(c2).rx.ends_with("\r\n\r\nok")) << bed.conn(c2).rx;
+    EXPECT_FALSE(bed.conn(c2).closed);
+    EXPECT_TRUE(busy.fin);
+    EXPECT_EQ(bed.ctr().upstream_retired.get(), 2u);
+    // New requests: the new server.
+    EXPECT_TRUE(get(bed, c1, "/3").ends_with("\r\n\r\nok"));
+    ASSERT_EQ(bed.origin_count(), 3u);
+    EXPECT_EQ(bed.origin(2)->port, 8081);
+    EXPECT_EQ(bed.proxy().server(0, 0).requests.get(), 2u);
+    EXPECT_EQ(bed.proxy().server(0, 1).requests.get(), 1u);
+    EXPECT_EQ(bed.proxy().server(0, 0).idle.get(), 0u);
+    EXPECT_EQ(bed.proxy().server(0, 0).active.get(), 0u);
+    EXPECT_EQ(bed.proxy().server(0, 1).idle.get(), 1u);
+
+    // 8080 again, in slot 0: its count goes on from 2; 8081's idle
+    // connection closes.
+    bed.proxy().reconfigure(back, bed.now());
+    bed.pump();
+    EXPECT_TRUE(bed.origin(2)->fin);
+    EXPECT_EQ(bed.ctr().servers_removed.get(), 2u);
+    EXPECT_TRUE(get(bed, c1, "/4").ends_with("\r\n\r\nok"));
+    EXPECT_EQ(bed.origin(bed.origin_count() - 1)->port, 8080);
+    EXPECT_EQ(bed.proxy().server(0, 0).requests.get(), 3u);
+    EXPECT_EQ(bed.ctr().upstream_aborted.get(), 0u);
+    EXPECT_EQ(bed.ctr().client_aborted.get(), 0u);
+    EXPECT_EQ(bed.ctr().responses_2xx.get(), 4u);
+    bed.close(c1);
+    bed.close(c2);
+    bed.advance(200 * ms);
 }
 
 }  // namespace

@@ -459,6 +459,11 @@ struct header_rules {
 // Routes in all: a route's index travels in the proxy's cross-core messages
 // (11 bits), for the response rules of a request handed to another lcore.
 inline constexpr size_t max_routes = 2046;
+// Server slots beyond an upstream's servers at start-up, for servers a
+// reload adds (upstream_config::slot_capacity).
+inline constexpr uint32_t server_slot_headroom = 64;
+inline constexpr uint32_t max_server_slots = 65535;
+inline constexpr size_t max_servers = 4096;  // per upstream
 
 struct route_config {
     std::string listener;     // "" = every listener
@@ -490,7 +495,20 @@ struct server_config {
     uint32_t addr = 0;  // IPv4, host byte order
     uint16_t port = 0;
     uint32_t weight = 1;
+    // The server's identity for ferry's life: its index in its upstream's
+    // `slots`. The parse numbers the servers in order; a reload gives a server
+    // the slot its endpoint had (config/reload.h carry_server_slots), so that
+    // per-server counters, health and connections, which are kept by slot,
+    // stay with the server when others are added, removed or reordered.
+    uint16_t slot = 0;
     source_pos where;  // the server's table
+};
+
+// An upstream server's address and port.
+struct server_endpoint {
+    uint32_t addr = 0;
+    uint16_t port = 0;
+    bool operator==(const server_endpoint &) const = default;
 };
 
 struct upstream_config {
@@ -512,6 +530,14 @@ struct upstream_config {
     uint32_t health_check_interval_ms = 2000, health_check_timeout_ms = 1000;
     std::string health_check_host;       // "" = the server's a.b.c.d:port
     std::vector<server_config> servers;  // at least one
+    // Every endpoint the upstream has had a server at since ferry started,
+    // by slot (a reload appends, never changes one): what a slot of a server
+    // that a reload removed was, for the logs and telemetry.
+    std::vector<server_endpoint> slots;
+    // The slots per-server state is allocated for at start-up: the servers
+    // ferry started with plus server_slot_headroom (a reload that needs more
+    // is refused: restart).
+    uint32_t slot_capacity = 0;
     source_pos where;                    // the upstream's table
     bool health_checks() const { return !health_check_path.empty(); }
 };

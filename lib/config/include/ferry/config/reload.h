@@ -3,10 +3,12 @@
 //
 // A reload replaces the values of the running configuration; the shape it
 // was started with stays: the same ports, workers, TCP settings and pool
-// sizes (they size what was allocated at start-up), and the same listeners,
-// upstreams and servers, in the same order (per-server state, counters and
-// cross-core messages are indexed by position; adding or removing one is not
-// built yet). Routes may be added, removed and reordered (route_map() carries
+// sizes (they size what was allocated at start-up), and the same listeners
+// and upstreams, in the same order. An upstream with a local pool may gain,
+// lose and reorder servers (carry_server_slots: per-server state is kept by
+// slot, one per address, up to upstream_config::slot_capacity); one with a
+// shared pool keeps its servers in order (its connections and cross-core
+// messages are numbered by position). Routes may be added, removed and reordered (route_map() carries
 // each one's requests in flight and counters to its new position) up to
 // route_capacity(), unless an upstream uses a shared pool: then requests
 // handed to another lcore carry a route's position, and the routes keep
@@ -41,6 +43,16 @@ namespace ferry::config {
 // Whether `map` (route_map()) leaves every route where it was and `next` has
 // no more of them: nothing indexed by route position has to move.
 [[nodiscard]] bool routes_in_place(const std::vector<int> &map, size_t next_routes);
+
+// Gives each server of `next` its slot (server_config::slot): the slot its
+// address had in `running`'s upstream of the same position and name (a
+// server that was removed and comes back gets its old slot, and with it its
+// health and counters), else the next new one; `next`'s upstreams take over
+// `running`'s slot lists and capacities. Errors: an upstream that would need
+// more slots than its capacity (a restart). Before reload_refusals and
+// reload_changes, which compare servers by address and not by slot.
+[[nodiscard]] std::vector<error> carry_server_slots(const ferry_config &running,
+                                                   ferry_config &next);
 
 // Why `next` cannot replace `running` in place, one error per change that
 // needs a restart, each at the item of `next` it concerns (file:line:column

@@ -122,7 +122,9 @@ struct access_record {
     uint16_t client_port = 0;
     uint16_t status = 0;        // sent to the client; 499/444 when none was (see OPERATIONS.md)
     int16_t upstream = -1;      // index into ferry_config::upstreams, or -1
-    int16_t server = -1;        // index into that upstream's servers, or -1
+    int16_t server = -1;        // that upstream's server slot (config.h server_config::slot), or -1
+    uint16_t server_port = 0;   // the server's address (server >= 0)
+    uint32_t server_addr = 0;   //   IPv4, host byte order
     uint8_t version_minor = 1;  // HTTP/1.<minor> (f_parsed)
     uint8_t flags = 0;
     uint8_t method_len = 0;

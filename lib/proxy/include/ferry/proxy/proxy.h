@@ -271,7 +271,9 @@ namespace ferry::proxy {
     X(events_written,           "server down/up events handed to the event-log writer")                 \
     X(events_dropped,           "server down/up events dropped: the lcore's event ring was full (writer behind)") \
     X(drain_grace_accepted,     "connections accepted during drain_grace_ms after SIGTERM (readiness already 503)") \
-    X(reconfigured,             "reloaded configurations this lcore took over (SIGHUP, /ferry/reload)")
+    X(reconfigured,             "reloaded configurations this lcore took over (SIGHUP, /ferry/reload)") \
+    X(servers_removed,          "upstream servers a reload removed (this lcore's count of them)")       \
+    X(upstream_retired,         "upstream connections closed with a FIN because a reload removed their server")
 
 struct alignas(64) http_counters {
     FERRY_HTTP_COUNTERS(FERRY_COUNTER_MEMBER)
@@ -552,10 +554,14 @@ public:
     [[nodiscard]] uint64_t listener_refused(size_t l) const noexcept {
         return listener_ctr(l, l_refused).get();
     }
-    // server_counters of upstream u, server s.
+    // server_counters of upstream u, server slot s (config.h
+    // server_config::slot; < slot_capacity()).
     [[nodiscard]] const server_counters &server(size_t u, size_t s) const noexcept {
         return srv_ctr_[u][s];
     }
+    // The server slots per-server state is allocated for: the upstream's
+    // slot_capacity (its servers at start-up plus the reload headroom).
+    [[nodiscard]] static size_t slot_capacity(const config::upstream_config &uc) noexcept;
 
     struct client;
     struct upconn;
@@ -615,15 +621,23 @@ private:
     void al_head(client &c, const upconn &u, uint64_t now) noexcept;
     void al_end(client &c, uint16_t status_if_none, bool aborted, uint64_t now) noexcept;
     access_record &al_rec(const client &c) noexcept;
+    // The record's server: slot `server` of `upstream`, and its address.
+    void al_server(const client &c, int upstream, int server) noexcept;
     // The record's termination reason, unless one was found before (the
     // first cause is the one logged); a no-op without an open record.
     void al_reason(client &c, term_reason r) noexcept;
 
-    // Upstream side. pick_server: the upstream's balancer over a snapshot of
-    // its servers' health and load (balance.h), `key` the request's hash key
+    // Upstream side. A `server` here is a slot (config.h
+    // server_config::slot), not a position in the configuration's list.
+    // pick_server: the upstream's balancer over a snapshot of its servers'
+    // health and load (balance.h), `key` the request's hash key
     // (consistent_hash only), never `exclude` (a retry's failed server); -1
     // if none is up.
     int pick_server(int upstream, uint64_t key, uint64_t now, int exclude = -1) noexcept;
+    // The address of slot `server` (one a reload removed too).
+    [[nodiscard]] config::server_endpoint endpoint_of(int upstream, int server) const noexcept {
+        return cfg_->upstreams[upstream].slots[static_cast<size_t>(server)];
+    }
     upconn *open_upconn(int upstream, int server, uint64_t now) noexcept;
     upconn *acquire(client &c, int upstream, int server, uint64_t now, bool fresh_only) noexcept;
     // One turn of u's state machine, then its head buffer back if empty.
@@ -864,6 +878,8 @@ private:
     };
     std::vector<route_edits> edits_;
     void build_edits();  // edits_ from cfg_'s routes
+    // st's per-position part and `present` from uc's servers.
+    static void set_servers(upstream_state &st, const config::upstream_config &uc);
     // The rules of `route` (an index into cfg_->routes, or route_default /
     // route_none) toward the origin or the client; nullptr when it has none.
     [[nodiscard]] const http::header_edit *request_edit(int route) const noexcept {

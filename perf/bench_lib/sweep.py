@@ -47,7 +47,7 @@ from . import util
 
 MODES_TAP = ["always", "conditional", "poll", "adaptive"]
 MODES_NAP = ["poll", "adaptive"]
-DEFAULT_WEIGHT_PCT = 25  # [ferry] latency_weight_pct's default
+DEFAULT_WEIGHT_PCT = 250  # [ferry] latency_weight_pct's default
 DEFAULT_BUSY_WEIGHT_PCT = 1000  # [ferry] busy_latency_weight_pct's default
 
 
@@ -229,7 +229,8 @@ def openloop_args(exe, url, rate, duration_s, warmup_s):
 def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None):
     """One load run; counters over the main window only (after h2load's
     connections and warm-up, before its teardown)."""
-    log = os.path.join(topo.work, f"h2load-{tag}.log")
+    # A mode's label may hold a '/' (adaptive:A/B): not a directory.
+    log = os.path.join(topo.work, "h2load-" + tag.replace("/", "_") + ".log")
     if os.path.exists(log):
         os.unlink(log)
     a = b = None

@@ -473,7 +473,7 @@ def check_telemetry(f, requests_sent, rejected_sent):
 
     check(out["/ferry/wakeup_mode"] == {"wakeup_mode": "conditional"}, "/ferry/wakeup_mode")
     check(out["/ferry/idle_threshold_us"] == {"idle_threshold_us": 200}, "/ferry/idle_threshold_us")
-    check(out["/ferry/latency_weight_pct"] == {"latency_weight_pct": 25},
+    check(out["/ferry/latency_weight_pct"] == {"latency_weight_pct": 250},
           "/ferry/latency_weight_pct: the default")
     check(out["/ferry/busy_latency_weight_pct"] == {"busy_latency_weight_pct": 1000},
           "/ferry/busy_latency_weight_pct: the default")

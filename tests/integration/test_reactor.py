@@ -118,8 +118,8 @@ def main():
               f"and its window: {shown}")
         # The latency weight: set at run time, it reprices every lcore's
         # sleep (0: a sleep costs its CPU alone); out of range is refused.
-        check(f.telemetry("/ferry/latency_weight_pct")["latency_weight_pct"] == 25,
-              "latency weight: the default 25")
+        check(f.telemetry("/ferry/latency_weight_pct")["latency_weight_pct"] == 250,
+              "latency weight: the default 250")
         check(f.telemetry("/ferry/latency_weight_pct,0")["latency_weight_pct"] == 0,
               "latency weight set to 0")
         r = ns.run(["ping", "-c", "3", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)

@@ -424,7 +424,7 @@ address = "192.168.1.2/31"
     EXPECT_EQ(c.wakeup, wakeup_mode::always);
     EXPECT_EQ(c.idle_threshold_us, 500u);
     EXPECT_EQ(c.nap_budget_us, 100u);  // the default
-    EXPECT_EQ(c.latency_weight_pct, 25u);  // the default
+    EXPECT_EQ(c.latency_weight_pct, 250u);  // the default
     EXPECT_EQ(c.busy_latency_weight_pct, 1000u);
     EXPECT_EQ(c.neighbor_timeout_s, 30u);
     ASSERT_EQ(c.ports.size(), 2u);

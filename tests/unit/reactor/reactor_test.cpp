@@ -156,15 +156,16 @@ TEST_F(ReactorTest, EachWindowTakesItsOwnLatencyWeightSetting) {
 }
 
 // The defaults: a busy gap's sleep is priced at 10 x its latency, an idle
-// one's at a quarter: a 40 us wait on an upstream (50 us observed after a
-// sleep's 10 us) is spun through, the same wait between two requests is not.
+// one's at 2.5 x: a 40 us wait on an upstream (50 us observed after a
+// sleep's 10 us) is spun through, the same wait between two requests is not
+// (spinning 40 us costs more than a 30 us sleep).
 TEST_F(ReactorTest, ByDefaultAWaitOnAnUpstreamIsSpunThroughAndIdleTimeIsNot) {
     for (int i = 0; i < 8; ++i) {
         r.end_gap(50'000, true, true);
         r.end_gap(50'000, true, false);
     }
     EXPECT_EQ(r.busy_sleep_price_ns(), 105'000u);  // 5 + 10 x 10 us
-    EXPECT_EQ(r.sleep_price_ns(), 7'500u);        // 5 + 10 / 4 us
+    EXPECT_EQ(r.sleep_price_ns(), 30'000u);       // 5 + 2.5 x 10 us
     EXPECT_GE(r.busy_spin_window_ns(), 40'000u);
     EXPECT_EQ(r.spin_window_ns(), 0u);
 }

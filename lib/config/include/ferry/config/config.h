@@ -17,7 +17,7 @@
 //   nap_budget_us = 100             # 0..100000, adaptive on ports without rx interrupts
 //                                   #   (af_packet): the longest timed nap, so the most
 //                                   #   latency a nap adds; 0 = no naps (poll)
-//   latency_weight_pct = 25         # 0..10000, adaptive: what 1 us of wake-up latency is
+//   latency_weight_pct = 250        # 0..10000, adaptive: what 1 us of wake-up latency is
 //                                   #   worth in us of CPU, in percent; a sleep is priced
 //                                   #   its CPU plus this times its latency, and a lcore
 //                                   #   spins through a gap only when that is cheaper
@@ -558,7 +558,7 @@ struct ferry_config {
     wakeup_mode wakeup = wakeup_mode::conditional;
     uint32_t idle_threshold_us = 200;
     uint32_t nap_budget_us = 100;
-    uint32_t latency_weight_pct = 25;
+    uint32_t latency_weight_pct = 250;
     uint32_t busy_latency_weight_pct = 1000;
     uint32_t neighbor_timeout_s = 60;
     tcp_config tcp;

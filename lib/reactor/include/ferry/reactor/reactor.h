@@ -89,7 +89,7 @@ struct alignas(64) settings {
     // (spin_window.h). 25: the offered-load sweep's choice (docs/OPERATIONS.md
     // section 3): CPU per request at HAProxy's, where 100 spun through gaps
     // for no p99 it could show.
-    std::atomic<uint32_t> latency_weight_pct{25};
+    std::atomic<uint32_t> latency_weight_pct{250};
     // The same for gaps that began with work in flight (a poller's
     // expecting(): a request waiting on an upstream): 1000, so that the
     // answer usually finds the lcore spinning and a request costs at most one

@@ -105,8 +105,8 @@ void reloader::reload(telemetry::reload_report &out, bool check, const std::stri
         refuse("invalid", counters_.invalid);
         return;
     }
-    // Servers keep their state by address: each gets its slot.
-    for (const config::error &e : config::carry_server_slots(run, parsed.value()))
+    // Listeners keep their state by name, servers by address: each gets its slot.
+    for (const config::error &e : config::carry_slots(run, parsed.value()))
         out.errors.push_back(e.to_string());
     // Counted while alive (reload_counters::alive): the last holder frees it.
     counters_.alive.fetch_add(1, std::memory_order_relaxed);

@@ -278,6 +278,12 @@ std::optional<error> proxy_reader::read_listener(const toml::table &t, const std
     };
     if (auto e = r_.walk(t, key, fields))
         return e;
+    if (cfg_.listeners.size() >= max_listeners)
+        return r_.at(t.source(), key, "at most " + std::to_string(max_listeners) + " listeners");
+    l.slot = static_cast<uint16_t>(cfg_.listeners.size());
+    cfg_.listener_slots.push_back(l.name);
+    cfg_.listener_slot_capacity =
+        static_cast<uint32_t>(cfg_.listener_slots.size() + listener_slot_headroom);
     cfg_.listeners.push_back(std::move(l));
     listener_nodes_.push_back(nodes);
     return std::nullopt;

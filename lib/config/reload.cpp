@@ -82,8 +82,30 @@ int find_server(const std::vector<server_config> &servers, const server_config &
 
 }  // namespace
 
-std::vector<error> carry_server_slots(const ferry_config &run, ferry_config &next) {
+std::vector<error> carry_slots(const ferry_config &run, ferry_config &next) {
     std::vector<error> out;
+    next.listener_slots = run.listener_slots;
+    next.listener_slot_capacity = run.listener_slot_capacity;
+    for (size_t i = 0; i < next.listeners.size(); ++i) {
+        listener_config &l = next.listeners[i];
+        auto it = std::find(next.listener_slots.begin(), next.listener_slots.end(), l.name);
+        if (it == next.listener_slots.end()) {
+            if (next.listener_slots.size() >= next.listener_slot_capacity) {
+                out.push_back(error{
+                    l.where, "listener[" + std::to_string(i) + "]",
+                    "listener '" + l.name + "' would be listener name number " +
+                        std::to_string(next.listener_slots.size() + 1) +
+                        " since ferry started, more than the " +
+                        std::to_string(next.listener_slot_capacity) + " it has room for (" +
+                        std::to_string(listener_slot_headroom) +
+                        " more than it started with): " + restart});
+                break;
+            }
+            next.listener_slots.push_back(l.name);
+            it = next.listener_slots.end() - 1;
+        }
+        l.slot = static_cast<uint16_t>(it - next.listener_slots.begin());
+    }
     for (size_t u = 0; u < next.upstreams.size() && u < run.upstreams.size(); ++u) {
         const upstream_config &a = run.upstreams[u];
         upstream_config &b = next.upstreams[u];
@@ -183,22 +205,13 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
     http_fixed("access_log", h0.access_log == h1.access_log);
     http_fixed("access_log_format", h0.access_log_format == h1.access_log_format);
 
-    if (run.listeners.size() != next.listeners.size()) {
-        refuse(file, "listener",
-               "the [[listener]] list changed (" + std::to_string(run.listeners.size()) + " -> " +
-                   std::to_string(next.listeners.size()) + "):",
-               shape);
-    } else {
-        for (size_t i = 0; i < next.listeners.size(); ++i) {
-            const listener_config &a = run.listeners[i], &b = next.listeners[i];
-            if (a.name != b.name || a.port != b.port || a.port_index != b.port_index ||
-                a.address != b.address || a.on != b.on)
-                refuse(b.where, "listener[" + std::to_string(i) + "]",
-                       "listener '" + b.name + "' (was '" + a.name + "') changed its name or "
-                       "where it listens:",
-                       shape);
-        }
-    }
+    // Listeners may be added, removed, renamed and moved (carry_slots keeps
+    // each one's counters by name), but a ferry that started without any runs
+    // no proxy to give them to.
+    if (run.listeners.empty() && !next.listeners.empty())
+        refuse(next.listeners[0].where, "listener",
+               "ferry started without a [[listener]], so without the proxy that serves them:",
+               restart);
     bool shared = false;
     for (const ferry_config *c : {&run, &next})
         for (const upstream_config &u : c->upstreams) shared = shared || u.pool == pool_mode::shared;
@@ -237,7 +250,7 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
                        "upstream '" + b.name + "' changed its pool (pool, shared_connections):",
                        restart);
             // A local pool's servers may be added, removed and reordered
-            // (carry_server_slots keeps each one's state by its address).
+            // (carry_slots keeps each one's state by its address).
             if (a.pool != pool_mode::shared || b.pool != pool_mode::shared) continue;
             if (a.servers.size() != b.servers.size()) {
                 refuse(b.where, key + ".server",
@@ -279,9 +292,32 @@ std::vector<std::string> reload_changes(const ferry_config &run, const ferry_con
     c.num("http.drain_grace_ms", h0.drain_grace_ms, h1.drain_grace_ms);
     c.str("http.via", h0.via, h1.via);
     c.num("http.add_x_forwarded", int(h0.add_x_forwarded), int(h1.add_x_forwarded));
-    for (size_t i = 0; i < next.listeners.size() && i < run.listeners.size(); ++i) {
-        const listener_config &a = run.listeners[i], &b = next.listeners[i];
+    // Listeners by name: removed, added, moved, and a kept one's values.
+    auto find_listener = [](const std::vector<listener_config> &ls, const std::string &name) {
+        for (size_t i = 0; i < ls.size(); ++i)
+            if (ls[i].name == name) return static_cast<int>(i);
+        return -1;
+    };
+    for (size_t i = 0; i < run.listeners.size(); ++i)
+        if (find_listener(next.listeners, run.listeners[i].name) < 0)
+            c.add("listener[" + std::to_string(i) + "] removed: '" + run.listeners[i].name + "'");
+    for (size_t i = 0; i < next.listeners.size(); ++i) {
+        const listener_config &b = next.listeners[i];
+        const int was = find_listener(run.listeners, b.name);
+        if (was < 0) {
+            c.add("listener[" + std::to_string(i) + "] added: '" + b.name + "' on port " +
+                  std::to_string(b.port));
+            continue;
+        }
+        if (was != static_cast<int>(i))
+            c.add("listener[" + std::to_string(was) + "] is now listener[" + std::to_string(i) +
+                  "]: '" + b.name + "'");
+        const listener_config &a = run.listeners[static_cast<size_t>(was)];
         const std::string k = "listener[" + std::to_string(i) + "].";
+        c.num(k + "port", a.port, b.port);
+        c.str(k + "on", a.on, b.on);
+        c.str(k + "address", a.address != 0 ? format_ipv4(a.address) : "",
+              b.address != 0 ? format_ipv4(b.address) : "");
         c.num(k + "max_connections", a.max_connections, b.max_connections);
         c.str(k + "default_upstream", a.default_upstream, b.default_upstream);
     }

@@ -172,7 +172,10 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     const std::string_view host = host_without_port(req.host);
     int route = route_none;
     const int upstream =
-        route_request(cfg_->routes, cfg_->listeners[c.listener], c.listener, host,
+        // A listener a reload removed: its connections' requests take the
+        // routes for every listener and its last default_upstream.
+        route_request(cfg_->routes, listener_by_slot_[c.listener],
+                      listener_pos_[c.listener] >= 0 ? listener_pos_[c.listener] : -2, host,
                       req.origin_form.empty() ? req.target : req.origin_form, &route);
     c.route = static_cast<int16_t>(route);
     if (upstream < 0) {

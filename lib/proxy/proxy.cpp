@@ -71,11 +71,14 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     reserved_base_ += sizeof(block_pool) + heads_->reserved_bytes();
     scratch_ = reserve<char>(reserved_base_, scratch_size);
     redrive_.reserve(max_clients_);
-    listener_ctr_ = std::make_unique<counter[]>((cfg.listeners.size() + 1) * l_n);
-    // Room for the routes a reload may add (config/reload.h route_capacity).
+    // Room for the listeners and routes a reload may add (config.h
+    // listener_slot_capacity, config/reload.h route_capacity).
+    const size_t listener_cap = listener_capacity(cfg);
+    listener_ctr_ = std::make_unique<counter[]>((listener_cap + 1) * l_n);
     route_stride_ = config::route_capacity(cfg.routes.size()) + 2;
     build_edits();
-    route_ctr_ = std::make_unique<counter[]>(std::max<size_t>(1, cfg.listeners.size()) *
+    set_listeners();
+    route_ctr_ = std::make_unique<counter[]>(std::max<size_t>(1, listener_cap) *
                                              route_stride_ * 5);
     for (const auto &uc : cfg.upstreams) {
         auto st = std::make_unique<upstream_state>();
@@ -90,6 +93,47 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     }
     health_timer_.set_callback(health_timer_cb, this);
     init_shared();
+}
+
+size_t worker_proxy::listener_capacity(const config::ferry_config &cfg) noexcept {
+    return std::max<size_t>(cfg.listener_slot_capacity, cfg.listeners.size());
+}
+
+void worker_proxy::set_listeners() {
+    listener_by_slot_.resize(listener_capacity(*cfg_));
+    listener_pos_.assign(listener_by_slot_.size(), -1);
+    for (size_t i = 0; i < cfg_->listeners.size(); ++i) {
+        const config::listener_config &l = cfg_->listeners[i];
+        listener_by_slot_[l.slot] = l;
+        listener_pos_[l.slot] = static_cast<int>(i);
+    }
+}
+
+void worker_proxy::relisten(const config::ferry_config &prev,
+                            const config::ferry_config &next) noexcept {
+    auto pairs = [this](const config::ferry_config &c) {
+        std::vector<std::pair<size_t, uint16_t>> v;
+        for (const auto &l : c.listeners)
+            for (size_t i = 0; i < ports_.size(); ++i)
+                if (binds(l, i)) v.emplace_back(i, l.port);
+        std::sort(v.begin(), v.end());
+        v.erase(std::unique(v.begin(), v.end()), v.end());
+        return v;
+    };
+    const auto before = pairs(prev), after = pairs(next);
+    for (const auto &[i, port] : before)
+        if (!std::binary_search(after.begin(), after.end(), std::pair{i, port})) {
+            (void)ports_[i].layer->unlisten(port);  // its connections carry on
+            ctr_.reload_listen.inc();
+        }
+    if (draining_) return;  // no new listener while draining
+    for (const auto &[i, port] : after)
+        if (!std::binary_search(before.begin(), before.end(), std::pair{i, port})) {
+            if (ports_[i].layer->listen(port) == net::tcp_layer::listen_result::full)
+                ctr_.reload_listen_failed.inc();
+            else
+                ctr_.reload_listen.inc();
+        }
 }
 
 size_t worker_proxy::slot_capacity(const config::upstream_config &uc) noexcept {
@@ -142,7 +186,7 @@ void worker_proxy::reconfigure(const config::ferry_config &next, uint64_t now) {
             if (c.used && c.route >= 0 && static_cast<size_t>(c.route) < map.size())
                 c.route = static_cast<int16_t>(map[c.route] >= 0 ? map[c.route] : route_none);
         }
-        const size_t listeners = std::max<size_t>(1, next.listeners.size());
+        const size_t listeners = std::max<size_t>(1, listener_capacity(next));
         std::vector<uint64_t> old(map.size() * 5);
         for (size_t l = 0; l < listeners; ++l) {
             for (size_t r = 0; r < map.size(); ++r)
@@ -158,8 +202,10 @@ void worker_proxy::reconfigure(const config::ferry_config &next, uint64_t now) {
                         route_ctr_[route_index(l, map[r], cls)].set(old[r * 5 + cls - 1]);
         }
     }
+    relisten(*cfg_, next);
     cfg_ = &next;
     build_edits();
+    set_listeners();
     bool checks = false;
     for (size_t u = 0; u < ups_.size() && u < next.upstreams.size(); ++u) {
         const config::upstream_config &uc = next.upstreams[u];
@@ -388,16 +434,17 @@ void worker_proxy::on_event(uint16_t port, const net::tcp_notice &n, uint64_t no
 
 void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t now) noexcept {
     net::tcp_layer &layer = *ports_[port].layer;
-    int li = -1;
+    int pos = -1;
     for (size_t i = 0; i < cfg_->listeners.size(); ++i)
         if (cfg_->listeners[i].port == n.local_port && binds(cfg_->listeners[i], port))
-            li = static_cast<int>(i);
+            pos = static_cast<int>(i);
     const auto *conn = layer.get(n.h);
-    if (li < 0 || conn == nullptr || clients_.available() == 0 || draining_) {
+    if (pos < 0 || conn == nullptr || clients_.available() == 0 || draining_) {
         layer.abort(n.h, now);
         return;
     }
-    const auto &lc = cfg_->listeners[li];
+    const auto &lc = cfg_->listeners[pos];
+    const size_t li = lc.slot;  // counters and the client keep the slot
     if (lc.max_connections != 0 && listener_ctr(li, l_active).get() >= lc.max_connections) {
         ctr_.client_refused_limit.inc();
         listener_ctr(li, l_refused).inc();

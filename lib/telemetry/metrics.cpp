@@ -574,7 +574,7 @@ void render_route_responses(exposition &e, const process_view &v) {
         for (unsigned cls = 1; cls <= 5; ++cls) {
             uint64_t n = 0;
             for (const lcore_view &l : v.lcores)
-                if (l.proxy != nullptr) n += l.proxy->route_responses(li, route, cls);
+                if (l.proxy != nullptr) n += l.proxy->route_responses(ls[li].slot, route, cls);
             labels ls_ = base;
             e.sample(ls_.add("class", classes[cls - 1]), n);
         }
@@ -627,7 +627,7 @@ void render_listeners(exposition &e, const process_view &v) {
         for (size_t li = 0; li < ls.size(); ++li) {
             uint64_t n = 0;
             for (const lcore_view &l : v.lcores)
-                if (l.proxy != nullptr) n += (l.proxy->*f.get)(li);
+                if (l.proxy != nullptr) n += (l.proxy->*f.get)(ls[li].slot);
             e.sample(labels().add("listener", ls[li].name), n);
         }
     }

@@ -11,7 +11,8 @@ origins on the tap's kernel side, an open-loop client (h2load --h1 --rps) on
     after each one a request sees X-Gen: <n> and the route's new prefix, and
     requests reach only the new servers;
   - reloads 15-17 add a route in front of it (/extra/, X-Extra: yes), which
-    moves it to the second position under load, and reload 18 removes it;
+    moves it to the second position under load, and a listener on port 8081;
+    reload 18 removes both (8081 then refuses connections);
   - reload 8 is invalid (a TOML syntax error): refused with file:line, logged
     and reported, nothing applied (X-Gen stays, the generation too);
   - reload 13 changes [tcp] (needs a restart): refused with its key, nothing
@@ -51,7 +52,8 @@ def config(gen, prefix="/a/", weight=1, tcp="", extra=False):
     # A route added in front of the /a/ route (reloads 15-17), then removed.
     front = ('[[route]]\npath_prefix = "/extra/"\nupstream = "u"\n'
              'response_headers.set = { "X-Extra" = "yes" }\n\n') if extra else ""
-    return (f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "u"\n\n' + front +
+    alt = '[[listener]]\nname = "alt"\nport = 8081\ndefault_upstream = "u"\n\n' if extra else ""
+    return (f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "u"\n\n' + alt + front +
             f'[[route]]\npath_prefix = "{prefix}"\nupstream = "u"\n'
             f'response_timeout_ms = {30000 + gen}\n'
             f'response_headers.set = {{ "X-Gen" = "{gen}" }}\n\n'
@@ -157,6 +159,17 @@ def main():
                     check((extra is not None) == (15 <= n <= 17),
                           f"reload {n}: the route added by reload 15 and removed by 18 "
                           f"{'answers' if extra else 'is gone'}")
+                    r8081 = ns.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                    "--max-time", "10", f"http://{FERRY_ADDR}:8081/whoami"],
+                                   check=False, timeout=20)
+                    if 15 <= n <= 17:
+                        check(r8081.returncode == 0 and r8081.stdout == "200",
+                              f"reload {n}: the listener added on 8081 answers "
+                              f"({r8081.returncode}, {r8081.stdout})")
+                    else:
+                        check(r8081.returncode == 7,  # curl: failed to connect
+                              f"reload {n}: the listener on 8081 is gone: connection refused "
+                              f"(curl exit {r8081.returncode})")
                 # The servers: the new two in /ferry/upstreams, and only they
                 # answer (the removed one's idle connections closed).
                 ups = f.telemetry("/ferry/upstreams")

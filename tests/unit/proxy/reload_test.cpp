@@ -9,6 +9,7 @@
 
 #include "bed.h"
 #include "ferry/config/reload.h"
+#include "ferry/proxy/balance.h"
 
 namespace ferry::proxy::test {
 namespace {
@@ -149,6 +150,51 @@ TEST(Reload, HealthChecksStartAndStop) {
     EXPECT_EQ(bed.ctr().health_checks.get(), sent);
 }
 
+TEST(Reload, ListenersAddedAndRemoved) {
+    // 'alt' on port 81 added; then 'web' (port 80) removed: its connection
+    // open at the reload goes on being served, a new one is refused (reset),
+    // and its counters stay in its slot.
+    const std::string alt = "\n[[listener]]\nname = \"alt\"\nport = 81\ndefault_upstream = \"o\"\n";
+    const config::ferry_config first = parsed(bed_config());
+    config::ferry_config both = parsed(bed_config("", "", alt));
+    ASSERT_TRUE(config::carry_slots(first, both).empty());
+    std::string only_alt = bed_config("", "", alt);
+    const std::string_view web = "\n[[listener]]\nname = \"web\"\nport = 80\ndefault_upstream = \"o\"\n";
+    ASSERT_NE(only_alt.find(web), std::string::npos);
+    only_alt.erase(only_alt.find(web), web.size());
+    config::ferry_config alt_only = parsed(only_alt);
+    ASSERT_TRUE(config::carry_slots(both, alt_only).empty());
+    ASSERT_EQ(alt_only.listeners.size(), 1u);
+    ASSERT_EQ(alt_only.listeners[0].slot, 1);
+    bed_options o;
+    o.toml = bed_config();
+    proxy_bed bed(o);
+    const size_t c80 = bed.connect(80);
+    EXPECT_FALSE(bed.conn(bed.try_connect(81)).connected);  // nobody listens on 81 yet
+
+    bed.proxy().reconfigure(both, bed.now());
+    EXPECT_EQ(bed.ctr().reload_listen.get(), 1u);
+    const size_t c81 = bed.connect(81);
+    EXPECT_TRUE(get(bed, c81, "/x").ends_with("\r\n\r\nok"));
+    EXPECT_EQ(bed.proxy().listener_accepted(1), 1u);
+
+    bed.proxy().reconfigure(alt_only, bed.now());
+    EXPECT_EQ(bed.ctr().reload_listen.get(), 2u);
+    EXPECT_TRUE(get(bed, c80, "/y").ends_with("\r\n\r\nok"));  // open before: served
+    const size_t late = bed.try_connect(80);
+    EXPECT_FALSE(bed.conn(late).connected);
+    EXPECT_TRUE(bed.conn(late).closed);
+    EXPECT_EQ(bed.proxy().listener_accepted(0), 1u);
+    EXPECT_EQ(bed.proxy().listener_active(0), 1u);
+    // /y took the removed listener's default_upstream, counted in its slot.
+    EXPECT_EQ(bed.proxy().route_responses(0, proxy::route_default, 2), 1u);
+    EXPECT_EQ(bed.ctr().reload_listen_failed.get(), 0u);
+    bed.close(c80);
+    bed.close(c81);
+    bed.advance(200 * ms);
+    EXPECT_EQ(bed.proxy().listener_active(0), 0u);
+}
+
 // The bed's configuration with 'o''s one server at 10.0.0.2:`port`.
 std::string at_port(std::string_view port) {
     std::string t = bed_config();
@@ -165,10 +211,10 @@ TEST(Reload, ARemovedServersConnectionsDrainAndClose) {
     // The generations outlive the bed; slots carried as the app's reload does.
     const config::ferry_config first = parsed(bed_config());
     config::ferry_config moved = parsed(at_port("8081"));
-    ASSERT_TRUE(config::carry_server_slots(first, moved).empty());
+    ASSERT_TRUE(config::carry_slots(first, moved).empty());
     ASSERT_EQ(moved.upstreams[0].servers[0].slot, 1);
     config::ferry_config back = parsed(bed_config());
-    ASSERT_TRUE(config::carry_server_slots(moved, back).empty());
+    ASSERT_TRUE(config::carry_slots(moved, back).empty());
     ASSERT_EQ(back.upstreams[0].servers[0].slot, 0);
     bed_options o;
     o.toml = bed_config();

@@ -439,6 +439,11 @@ struct listener_config {
     std::string on;
     uint32_t address = 0;
     int port_index = -1;  // into ferry_config::ports; -1 = every port
+    // Its identity for ferry's life: its index in ferry_config::listener_slots.
+    // The parse numbers the listeners in order; a reload gives a listener the
+    // slot its name had (config/reload.h carry_slots), so that its counters
+    // and its connections stay with it when others are added or removed.
+    uint16_t slot = 0;
     source_pos where;     // the listener's table
 };
 
@@ -464,6 +469,10 @@ inline constexpr size_t max_routes = 2046;
 inline constexpr uint32_t server_slot_headroom = 64;
 inline constexpr uint32_t max_server_slots = 65535;
 inline constexpr size_t max_servers = 4096;  // per upstream
+// Listener slots beyond the listeners at start-up, for listeners a reload
+// adds (ferry_config::listener_slot_capacity).
+inline constexpr uint32_t listener_slot_headroom = 16;
+inline constexpr size_t max_listeners = 1024;
 
 struct route_config {
     std::string listener;     // "" = every listener
@@ -497,7 +506,7 @@ struct server_config {
     uint32_t weight = 1;
     // The server's identity for ferry's life: its index in its upstream's
     // `slots`. The parse numbers the servers in order; a reload gives a server
-    // the slot its endpoint had (config/reload.h carry_server_slots), so that
+    // the slot its endpoint had (config/reload.h carry_slots), so that
     // per-server counters, health and connections, which are kept by slot,
     // stay with the server when others are added, removed or reordered.
     uint16_t slot = 0;
@@ -568,6 +577,11 @@ struct ferry_config {
     // index into these vectors, and every server is reachable through some port.
     http_config http;
     std::vector<listener_config> listeners;  // empty = no proxy
+    // Every listener name since ferry started, by slot (a reload appends), and
+    // the slots per-listener state is allocated for (the listeners ferry
+    // started with plus listener_slot_headroom).
+    std::vector<std::string> listener_slots;
+    uint32_t listener_slot_capacity = 0;
     std::vector<route_config> routes;        // file order = match order
     std::vector<upstream_config> upstreams;
     admin_config admin;

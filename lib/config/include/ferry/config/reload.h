@@ -3,9 +3,12 @@
 //
 // A reload replaces the values of the running configuration; the shape it
 // was started with stays: the same ports, workers, TCP settings and pool
-// sizes (they size what was allocated at start-up), and the same listeners
-// and upstreams, in the same order. An upstream with a local pool may gain,
-// lose and reorder servers (carry_server_slots: per-server state is kept by
+// sizes (they size what was allocated at start-up), and the same upstreams,
+// in the same order. Listeners may be added, removed, renamed and moved to
+// other ports (carry_slots: per-listener counters are kept by slot, one per
+// name, up to ferry_config::listener_slot_capacity), unless ferry started
+// without any (it runs no proxy then). An upstream with a local pool may gain,
+// lose and reorder servers (carry_slots: per-server state is kept by
 // slot, one per address, up to upstream_config::slot_capacity); one with a
 // shared pool keeps its servers in order (its connections and cross-core
 // messages are numbered by position). Routes may be added, removed and reordered (route_map() carries
@@ -44,15 +47,15 @@ namespace ferry::config {
 // no more of them: nothing indexed by route position has to move.
 [[nodiscard]] bool routes_in_place(const std::vector<int> &map, size_t next_routes);
 
-// Gives each server of `next` its slot (server_config::slot): the slot its
-// address had in `running`'s upstream of the same position and name (a
-// server that was removed and comes back gets its old slot, and with it its
-// health and counters), else the next new one; `next`'s upstreams take over
-// `running`'s slot lists and capacities. Errors: an upstream that would need
-// more slots than its capacity (a restart). Before reload_refusals and
-// reload_changes, which compare servers by address and not by slot.
-[[nodiscard]] std::vector<error> carry_server_slots(const ferry_config &running,
-                                                   ferry_config &next);
+// Gives each listener of `next` its slot (listener_config::slot): the slot
+// its name had in `running` (or before: a listener that was removed and comes
+// back gets its old slot, and with it its counters), else the next new one;
+// and each server its slot (server_config::slot) the same way, by address,
+// within the upstream of the same position and name. `next` takes over
+// `running`'s slot lists and capacities. Errors: more slots than a capacity
+// (a restart). Before reload_refusals and reload_changes, which compare
+// listeners by name and servers by address, not by slot.
+[[nodiscard]] std::vector<error> carry_slots(const ferry_config &running, ferry_config &next);
 
 // Why `next` cannot replace `running` in place, one error per change that
 // needs a restart, each at the item of `next` it concerns (file:line:column

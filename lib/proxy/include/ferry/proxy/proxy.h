@@ -273,7 +273,9 @@ namespace ferry::proxy {
     X(drain_grace_accepted,     "connections accepted during drain_grace_ms after SIGTERM (readiness already 503)") \
     X(reconfigured,             "reloaded configurations this lcore took over (SIGHUP, /ferry/reload)") \
     X(servers_removed,          "upstream servers a reload removed (this lcore's count of them)")       \
-    X(upstream_retired,         "upstream connections closed with a FIN because a reload removed their server")
+    X(upstream_retired,         "upstream connections closed with a FIN because a reload removed their server") \
+    X(reload_listen,            "ports this lcore began or stopped listening on because a reload added, moved or removed a listener") \
+    X(reload_listen_failed,     "a reloaded listener's port this lcore could not listen on (the port's listen table is full)")
 
 struct alignas(64) http_counters {
     FERRY_HTTP_COUNTERS(FERRY_COUNTER_MEMBER)
@@ -535,16 +537,17 @@ public:
     // Parsed requests, their head's first byte -> the end of the response
     // (or of the exchange, cut or refused).
     [[nodiscard]] const latency_histogram &request_latency() const noexcept { return req_hist_; }
-    // Parsed requests' final statuses by listener, route and class (cls 1..5
-    // for 1xx..5xx), this lcore; `route` an index into the configuration's
+    // Parsed requests' final statuses by listener slot (config.h
+    // listener_config::slot), route and class (cls 1..5 for 1xx..5xx), this
+    // lcore; `route` an index into the configuration's
     // routes, or balance.h's route_default (the listener's default_upstream)
     // or route_none (no route: 404, or refused before routing). Any thread.
     [[nodiscard]] uint64_t route_responses(size_t listener, int route, unsigned cls) const noexcept {
         return route_ctr_[route_index(listener, route, cls)].get();
     }
-    // Per listener (an index into the configuration's listeners), this
-    // lcore: client connections open now, accepted, and reset because the
-    // listener's max_connections was reached. Any thread.
+    // Per listener slot (config.h listener_config::slot), this lcore: client
+    // connections open now, accepted, and reset because the listener's
+    // max_connections was reached. Any thread.
     [[nodiscard]] uint64_t listener_active(size_t l) const noexcept {
         return listener_ctr(l, l_active).get();
     }
@@ -562,6 +565,8 @@ public:
     // The server slots per-server state is allocated for: the upstream's
     // slot_capacity (its servers at start-up plus the reload headroom).
     [[nodiscard]] static size_t slot_capacity(const config::upstream_config &uc) noexcept;
+    // The listener slots per-listener state is allocated for.
+    [[nodiscard]] static size_t listener_capacity(const config::ferry_config &cfg) noexcept;
 
     struct client;
     struct upconn;
@@ -878,6 +883,11 @@ private:
     };
     std::vector<route_edits> edits_;
     void build_edits();  // edits_ from cfg_'s routes
+    // listener_by_slot_ and listener_pos_ from cfg_'s listeners.
+    void set_listeners();
+    // Listens on the (port, TCP port) pairs `next`'s listeners need and
+    // `prev`'s did not, and stops on those no longer needed.
+    void relisten(const config::ferry_config &prev, const config::ferry_config &next) noexcept;
     // st's per-position part and `present` from uc's servers.
     static void set_servers(upstream_state &st, const config::upstream_config &uc);
     // The rules of `route` (an index into cfg_->routes, or route_default /
@@ -918,6 +928,11 @@ private:
     // Per listener, this lcore, three each: open clients, clients accepted,
     // connections reset at its max_connections (listener_*() read them).
     enum : size_t { l_active, l_accepted, l_refused, l_n };
+    // Per listener slot: its configuration (the last one it had, for the
+    // requests of its connections after a reload removed it) and its position
+    // in cfg_'s listeners (-1: removed).
+    std::vector<config::listener_config> listener_by_slot_;
+    std::vector<int> listener_pos_;
     std::unique_ptr<counter[]> listener_ctr_;
     [[nodiscard]] counter &listener_ctr(size_t l, size_t k) noexcept { return listener_ctr_[l * l_n + k]; }
     [[nodiscard]] const counter &listener_ctr(size_t l, size_t k) const noexcept {

@@ -26,9 +26,11 @@ totals are in /ferry/reload's answer.
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -36,6 +38,9 @@ from testbed import (FERRY_ADDR, PEER_ADDR, Ferry, Netns, PyOrigin, check,  # no
                      ferry_binary, require_root, tap_port_toml)
 
 PORTS = (9000, 9001, 9002)
+# The access log (set from the start: a reload cannot change it), to see a
+# server a reload added named in its records.
+ACCESS_LOG = os.path.join(tempfile.mkdtemp(prefix="ferry-reload-"), "access.log")
 RELOADS = 20
 INVALID, REFUSED = 8, 13  # by /ferry/reload and by SIGHUP
 
@@ -53,7 +58,8 @@ def config(gen, prefix="/a/", weight=1, tcp="", extra=False):
     front = ('[[route]]\npath_prefix = "/extra/"\nupstream = "u"\n'
              'response_headers.set = { "X-Extra" = "yes" }\n\n') if extra else ""
     alt = '[[listener]]\nname = "alt"\nport = 8081\ndefault_upstream = "u"\n\n' if extra else ""
-    return (f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "u"\n\n' + alt + front +
+    return (f'[http]\naccess_log = "{ACCESS_LOG}"\n\n'
+            f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "u"\n\n' + alt + front +
             f'[[route]]\npath_prefix = "{prefix}"\nupstream = "u"\n'
             f'response_timeout_ms = {30000 + gen}\n'
             f'response_headers.set = {{ "X-Gen" = "{gen}" }}\n\n'
@@ -219,6 +225,13 @@ def main():
         check(sorted(removed.values()) == [RELOADS - 2] * 2,
               f"each worker saw {RELOADS - 2} servers removed: {removed}")
         check("ferry.app: reload applied " in f.log_text(), "reloads are logged")
+        # 9000 was no server at start (slot 2 from reload 1): the access log
+        # names it by its address, as the others.
+        with open(ACCESS_LOG) as log:
+            lines = log.readlines()
+        named = {p: sum(f" us={PEER_ADDR}:{p} " in line for line in lines) for p in PORTS}
+        check(all(n > 0 for n in named.values()),
+              f"the access log names every server, the one reload 1 added too: {named}")
 
         # ferry --check --running: what a reload of another file would do,
         # asked of the running ferry; nothing applied.
@@ -245,6 +258,7 @@ def main():
                    check=False, timeout=60)
         check(r.returncode == 1 and "no ferry answers" in r.stdout,
               f"--check --running with no such ferry: {r.stdout.strip()[-300:]}")
+    shutil.rmtree(os.path.dirname(ACCESS_LOG), ignore_errors=True)
     print("PASS")
 
 

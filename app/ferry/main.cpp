@@ -280,6 +280,8 @@ net::port_spec port_spec_of(const config::port_config &c, const config::driver_p
     s.address = c.address;
     s.prefix_len = c.prefix_len;
     s.gateway = c.gateway;
+    s.address6 = c.address6;
+    s.prefix6_len = c.prefix6_len;
     s.mac = c.mac;
     s.mtu = c.mtu;
     s.mbufs = c.mbufs;
@@ -540,6 +542,10 @@ int run(int argc, char **argv) {
                 ic.addr = net::ipv4_addr(p.spec.address);
                 ic.prefix_len = p.spec.prefix_len;
                 if (p.spec.gateway) ic.gateway = net::ipv4_addr(*p.spec.gateway);
+                if (p.spec.address6) {
+                    ic.addr6 = net::ipv6_addr(*p.spec.address6);
+                    ic.prefix6_len = p.spec.prefix6_len;
+                }
                 ic.mtu = p.spec.mtu;
                 ic.neighbor_timeout_ns = uint64_t(l.cfg.neighbor_timeout_s) * 1'000'000'000u;
                 auto &blk = app.net_counter_blocks.emplace_back(std::make_unique<net::net_counters>());

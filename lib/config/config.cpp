@@ -413,6 +413,31 @@ private:
                  p.mac = *mac;
                  return std::nullopt;
              }},
+            {"address6", false,
+             [&](const toml::node &v, const std::string &k) -> std::optional<error> {
+                 auto s = r_.string(v, k);
+                 if (!s)
+                     return s.error();
+                 auto a = parse_ipv6_prefix(*s);
+                 if (!a)
+                     return r_.at(v, k,
+                                  "expected an IPv6 address with its prefix length, e.g. "
+                                  "fd00:77::1/64, got '" + *s + "'");
+                 const ipv6_bytes &b = a->first;
+                 const bool zero8 = std::all_of(b.begin(), b.begin() + 8, [](uint8_t x) { return x == 0; });
+                 const char *why = b[0] == 0xff         ? "a multicast address"
+                                   : b[0] == 0xfe && (b[1] & 0xc0) == 0x80
+                                       ? "a link-local address (fe80::/10; ferry takes a unique "
+                                         "local or global one)"
+                                   : zero8 ? "an unspecified, loopback or IPv4-mapped address"
+                                           : nullptr;
+                 if (why != nullptr) return r_.at(v, k, *s + " is " + why);
+                 if (a->second == 0)
+                     return r_.at(v, k, "the prefix length must be 1..128, got 0");
+                 p.address6 = b;
+                 p.prefix6_len = a->second;
+                 return std::nullopt;
+             }},
             {"mtu", false, r_.integer_into(p.mtu, 68, 9000)},
             {"mbufs", false, r_.integer_into(p.mbufs, 1024, 1 << 24)},
             {"rx_desc", false, desc_into(p.rx_desc)},

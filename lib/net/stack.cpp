@@ -128,7 +128,7 @@ void stack::input_frame(rte_mbuf *m, uint64_t now_ns) noexcept {
             drop(m, ctr_.eth_drop_not_ours);
             return;
         }
-        if (!eth.dst.is_broadcast()) {
+        if (!eth.dst.is_broadcast() && !ipv6_group(eth)) {
             drop(m, ctr_.eth_drop_multicast);
             return;
         }
@@ -145,6 +145,13 @@ void stack::input_frame(rte_mbuf *m, uint64_t now_ns) noexcept {
             return;
         case ether_type::ipv4:
             input_ipv4(m, eth, frame.payload(), now_ns);
+            return;
+        case ether_type::ipv6:
+            if (cfg_.addr6) {
+                input_ipv6(m, eth, frame.payload());
+                return;
+            }
+            drop(m, ctr_.eth_drop_unknown_ethertype);
             return;
         default:
             drop(m, ctr_.eth_drop_unknown_ethertype);
@@ -495,6 +502,133 @@ void stack::input_icmp(rte_mbuf *m, const ethernet_repr &eth, const ipv4_repr &i
     reset_tx_metadata(m);
     ctr_.icmp_echo_replied.inc();
     ctr_.ipv4_tx.inc();
+    transmit(m);
+}
+
+bool stack::ipv6_group(const ethernet_repr &eth) const noexcept {
+    // RFC 4861 §7.2.1: a node joins the solicited-node group of its address
+    // (and, as every node, all-nodes).
+    return cfg_.addr6 && eth.type == ether_type::ipv6 &&
+           (eth.dst == multicast_mac(cfg_.addr6->solicited_node()) ||
+            eth.dst == multicast_mac(ipv6_addr::all_nodes()));
+}
+
+void stack::input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload) noexcept {
+    ctr_.ipv6_rx.inc();
+    // Neighbour discovery and echo only, each in one segment (a ping of
+    // a few KiB that a NIC splits is not answered yet: counted).
+    if (m->nb_segs != 1) {
+        drop(m, ctr_.ipv6_drop_unsupported);
+        return;
+    }
+    ipv6_repr ip;
+    if (ipv6_repr::parse(payload, ip) != ipv6_error::none) {
+        drop(m, ctr_.ipv6_drop_malformed);
+        return;
+    }
+    const ipv6_addr &ours = *cfg_.addr6;
+    if (ip.dst != ours && ip.dst != ours.solicited_node() && ip.dst != ipv6_addr::all_nodes()) {
+        drop(m, ctr_.ipv6_drop_not_ours);
+        return;
+    }
+    if (ip.next_header != static_cast<uint8_t>(ipv6_next::icmpv6) || ip.payload_len < 4) {
+        drop(m, ctr_.ipv6_drop_unsupported);
+        return;
+    }
+    const std::span<uint8_t> msg = payload.subspan(ipv6_repr::header_len, ip.payload_len);
+    const uint8_t type = msg[0];
+    if (type == static_cast<uint8_t>(icmpv6_type::neighbor_solicitation) ||
+        type == static_cast<uint8_t>(icmpv6_type::neighbor_advertisement)) {
+        ctr_.nd_rx.inc();
+        nd_repr nd;
+        if (nd_repr::parse(ip, msg, nd) != nd_error::none) {
+            drop(m, ctr_.nd_drop_invalid);
+            return;
+        }
+        // No IPv6 neighbour cache yet (nothing here sends to an IPv6 peer
+        // but in answer, to the MAC the request came from): advertisements
+        // and solicitations for other addresses change nothing.
+        if (nd.type != icmpv6_type::neighbor_solicitation || nd.target != ours) {
+            drop(m, ctr_.nd_ignored);
+            return;
+        }
+        answer_solicitation(eth, ip, nd);
+        rte_pktmbuf_free(m);
+        return;
+    }
+    if (type != static_cast<uint8_t>(icmpv6_type::echo_request) || msg[1] != 0) {
+        drop(m, ctr_.ipv6_drop_unsupported);
+        return;
+    }
+    if (!icmpv6_checksum_ok(ip.src, ip.dst, msg)) {
+        drop(m, ctr_.icmpv6_drop_bad_checksum);
+        return;
+    }
+    // An echo request from :: or a group has no one to answer.
+    if (ip.src.is_unspecified() || ip.src.is_multicast()) {
+        drop(m, ctr_.ipv6_drop_not_ours);
+        return;
+    }
+    m = make_writable(m);
+    if (m == nullptr) return;
+    const uint32_t len = eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len) + ip.payload_len;
+    chain_truncate(m, len);  // Ethernet padding
+    uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+    // RFC 4443 §4.2: the reply carries the request's identifier, sequence
+    // number and data; from our address (also when the request went to a
+    // group), back to its source and the MAC it came from, as for IPv4.
+    ipv6_repr out = ip;
+    out.src = ours;
+    out.dst = ip.src;
+    out.hop_limit = default_ttl;
+    out.emit({d + eth_hlen, ipv6_repr::header_len});
+    const std::span<uint8_t> reply(d + eth_hlen + ipv6_repr::header_len, ip.payload_len);
+    reply[0] = static_cast<uint8_t>(icmpv6_type::echo_reply);
+    const uint16_t sum = icmpv6_checksum(out.src, out.dst, reply);
+    wire::store_be16(reply.data() + 2, sum);
+    ethernet_frame frame({d, eth_hlen});
+    ethernet_repr{eth.src, cfg_.mac, ether_type::ipv6}.emit(frame);
+    reset_tx_metadata(m);
+    ctr_.icmpv6_echo_replied.inc();
+    transmit(m);
+}
+
+void stack::answer_solicitation(const ethernet_repr &eth, const ipv6_repr &ip,
+                                const nd_repr &ns) noexcept {
+    // RFC 4861 §7.2.4: to the solicitation's source, solicited and
+    // overriding, with our link-layer address; to all-nodes, unsolicited,
+    // when the source is :: (another node's duplicate address detection).
+    const bool dad = ip.src.is_unspecified();
+    nd_repr na;
+    na.type = icmpv6_type::neighbor_advertisement;
+    na.target = ns.target;
+    na.solicited = !dad;
+    na.override_ = true;
+    na.lladdr = cfg_.mac;
+    const ipv6_addr dst = dad ? ipv6_addr::all_nodes() : ip.src;
+    const mac_addr eth_dst = dad ? multicast_mac(dst) : ns.lladdr.value_or(eth.src);
+    rte_mbuf *m = rte_pktmbuf_alloc(pool_);
+    if (FERRY_UNLIKELY(m == nullptr)) {
+        ctr_.tx_alloc_fail.inc();
+        return;
+    }
+    const uint32_t len = eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len + na.len());
+    auto *d = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, static_cast<uint16_t>(len)));
+    if (FERRY_UNLIKELY(d == nullptr)) {
+        drop(m, ctr_.tx_alloc_fail);
+        return;
+    }
+    ethernet_frame frame({d, eth_hlen});
+    ethernet_repr{eth_dst, cfg_.mac, ether_type::ipv6}.emit(frame);
+    ipv6_repr out;
+    out.payload_len = static_cast<uint16_t>(na.len());
+    out.next_header = static_cast<uint8_t>(ipv6_next::icmpv6);
+    out.hop_limit = 255;  // §7.1.2: checked by the receiver
+    out.src = *cfg_.addr6;
+    out.dst = dst;
+    out.emit({d + eth_hlen, ipv6_repr::header_len});
+    na.emit(out.src, out.dst, {d + eth_hlen + ipv6_repr::header_len, na.len()});
+    ctr_.nd_advertised.inc();
     transmit(m);
 }
 

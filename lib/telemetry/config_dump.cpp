@@ -34,6 +34,9 @@ int dump_ports(const config::ferry_config &c, rte_tel_data *d) {
         str(t, "profile", p.profile);
         str(t, "address", config::format_ipv4(p.address) + "/" + std::to_string(p.prefix_len));
         str(t, "gateway", p.gateway ? config::format_ipv4(*p.gateway) : "");
+        str(t, "address6", p.address6 ? format_ipv6(*p.address6) + "/" +
+                                            std::to_string(p.prefix6_len)
+                                      : "");
         str(t, "iface", p.iface);
         str(t, "pci", p.pci);
         num(t, "mtu", p.mtu);

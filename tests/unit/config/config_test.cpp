@@ -282,6 +282,24 @@ const bad_case bad_cases[] = {
      "t.toml:6:7: key 'port[0].mac': expected a MAC address xx:xx:xx:xx:xx:xx, got "
      "'02:00:00:00:01'"},
 
+    // Ports: address6.
+    {"address6_no_prefix", port_with("address6 = \"fd00:77::1\"\n"),
+     "t.toml:6:12: key 'port[0].address6': expected an IPv6 address with its prefix length, "
+     "e.g. fd00:77::1/64, got 'fd00:77::1'"},
+    {"address6_bad_text", port_with("address6 = \"fd00:::1/64\"\n"),
+     "t.toml:6:12: key 'port[0].address6': expected an IPv6 address with its prefix length, "
+     "e.g. fd00:77::1/64, got 'fd00:::1/64'"},
+    {"address6_multicast", port_with("address6 = \"ff02::1/64\"\n"),
+     "t.toml:6:12: key 'port[0].address6': ff02::1/64 is a multicast address"},
+    {"address6_link_local", port_with("address6 = \"fe80::1/64\"\n"),
+     "t.toml:6:12: key 'port[0].address6': fe80::1/64 is a link-local address (fe80::/10; "
+     "ferry takes a unique local or global one)"},
+    {"address6_loopback", port_with("address6 = \"::1/128\"\n"),
+     "t.toml:6:12: key 'port[0].address6': ::1/128 is an unspecified, loopback or "
+     "IPv4-mapped address"},
+    {"address6_prefix_0", port_with("address6 = \"fd00::1/0\"\n"),
+     "t.toml:6:12: key 'port[0].address6': the prefix length must be 1..128, got 0"},
+
     // Ports: sizes.
     {"mtu_too_small", port_with("mtu = 67\n"),
      "t.toml:6:7: key 'port[0].mtu': must be in 68..9000, got 67"},
@@ -403,6 +421,7 @@ profile = "net_tap"
 iface = "ferry0"
 address = "10.77.0.1/24"
 gateway = "10.77.0.254"
+address6 = "FD00:77:0::1/64"
 mac = "02:00:0A:4d:00:01"
 mtu = 9000
 mbufs = 32768
@@ -438,6 +457,10 @@ address = "192.168.1.2/31"
     EXPECT_EQ(p.prefix_len, 24);
     ASSERT_TRUE(p.gateway.has_value());
     EXPECT_EQ(*p.gateway, 0x0a4d00feu);
+    ASSERT_TRUE(p.address6.has_value());
+    EXPECT_EQ(format_ipv6(*p.address6), "fd00:77::1");
+    EXPECT_EQ(p.prefix6_len, 64);
+    EXPECT_FALSE(c.ports[1].address6.has_value());
     ASSERT_TRUE(p.mac.has_value());
     EXPECT_EQ(*p.mac, (std::array<uint8_t, 6>{0x02, 0x00, 0x0a, 0x4d, 0x00, 0x01}));
     EXPECT_EQ(p.mtu, 9000);
@@ -465,7 +488,7 @@ address = "192.168.1.2/31"
     EXPECT_EQ(q.tx_desc, 0);
     EXPECT_EQ(q.ring_frames, 0u);  // the profile's
     EXPECT_EQ(q.index, 1u);
-    EXPECT_EQ(q.where.line, 21u);
+    EXPECT_EQ(q.where.line, 22u);
 }
 
 TEST(config_parse, defaults_when_ferry_table_is_absent) {

@@ -798,5 +798,93 @@ TEST(NetCounters, NamesAreUniqueAndDocumented) {
     EXPECT_EQ(alignof(net_counters), 64u);
 }
 
+// ---------------------------------------------------------------- IPv6
+// Neighbour discovery and echo for a port with an IPv6 address; expected
+// frames from an independent Python sum (RFC 8200 §8.1 pseudo-header).
+
+bytes from_hex(std::string_view h) {
+    bytes out;
+    for (std::size_t i = 0; i + 1 < h.size(); i += 2)
+        out.push_back(static_cast<uint8_t>(std::stoi(std::string(h.substr(i, 2)), nullptr, 16)));
+    return out;
+}
+
+// fe80::2 (02:..:02) asks ff02::1:ff00:1 for fd00::1; our advertisement;
+// fd00::2 pings fd00::1 (id 0x1234, seq 1, "pingdata"); our reply.
+constexpr std::string_view ns6 =
+    "3333ff00000102000000000286dd6000000000203afffe800000000000000000000000000002ff0200000000"
+    "000000000001ff00000187007c1700000000fd0000000000000000000000000000010101020000000002";
+constexpr std::string_view na6 =
+    "02000000000202000000000186dd6000000000203afffd000000000000000000000000000001fe8000000000"
+    "0000000000000000000288001b1c60000000fd0000000000000000000000000000010201020000000001";
+constexpr std::string_view echo6 =
+    "02000000000102000000000286dd6000000000103a40fd000000000000000000000000000002fd0000000000"
+    "000000000000000000018000bbe71234000170696e6764617461";
+constexpr std::string_view reply6 =
+    "02000000000202000000000186dd6000000000103a40fd000000000000000000000000000001fd0000000000"
+    "000000000000000000028100bae71234000170696e6764617461";
+
+iface_config with_ipv6() {
+    iface_config c = default_config();
+    c.addr6 = ipv6_addr::parse("fd00::1");
+    return c;
+}
+
+TEST_F(StackTest, WithoutAnIpv6AddressIpv6IsAnUnknownEthertype) {
+    input(from_hex(echo6));
+    EXPECT_TRUE(take_tx().empty());
+    expect_only_drop("eth_drop_unknown_ethertype");
+    input(from_hex(ns6));  // and its multicast group is no group of ours
+    EXPECT_EQ(count("eth_drop_multicast"), 1u);
+}
+
+TEST_F(StackTest, AnswersANeighborSolicitationForItsIpv6Address) {
+    start(with_ipv6());
+    input(from_hex(ns6));
+    const auto tx = take_tx();
+    ASSERT_EQ(tx.size(), 1u);
+    EXPECT_EQ(tx[0], from_hex(na6));
+    EXPECT_EQ(count("nd_rx"), 1u);
+    EXPECT_EQ(count("nd_advertised"), 1u);
+    // For another target: valid, ignored. Not from the link: invalid.
+    bytes other = from_hex(ns6);
+    other[14 + 40 + 8 + 15] = 2;  // target fd00::2
+    other[14 + 40 + 2] = 0x7c;    // its checksum, one less in the last word
+    other[14 + 40 + 3] = 0x16;
+    input(other);
+    EXPECT_TRUE(take_tx().empty());
+    EXPECT_EQ(count("nd_ignored"), 1u);
+    bytes far = from_hex(ns6);
+    far[14 + 7] = 64;  // hop limit
+    input(far);
+    EXPECT_TRUE(take_tx().empty());
+    EXPECT_EQ(count("nd_drop_invalid"), 1u);
+}
+
+TEST_F(StackTest, AnswersAnIpv6EchoRequest) {
+    start(with_ipv6());
+    bytes req = from_hex(echo6);
+    req.insert(req.end(), 6, 0);  // Ethernet padding is not echoed
+    input(req);
+    const auto tx = take_tx();
+    ASSERT_EQ(tx.size(), 1u);
+    EXPECT_EQ(tx[0], from_hex(reply6));
+    EXPECT_EQ(count("icmpv6_echo_replied"), 1u);
+    bytes bad = from_hex(echo6);
+    bad.back() ^= 1;
+    input(bad);
+    EXPECT_TRUE(take_tx().empty());
+    expect_only_drop("icmpv6_drop_bad_checksum");
+    bytes other = from_hex(echo6);
+    other[14 + 24 + 15] = 9;  // to fd00::9
+    input(other);
+    EXPECT_EQ(count("ipv6_drop_not_ours"), 1u);
+    bytes tcp = from_hex(echo6);
+    tcp[14 + 6] = 6;  // next header TCP: not taken yet
+    input(tcp);
+    EXPECT_EQ(count("ipv6_drop_unsupported"), 1u);
+    EXPECT_TRUE(take_tx().empty());
+}
+
 }  // namespace
 }  // namespace ferry::net

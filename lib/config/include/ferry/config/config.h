@@ -65,6 +65,9 @@
 //                                   #   not 0/8, 127/8, multicast or 240/4); prefix 1..32;
 //                                   #   subnets of different ports must not overlap
 //   gateway = "10.77.0.254"         # optional, a host inside the port's subnet
+//   address6 = "fd00:77::1/64"      # optional, IPv6: the port answers neighbour discovery
+//                                   #   and ping for it (not multicast, link-local,
+//                                   #   ::/64); TCP over IPv6 is not built yet
 //   mac = "02:00:0a:4d:00:01"       # optional, unicast and not all-zero
 //   mtu = 1500                      # 68..9000
 //   mbufs = 16384                   # 1024..16777216, the port's mbuf pool
@@ -269,6 +272,7 @@
 #include <vector>
 
 #include "ferry/base/result.h"
+#include "ferry/base/ipv6_text.h"
 
 namespace ferry::config {
 
@@ -353,6 +357,8 @@ struct port_config {
     uint32_t address = 0;  // IPv4, host byte order, from "a.b.c.d/len"
     uint8_t prefix_len = 0;
     std::optional<uint32_t> gateway;
+    std::optional<ipv6_bytes> address6;  // from "a:b::c/len" (ferry/base/ipv6_text.h)
+    uint8_t prefix6_len = 0;
     std::optional<std::array<uint8_t, 6>> mac;
     uint16_t mtu = 1500;
     uint32_t mbufs = 16384;

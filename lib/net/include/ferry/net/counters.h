@@ -96,6 +96,16 @@
     X(icmp_drop_unsupported,      "ICMP messages other than echo request (code 0)")              \
     X(icmp_drop_oversize,         "ICMP echo requests larger than the MTU (no fragmentation)")   \
     X(icmp_echo_replied,          "ICMP echo requests answered")                                 \
+    X(ipv6_rx,                    "IPv6 datagrams received (a port with an IPv6 address)")       \
+    X(ipv6_drop_malformed,        "IPv6 datagrams truncated or not version 6")                   \
+    X(ipv6_drop_not_ours,         "IPv6 datagrams for another address or group")                 \
+    X(ipv6_drop_unsupported,      "IPv6 datagrams not taken yet: TCP/UDP, extension headers, split frames, other ICMPv6") \
+    X(nd_rx,                      "Neighbor Solicitations and Advertisements received")          \
+    X(nd_drop_invalid,            "Neighbor Discovery messages failing RFC 4861 section 7.1's checks") \
+    X(nd_ignored,                 "valid Neighbor Discovery messages not asking for our address") \
+    X(nd_advertised,              "Neighbor Advertisements sent for our address")                \
+    X(icmpv6_drop_bad_checksum,   "ICMPv6 echo requests with a bad checksum")                    \
+    X(icmpv6_echo_replied,        "ICMPv6 echo requests answered")                               \
     X(tx_alloc_fail,              "frames not sent: mbuf allocation or copy failed")             \
     X(tx_drop_full,               "frames dropped: transmit queue full")                         \
     X(tx_frames,                  "frames handed to the port for transmission")

@@ -54,6 +54,8 @@ struct port_spec {
     uint32_t address = 0;  // IPv4, host byte order
     uint8_t prefix_len = 0;
     std::optional<uint32_t> gateway;
+    std::optional<std::array<uint8_t, 16>> address6;  // IPv6, network order
+    uint8_t prefix6_len = 0;
     std::optional<std::array<uint8_t, 6>> mac;  // else the device's own
     uint16_t mtu = 1500;
     uint32_t mbufs = 16384;

@@ -29,6 +29,7 @@
 #include "ferry/net/ethernet.h"
 #include "ferry/net/ipv4.h"
 #include "ferry/net/ipv4_reassembly.h"
+#include "ferry/net/ipv6.h"
 #include "ferry/net/neighbor.h"
 
 struct rte_mbuf;
@@ -48,6 +49,11 @@ struct iface_config {
     uint64_t arp_retry_ns = 1'000'000'000;
     uint32_t arp_max_tries = 3;
     uint32_t neighbor_capacity = 256;
+    // An IPv6 address (ipv6.h): the stack answers Neighbor Solicitations for
+    // it and ICMPv6 echo requests to it; without one IPv6 frames are dropped
+    // as an unknown EtherType. (TCP over IPv6 is not built yet.)
+    std::optional<ipv6_addr> addr6;
+    uint8_t prefix6_len = 64;
 };
 
 class stack {
@@ -136,6 +142,12 @@ private:
     void learned(const neighbor_table::learn_result &lr, mac_addr mac) noexcept;
     void input_frame(rte_mbuf *m, uint64_t now_ns) noexcept;
     void input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) noexcept;
+    // IPv6 (with cfg_.addr6): neighbour discovery for our address, echo.
+    void input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload) noexcept;
+    void answer_solicitation(const ethernet_repr &eth, const ipv6_repr &ip,
+                             const nd_repr &ns) noexcept;
+    // Whether a multicast frame is for a group this port's IPv6 address is in.
+    [[nodiscard]] bool ipv6_group(const ethernet_repr &eth) const noexcept;
     void input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload,
                     uint64_t now_ns) noexcept;
     void input_icmp(rte_mbuf *m, const ethernet_repr &eth, const ipv4_repr &ip,

@@ -1,0 +1,29 @@
+// IPv6 addresses as text, for every layer (lib/net's ipv6_addr, the
+// configuration's addresses): RFC 4291 §2.2 forms 1 and 2 in, RFC 5952 §4's
+// canonical form out. Pure.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace ferry {
+
+using ipv6_bytes = std::array<uint8_t, 16>;  // network order
+
+// Eight groups of 1-4 hex digits separated by ':', one run of zero groups
+// replaced by "::" (at most once); either case. Form 3 (a dotted IPv4 tail),
+// zone indices ("%eth0") and a prefix length are refused: nullopt, as for
+// anything else.
+[[nodiscard]] std::optional<ipv6_bytes> parse_ipv6(std::string_view s) noexcept;
+// "address/len", len 0..128 without leading zeros; the address as written.
+[[nodiscard]] std::optional<std::pair<ipv6_bytes, uint8_t>> parse_ipv6_prefix(
+    std::string_view s) noexcept;
+// Lower case, no leading zeros, the longest run of two or more zero groups
+// (the first of equal ones) as "::".
+[[nodiscard]] std::string format_ipv6(const ipv6_bytes &a);
+
+}  // namespace ferry

@@ -1,0 +1,250 @@
+// IPv6 addresses, the fixed IPv6 header, ICMPv6's checksum and the two
+// Neighbor Discovery messages a host must answer and send (issue 18 item 3:
+// the first layer of IPv6; with iface_config::addr6 the stack answers
+// solicitations and echo requests; TCP over IPv6 is not built yet). Text
+// forms come from ferry/base/ipv6_text.h, which the configuration shares.
+//
+// Read first: RFC 8200 §3 (header format) and §8.1 (upper-layer checksums),
+// RFC 4291 §2.2 (text forms), §2.5.6 (link-local), §2.7 (multicast) and
+// §2.7.1 (solicited-node), RFC 4193 (unique local, fc00::/7), RFC 5952 §4
+// (the canonical text form), RFC 4443 §2.1 (ICMPv6 message format), RFC 4861
+// §4.3, §4.4, §4.6.1 (Neighbor Solicitation / Advertisement and the
+// link-layer address options) and §7.1.1, §7.1.2 (what a node must check
+// before it acts on them), RFC 2464 §7 (multicast to Ethernet: 33:33 and
+// the address's last 32 bits).
+//
+//   0       4               12      16              24              31
+//   |version| traffic class |            flow label                  |
+//   |         payload length         |  next header  |   hop limit   |
+//   |                 source address (128 bits)                      |
+//   |              destination address (128 bits)                    |
+#pragma once
+
+#include <array>
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "ferry/net/addr.h"
+#include "ferry/net/checksum.h"
+
+namespace ferry::net {
+
+class ipv6_addr {
+public:
+    static constexpr std::size_t size = 16;
+
+    constexpr ipv6_addr() noexcept = default;
+    constexpr explicit ipv6_addr(const std::array<uint8_t, size> &b) noexcept : b_(b) {}
+    [[nodiscard]] static constexpr ipv6_addr from_bytes(std::span<const uint8_t, size> b) noexcept {
+        ipv6_addr a;
+        for (std::size_t i = 0; i < size; ++i) a.b_[i] = b[i];
+        return a;
+    }
+    // RFC 4291 §2.2 forms 1 and 2: eight groups of 1-4 hex digits separated
+    // by ':', one run of zero groups replaced by "::" (at most once); either
+    // case. Form 3 (a dotted IPv4 tail), zone indices ("%eth0") and a prefix
+    // length are not addresses here: nullopt, as for anything else.
+    [[nodiscard]] static std::optional<ipv6_addr> parse(std::string_view s) noexcept;
+    // "a/len" with len 0..128; the address is kept as written (host bits too).
+    [[nodiscard]] static std::optional<std::pair<ipv6_addr, uint8_t>> parse_prefix(
+        std::string_view s) noexcept;
+
+    [[nodiscard]] constexpr const std::array<uint8_t, size> &bytes() const noexcept { return b_; }
+    constexpr void write(std::span<uint8_t, size> out) const noexcept {
+        for (std::size_t i = 0; i < size; ++i) out[i] = b_[i];
+    }
+
+    // ::
+    [[nodiscard]] constexpr bool is_unspecified() const noexcept { return *this == ipv6_addr{}; }
+    // ::1
+    [[nodiscard]] constexpr bool is_loopback() const noexcept {
+        for (std::size_t i = 0; i + 1 < size; ++i)
+            if (b_[i] != 0) return false;
+        return b_[15] == 1;
+    }
+    // ff00::/8
+    [[nodiscard]] constexpr bool is_multicast() const noexcept { return b_[0] == 0xff; }
+    // fe80::/10
+    [[nodiscard]] constexpr bool is_link_local() const noexcept {
+        return b_[0] == 0xfe && (b_[1] & 0xc0) == 0x80;
+    }
+    // fc00::/7 (RFC 4193)
+    [[nodiscard]] constexpr bool is_unique_local() const noexcept { return (b_[0] & 0xfe) == 0xfc; }
+    // ::ffff:0:0/96, an IPv4 address in IPv6 form: never on the wire as a
+    // source or destination here (RFC 4291 §2.5.5.2 is for APIs).
+    [[nodiscard]] constexpr bool is_ipv4_mapped() const noexcept {
+        for (std::size_t i = 0; i < 10; ++i)
+            if (b_[i] != 0) return false;
+        return b_[10] == 0xff && b_[11] == 0xff;
+    }
+    // Whether the first `prefix_len` bits equal `net`'s (lengths above 128
+    // count as 128).
+    [[nodiscard]] constexpr bool in_subnet(const ipv6_addr &net, uint8_t prefix_len) const noexcept {
+        const unsigned bits = prefix_len > 128 ? 128 : prefix_len;
+        for (unsigned i = 0; i < bits / 8; ++i)
+            if (b_[i] != net.b_[i]) return false;
+        if (bits % 8 == 0) return true;
+        const uint8_t mask = static_cast<uint8_t>(0xff00 >> (bits % 8));
+        return (b_[bits / 8] & mask) == (net.b_[bits / 8] & mask);
+    }
+    // RFC 4291 §2.7.1: ff02::1:ff00:0/104 plus the address's low 24 bits, the
+    // group a Neighbor Solicitation for this address is sent to.
+    [[nodiscard]] constexpr ipv6_addr solicited_node() const noexcept {
+        return ipv6_addr({0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xff, b_[13], b_[14], b_[15]});
+    }
+    // ff02::1, all nodes on the link.
+    [[nodiscard]] static constexpr ipv6_addr all_nodes() noexcept {
+        return ipv6_addr({0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01});
+    }
+    // The canonical text form, RFC 5952 §4: lower case, no leading zeros,
+    // the longest run of two or more zero groups (the first of equal ones)
+    // as "::". Control path only (allocates).
+    [[nodiscard]] std::string to_string() const;
+
+    friend constexpr auto operator<=>(const ipv6_addr &, const ipv6_addr &) noexcept = default;
+
+private:
+    std::array<uint8_t, size> b_{};
+};
+
+// RFC 2464 §7: an IPv6 multicast address maps to 33:33 plus its last 32 bits.
+[[nodiscard]] constexpr mac_addr multicast_mac(const ipv6_addr &group) noexcept {
+    const auto &b = group.bytes();
+    return mac_addr({0x33, 0x33, b[12], b[13], b[14], b[15]});
+}
+
+enum class ipv6_error : uint8_t {
+    none = 0,
+    truncated,    // shorter than the 40-byte header, or than header + payload length
+    bad_version,  // version field != 6
+};
+
+[[nodiscard]] constexpr const char *name(ipv6_error e) noexcept {
+    switch (e) {
+        case ipv6_error::none: return "none";
+        case ipv6_error::truncated: return "truncated";
+        case ipv6_error::bad_version: return "bad_version";
+    }
+    return "unknown";
+}
+
+// Next-header values ferry knows (IANA "Assigned Internet Protocol Numbers").
+enum class ipv6_next : uint8_t {
+    hop_by_hop = 0,
+    tcp = 6,
+    udp = 17,
+    routing = 43,
+    fragment = 44,
+    icmpv6 = 58,
+    no_next = 59,
+    destination = 60,
+};
+
+// The fixed header, parsed or to be emitted. `payload_len` counts what
+// follows the fixed header (extension headers included); bytes past it
+// (Ethernet padding) are not the datagram's.
+struct ipv6_repr {
+    static constexpr std::size_t header_len = 40;
+    uint8_t traffic_class = 0;
+    uint32_t flow_label = 0;  // 20 bits
+    uint16_t payload_len = 0;
+    uint8_t next_header = 0;
+    uint8_t hop_limit = 64;
+    ipv6_addr src, dst;
+
+    [[nodiscard]] static ipv6_error parse(std::span<const uint8_t> buf, ipv6_repr &out) noexcept;
+    // Writes the 40-byte header at the front of `out` (which must hold it).
+    void emit(std::span<uint8_t> out) const noexcept;
+};
+
+// Adds what ICMPv6, TCP and UDP over IPv6 checksum besides their own bytes
+// (RFC 8200 §8.1): source, destination, the upper-layer packet's length (32
+// bits) and next header. Add it first, then the upper-layer packet (its
+// checksum field zero), then finish().
+void add_ipv6_pseudo_header(internet_checksum &c, const ipv6_addr &src, const ipv6_addr &dst,
+                            uint32_t upper_len, uint8_t next_header) noexcept;
+
+// ICMPv6 (RFC 4443) types ferry handles.
+enum class icmpv6_type : uint8_t {
+    dest_unreachable = 1,
+    packet_too_big = 2,
+    time_exceeded = 3,
+    parameter_problem = 4,
+    echo_request = 128,
+    echo_reply = 129,
+    router_solicitation = 133,
+    router_advertisement = 134,
+    neighbor_solicitation = 135,
+    neighbor_advertisement = 136,
+    redirect = 137,
+};
+
+// The checksum field value for an ICMPv6 message `msg` (its checksum field
+// is ignored: treated as zero) between `src` and `dst`.
+[[nodiscard]] uint16_t icmpv6_checksum(const ipv6_addr &src, const ipv6_addr &dst,
+                                       std::span<const uint8_t> msg) noexcept;
+// Whether `msg`'s checksum field is right.
+[[nodiscard]] bool icmpv6_checksum_ok(const ipv6_addr &src, const ipv6_addr &dst,
+                                      std::span<const uint8_t> msg) noexcept;
+
+enum class nd_error : uint8_t {
+    none = 0,
+    not_nd,          // not a Neighbor Solicitation or Advertisement
+    bad_hop_limit,   // IP hop limit != 255: it did not come from the link (§7.1.1)
+    bad_code,        // ICMP code != 0
+    truncated,       // shorter than 24 bytes, or an option runs past the end
+    bad_checksum,
+    bad_option,      // an option of length 0 (§4.6: MUST be silently discarded)
+    multicast_target,
+    // §7.1.1: from :: (duplicate address detection) but not to a
+    // solicited-node group, or with a source link-layer address option.
+    bad_dad,
+    // §7.1.2: a solicited advertisement to a multicast destination.
+    solicited_to_multicast,
+};
+
+[[nodiscard]] constexpr const char *name(nd_error e) noexcept {
+    switch (e) {
+        case nd_error::none: return "none";
+        case nd_error::not_nd: return "not_nd";
+        case nd_error::bad_hop_limit: return "bad_hop_limit";
+        case nd_error::bad_code: return "bad_code";
+        case nd_error::truncated: return "truncated";
+        case nd_error::bad_checksum: return "bad_checksum";
+        case nd_error::bad_option: return "bad_option";
+        case nd_error::multicast_target: return "multicast_target";
+        case nd_error::bad_dad: return "bad_dad";
+        case nd_error::solicited_to_multicast: return "solicited_to_multicast";
+    }
+    return "unknown";
+}
+
+// A Neighbor Solicitation (type 135) or Advertisement (136), parsed and
+// validated (RFC 4861 §7.1.1 / §7.1.2), or to be emitted. Options other than
+// the link-layer addresses are skipped, as §4.6 says.
+struct nd_repr {
+    icmpv6_type type = icmpv6_type::neighbor_solicitation;
+    ipv6_addr target;
+    // NA flags (§4.4): from a router, in answer to a solicitation, override
+    // the cache entry.
+    bool router = false, solicited = false, override_ = false;
+    // The source (NS) or target (NA) link-layer address option, if present.
+    std::optional<mac_addr> lladdr;
+
+    // `ip` is the datagram's header (addresses, hop limit), `msg` the ICMPv6
+    // message (the IPv6 payload, no extension headers).
+    [[nodiscard]] static nd_error parse(const ipv6_repr &ip, std::span<const uint8_t> msg,
+                                        nd_repr &out) noexcept;
+    // The message's length: 24 bytes, plus 8 with a link-layer address option.
+    [[nodiscard]] std::size_t len() const noexcept { return 24 + (lladdr ? 8 : 0); }
+    // Writes the message (len() bytes) with its checksum for src -> dst.
+    void emit(const ipv6_addr &src, const ipv6_addr &dst, std::span<uint8_t> out) const noexcept;
+};
+
+}  // namespace ferry::net

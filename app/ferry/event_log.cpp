@@ -21,7 +21,7 @@ event_log_writer::event_log_writer(const config::ferry_config &cfg, proxy::share
         base_.push_back(n);
         caps_.push_back(cap);
         for (size_t s = 0; s < cap; ++s) {
-            who_.emplace_back(static_cast<uint16_t>(u), static_cast<uint16_t>(s));
+            upstream_of_.push_back(static_cast<uint16_t>(u));
             server_names_.push_back(
                 s < uc.slots.size() ? config::format_endpoint(uc.slots[s].addr, uc.slots[s].port)
                                     : "");
@@ -53,10 +53,8 @@ void event_log_writer::drain() noexcept {
     // Windows that ended with changes unlogged: say how many, and the state
     // the last of them left.
     limiter_->summaries(reactor::reactor::now_ns(), [&](size_t i, uint64_t n, bool down) {
-        const auto [u, s] = who_[i];
-        (void)s;
         const logfmt l = logfmt("server changes not logged")
-                             .kv("upstream", names_.upstreams[u])
+                             .kv("upstream", names_.upstreams[upstream_of_[i]])
                              .kv("server", server_names_[i])
                              .kv("changes", n)
                              .kv("window_seconds", window_ns / 1'000'000'000ull)

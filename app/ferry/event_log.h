@@ -58,7 +58,7 @@ private:
     proxy::shared_state &shared_;
     std::vector<size_t> base_;          // first dense server index of each upstream
     std::vector<size_t> caps_;          // each upstream's server slots
-    std::vector<std::pair<uint16_t, uint16_t>> who_;  // dense index -> upstream, server slot
+    std::vector<uint16_t> upstream_of_;               // dense index -> upstream
     std::vector<std::string> server_names_;           // dense index -> "a.b.c.d:port"
     std::vector<uint64_t> down_since_;  // per server: when it went down (0: up)
     std::unique_ptr<proxy::event_limiter> limiter_;

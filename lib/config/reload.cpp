@@ -2,6 +2,7 @@
 #include "ferry/config/reload.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace ferry::config {
@@ -80,6 +81,20 @@ int find_server(const std::vector<server_config> &servers, const server_config &
     return -1;
 }
 
+// The slot of `key` in `slots` (the list of every key since ferry started):
+// where it is, else a new one at the end; nullopt when the list is at
+// `capacity` and `key` is not in it.
+template <class T>
+std::optional<uint16_t> slot_of(std::vector<T> &slots, const T &key, uint32_t capacity) {
+    auto it = std::find(slots.begin(), slots.end(), key);
+    if (it == slots.end()) {
+        if (slots.size() >= capacity) return std::nullopt;
+        slots.push_back(key);
+        it = slots.end() - 1;
+    }
+    return static_cast<uint16_t>(it - slots.begin());
+}
+
 }  // namespace
 
 std::vector<error> carry_slots(const ferry_config &run, ferry_config &next) {
@@ -88,23 +103,19 @@ std::vector<error> carry_slots(const ferry_config &run, ferry_config &next) {
     next.listener_slot_capacity = run.listener_slot_capacity;
     for (size_t i = 0; i < next.listeners.size(); ++i) {
         listener_config &l = next.listeners[i];
-        auto it = std::find(next.listener_slots.begin(), next.listener_slots.end(), l.name);
-        if (it == next.listener_slots.end()) {
-            if (next.listener_slots.size() >= next.listener_slot_capacity) {
-                out.push_back(error{
-                    l.where, "listener[" + std::to_string(i) + "]",
-                    "listener '" + l.name + "' would be listener name number " +
-                        std::to_string(next.listener_slots.size() + 1) +
-                        " since ferry started, more than the " +
-                        std::to_string(next.listener_slot_capacity) + " it has room for (" +
-                        std::to_string(listener_slot_headroom) +
-                        " more than it started with): " + restart});
-                break;
-            }
-            next.listener_slots.push_back(l.name);
-            it = next.listener_slots.end() - 1;
+        const auto slot = slot_of(next.listener_slots, l.name, next.listener_slot_capacity);
+        if (!slot) {
+            out.push_back(error{
+                l.where, "listener[" + std::to_string(i) + "]",
+                "listener '" + l.name + "' would be listener name number " +
+                    std::to_string(next.listener_slots.size() + 1) +
+                    " since ferry started, more than the " +
+                    std::to_string(next.listener_slot_capacity) + " it has room for (" +
+                    std::to_string(listener_slot_headroom) +
+                    " more than it started with): " + restart});
+            break;
         }
-        l.slot = static_cast<uint16_t>(it - next.listener_slots.begin());
+        l.slot = *slot;
     }
     for (size_t u = 0; u < next.upstreams.size() && u < run.upstreams.size(); ++u) {
         const upstream_config &a = run.upstreams[u];
@@ -114,25 +125,20 @@ std::vector<error> carry_slots(const ferry_config &run, ferry_config &next) {
         b.slot_capacity = a.slot_capacity;
         for (size_t i = 0; i < b.servers.size(); ++i) {
             server_config &s = b.servers[i];
-            const server_endpoint ep{s.addr, s.port};
-            auto it = std::find(b.slots.begin(), b.slots.end(), ep);
-            if (it == b.slots.end()) {
-                if (b.slots.size() >= b.slot_capacity) {
-                    out.push_back(error{
-                        s.where, "upstream[" + std::to_string(u) + "].server[" + std::to_string(i) + "]",
-                        "server " + format_endpoint(s.addr, s.port) + " of '" + b.name +
-                            "' would be its server address number " +
-                            std::to_string(b.slots.size() + 1) +
-                            " since ferry started, more than the " +
-                            std::to_string(b.slot_capacity) +
-                            " it has room for (" + std::to_string(server_slot_headroom) +
-                            " more than it started with): " + restart});
-                    break;
-                }
-                b.slots.push_back(ep);
-                it = b.slots.end() - 1;
+            const auto slot = slot_of(b.slots, server_endpoint{s.addr, s.port}, b.slot_capacity);
+            if (!slot) {
+                out.push_back(error{
+                    s.where, "upstream[" + std::to_string(u) + "].server[" + std::to_string(i) + "]",
+                    "server " + format_endpoint(s.addr, s.port) + " of '" + b.name +
+                        "' would be its server address number " +
+                        std::to_string(b.slots.size() + 1) +
+                        " since ferry started, more than the " +
+                        std::to_string(b.slot_capacity) + " it has room for (" +
+                        std::to_string(server_slot_headroom) +
+                        " more than it started with): " + restart});
+                break;
             }
-            s.slot = static_cast<uint16_t>(it - b.slots.begin());
+            s.slot = *slot;
         }
     }
     return out;

@@ -16,8 +16,16 @@
 
 namespace ferry::proxy {
 
-void worker_proxy::emit_event(const server_event &ev) noexcept {
+void worker_proxy::emit_event(server_event ev, int upstream, int server, server_event::kind what,
+                              uint64_t now) noexcept {
     if (events_ == nullptr) return;
+    ev.t_ns = now;
+    ev.upstream = static_cast<uint16_t>(upstream);
+    ev.server = static_cast<uint16_t>(server);
+    const config::server_endpoint ep = endpoint_of(upstream, server);
+    ev.addr = ep.addr;
+    ev.port = ep.port;
+    ev.what = what;
     server_event *slot = events_->reserve();
     if (slot == nullptr) {
         ctr_.events_dropped.inc();  // the writer fell behind: never wait for it
@@ -37,14 +45,7 @@ void worker_proxy::health_ok(int upstream, int server, uint64_t now) noexcept {
     // Relaxed: the word orders nothing else; the exchange alone decides which
     // lcore saw the change.
     if (h.down_until.exchange(0, std::memory_order_relaxed) == 0) return;
-    server_event ev;
-    ev.t_ns = now;
-    ev.upstream = static_cast<uint16_t>(upstream);
-    ev.server = static_cast<uint16_t>(server);
-    ev.addr = endpoint_of(upstream, server).addr;
-    ev.port = endpoint_of(upstream, server).port;
-    ev.what = server_event::kind::up;
-    emit_event(ev);
+    emit_event(server_event{}, upstream, server, server_event::kind::up, now);
 }
 
 void worker_proxy::health_failed(int upstream, int server, uint64_t now,
@@ -59,14 +60,8 @@ void worker_proxy::health_failed(int upstream, int server, uint64_t now,
     h.marked_down.fetch_add(1, std::memory_order_relaxed);
     if (old != 0) return;  // down already (maybe past its fail_timeout): no change
     server_event ev = cause;
-    ev.t_ns = now;
-    ev.upstream = static_cast<uint16_t>(upstream);
-    ev.server = static_cast<uint16_t>(server);
-    ev.addr = endpoint_of(upstream, server).addr;
-    ev.port = endpoint_of(upstream, server).port;
-    ev.what = server_event::kind::down;
     ev.fails = f;
-    emit_event(ev);
+    emit_event(ev, upstream, server, server_event::kind::down, now);
 }
 
 void worker_proxy::run_health_checks(uint64_t now) noexcept {

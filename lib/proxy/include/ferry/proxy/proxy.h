@@ -712,7 +712,10 @@ private:
     // word, so exactly one lcore sees it and writes its event (emit_event).
     void health_ok(int upstream, int server, uint64_t now) noexcept;
     void health_failed(int upstream, int server, uint64_t now, const server_event &ev) noexcept;
-    void emit_event(const server_event &ev) noexcept;
+    // Writes `ev` (its cause, for a down) stamped with the server (slot and
+    // address), the change and the time.
+    void emit_event(server_event ev, int upstream, int server, server_event::kind what,
+                    uint64_t now) noexcept;
     void run_health_checks(uint64_t now) noexcept;
 
     // Shared pools.

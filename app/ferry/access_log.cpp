@@ -6,6 +6,7 @@
 // valid JSON whatever the client sent). Exact layouts: docs/OPERATIONS.md.
 #include "access_log.h"
 
+#include <array>
 #include <fcntl.h>
 #include <signal.h>
 #include <time.h>
@@ -53,11 +54,9 @@ void append_seconds(std::string &out, uint64_t ns) {
     out.append(b, static_cast<size_t>(n));
 }
 
-void append_ipv4(std::string &out, uint32_t a) {
-    char b[16];
-    const int n = std::snprintf(b, sizeof b, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255,
-                                (a >> 8) & 255, a & 255);
-    out.append(b, static_cast<size_t>(n));
+void append_addr(std::string &out, const net::ip_addr &a) {
+    std::array<char, net::ip_addr::text_max> b;
+    out.append(b.data(), a.format(b));
 }
 
 // nginx's log escaping (ngx_http_log_escape): '"', '\' and every byte outside
@@ -166,7 +165,7 @@ void format_access_line(std::string &out, config::log_format format, const proxy
 
     if (format == config::log_format::combined) {
         // %h - - [%d/%b/%Y:%H:%M:%S %z] "%r" %s %b "%{Referer}i" "%{User-agent}i"
-        append_ipv4(out, r.client_addr);
+        append_addr(out, r.client_addr);
         out += " - - [";
         out += local_time(clf_time, sec, "%d/%b/%Y:%H:%M:%S %z", false);
         out += "] \"";
@@ -231,7 +230,7 @@ void format_access_line(std::string &out, config::log_format format, const proxy
     append_u64(out, static_cast<uint64_t>(sec));
     out += ms3;
     out += ",\"client\":\"";
-    append_ipv4(out, r.client_addr);
+    append_addr(out, r.client_addr);
     out += "\",\"client_port\":";
     append_u64(out, r.client_port);
     out += ",\"request\":\"";

@@ -78,7 +78,7 @@ std::optional<std::pair<ipv6_bytes, uint8_t>> parse_ipv6_prefix(std::string_view
     return std::pair{*a, static_cast<uint8_t>(v)};
 }
 
-std::string format_ipv6(const ipv6_bytes &a) {
+std::size_t format_ipv6(const ipv6_bytes &a, std::span<char, ipv6_text_max> out) noexcept {
     uint16_t g[8];
     for (int i = 0; i < 8; ++i) g[i] = static_cast<uint16_t>(a[2 * i] << 8 | a[2 * i + 1]);
     // The longest run of zero groups, 2 or more, the first of equal ones.
@@ -96,19 +96,30 @@ std::string format_ipv6(const ipv6_bytes &a) {
         }
         i = j;
     }
-    std::string out;
-    char buf[8];
+    static constexpr char hex[] = "0123456789abcdef";
+    std::size_t n = 0;
     for (int i = 0; i < 8; ++i) {
         if (i == best) {
-            out += "::";
+            out[n++] = ':';
+            out[n++] = ':';
             i += best_len - 1;
             continue;
         }
-        if (!out.empty() && out.back() != ':') out += ':';
-        std::snprintf(buf, sizeof buf, "%x", g[i]);
-        out += buf;
+        if (n != 0 && out[n - 1] != ':') out[n++] = ':';
+        bool lead = true;
+        for (int shift = 12; shift >= 0; shift -= 4) {
+            const unsigned d = (g[i] >> shift) & 0xf;
+            if (lead && d == 0 && shift != 0) continue;
+            lead = false;
+            out[n++] = hex[d];
+        }
     }
-    return out;
+    return n;  // at most 8 * 4 + 7 = 39
+}
+
+std::string format_ipv6(const ipv6_bytes &a) {
+    std::array<char, ipv6_text_max> buf;
+    return std::string(buf.data(), format_ipv6(a, buf));
 }
 
 }  // namespace ferry

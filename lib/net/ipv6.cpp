@@ -1,4 +1,5 @@
 #include "ferry/net/ipv6.h"
+#include "ferry/net/ip_addr.h"
 
 #include "ferry/base/ipv6_text.h"
 #include "ferry/net/byte_order.h"
@@ -24,7 +25,8 @@ std::optional<std::pair<ipv6_addr, uint8_t>> ipv6_addr::parse_prefix(std::string
 
 std::string ipv6_addr::to_string() const { return format_ipv6(b_); }
 
-ipv6_error ipv6_repr::parse(std::span<const uint8_t> buf, ipv6_repr &out) noexcept {
+ipv6_error ipv6_repr::parse(std::span<const uint8_t> buf, ipv6_repr &out,
+                             std::size_t total) noexcept {
     if (buf.size() < header_len) return ipv6_error::truncated;
     const uint32_t w0 = wire::load_be32(buf.data());
     if ((w0 >> 28) != 6) return ipv6_error::bad_version;
@@ -37,7 +39,8 @@ ipv6_error ipv6_repr::parse(std::span<const uint8_t> buf, ipv6_repr &out) noexce
     out.dst = ipv6_addr::from_bytes(buf.subspan<24, 16>());
     // A payload length of 0 with a hop-by-hop jumbogram option (RFC 2675)
     // is not for links of ferry's MTUs: it is simply too short.
-    if (buf.size() < header_len + out.payload_len) return ipv6_error::truncated;
+    if ((total == SIZE_MAX ? buf.size() : total) < header_len + out.payload_len)
+        return ipv6_error::truncated;
     return ipv6_error::none;
 }
 
@@ -136,6 +139,31 @@ void nd_repr::emit(const ipv6_addr &src, const ipv6_addr &dst, std::span<uint8_t
     }
     const std::span<uint8_t> msg = out.first(len());
     wire::store_be16(out.data() + 2, icmpv6_checksum(src, dst, msg));
+}
+
+}  // namespace ferry::net
+
+namespace ferry::net {
+
+std::size_t ip_addr::format(std::span<char, text_max> out) const noexcept {
+    if (is_v6()) {
+        static_assert(text_max == ipv6_text_max);
+        return format_ipv6(b_, out);
+    }
+    std::size_t n = 0;
+    for (std::size_t i = 12; i < 16; ++i) {
+        if (i != 12) out[n++] = '.';
+        const unsigned v = b_[i];
+        if (v >= 100) out[n++] = static_cast<char>('0' + v / 100);
+        if (v >= 10) out[n++] = static_cast<char>('0' + v / 10 % 10);
+        out[n++] = static_cast<char>('0' + v % 10);
+    }
+    return n;
+}
+
+std::string ip_addr::to_string() const {
+    std::array<char, text_max> buf;
+    return std::string(buf.data(), format(buf));
 }
 
 }  // namespace ferry::net

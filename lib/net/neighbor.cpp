@@ -33,14 +33,14 @@ uint64_t neighbor_table::expiry(const entry &e) const noexcept {
     return saturating_add(e.confirmed_ns, cfg_.timeout_ns);
 }
 
-uint32_t neighbor_table::home_slot(ipv4_addr ip) const noexcept {
+uint32_t neighbor_table::home_slot(ip_addr ip) const noexcept {
     // Fibonacci hashing: the top bits of a multiplicative hash, so addresses of
     // one subnet (differing in the low bits) spread over the whole index.
-    const uint32_t h = ip.value() * 0x9e3779b1u;
+    const uint32_t h = ip.fold() * 0x9e3779b1u;
     return (h >> slot_shift_) & slot_mask_;
 }
 
-uint32_t neighbor_table::find_slot(ipv4_addr ip) const noexcept {
+uint32_t neighbor_table::find_slot(ip_addr ip) const noexcept {
     for (uint32_t s = home_slot(ip);; s = (s + 1) & slot_mask_) {
         const uint32_t v = slots_[s];
         if (v == 0) {
@@ -52,12 +52,12 @@ uint32_t neighbor_table::find_slot(ipv4_addr ip) const noexcept {
     }
 }
 
-uint32_t neighbor_table::find(ipv4_addr ip) const noexcept {
+uint32_t neighbor_table::find(ip_addr ip) const noexcept {
     const uint32_t s = find_slot(ip);
     return s == npos ? npos : slots_[s] - 1;
 }
 
-uint32_t neighbor_table::alloc(ipv4_addr ip, uint64_t now_ns, bool evict_live,
+uint32_t neighbor_table::alloc(ip_addr ip, uint64_t now_ns, bool evict_live,
                                bool &evicted) noexcept {
     evicted = false;
     if (nfree_ == 0) {
@@ -119,7 +119,7 @@ void neighbor_table::remove(uint32_t idx) noexcept {
     --size_;
 }
 
-std::optional<mac_addr> neighbor_table::lookup(ipv4_addr ip, uint64_t now_ns) const noexcept {
+std::optional<mac_addr> neighbor_table::lookup(ip_addr ip, uint64_t now_ns) const noexcept {
     const uint32_t idx = find(ip);
     if (idx == npos) {
         return std::nullopt;
@@ -131,7 +131,7 @@ std::optional<mac_addr> neighbor_table::lookup(ipv4_addr ip, uint64_t now_ns) co
     return e.mac;
 }
 
-neighbor_table::learn_result neighbor_table::learn(ipv4_addr ip, mac_addr mac, uint64_t now_ns,
+neighbor_table::learn_result neighbor_table::learn(ip_addr ip, mac_addr mac, uint64_t now_ns,
                                                    bool target_is_us) noexcept {
     learn_result r;
     uint32_t idx = find(ip);
@@ -185,7 +185,7 @@ neighbor_table::learn_result neighbor_table::learn(ipv4_addr ip, mac_addr mac, u
     return r;
 }
 
-neighbor_table::resolve_result neighbor_table::resolve(ipv4_addr ip, rte_mbuf *pkt,
+neighbor_table::resolve_result neighbor_table::resolve(ip_addr ip, rte_mbuf *pkt,
                                                        uint64_t now_ns) noexcept {
     resolve_result r;
     uint32_t idx = find(ip);
@@ -233,7 +233,7 @@ neighbor_table::resolve_result neighbor_table::resolve(ipv4_addr ip, rte_mbuf *p
     return r;
 }
 
-bool neighbor_table::confirm(ipv4_addr ip, uint64_t now_ns) noexcept {
+bool neighbor_table::confirm(ip_addr ip, uint64_t now_ns) noexcept {
     const uint32_t idx = find(ip);
     if (idx == npos || entries_[idx].state != neighbor_state::reachable) {
         return false;
@@ -278,12 +278,12 @@ bool neighbor_table::poll_entry(uint32_t idx, uint64_t now_ns, neighbor_event &e
     return false;
 }
 
-neighbor_state neighbor_table::state(ipv4_addr ip) const noexcept {
+neighbor_state neighbor_table::state(ip_addr ip) const noexcept {
     const uint32_t idx = find(ip);
     return idx == npos ? neighbor_state::free : entries_[idx].state;
 }
 
-std::size_t neighbor_table::pending_count(ipv4_addr ip) const noexcept {
+std::size_t neighbor_table::pending_count(ip_addr ip) const noexcept {
     const uint32_t idx = find(ip);
     return idx == npos ? 0 : entries_[idx].npending;
 }

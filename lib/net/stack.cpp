@@ -148,7 +148,7 @@ void stack::input_frame(rte_mbuf *m, uint64_t now_ns) noexcept {
             return;
         case ether_type::ipv6:
             if (cfg_.addr6) {
-                input_ipv6(m, eth, frame.payload());
+                input_ipv6(m, eth, frame.payload(), now_ns);
                 return;
             }
             drop(m, ctr_.eth_drop_unknown_ethertype);
@@ -376,7 +376,7 @@ void stack::learned(const neighbor_table::learn_result &lr, mac_addr mac) noexce
             break;
     }
     if (lr.evicted) ctr_.neigh_evicted.inc();
-    for (rte_mbuf *p : lr.released) send_ipv4(p, mac);
+    for (rte_mbuf *p : lr.released) send_ip(p, mac);
 }
 
 void stack::input_handoff(rte_mbuf *m, uint64_t now_ns) noexcept {
@@ -392,8 +392,18 @@ void stack::input_handoff(rte_mbuf *m, uint64_t now_ns) noexcept {
         drop(m, ctr_.eth_drop_runt);
         return;
     }
-    const ipv4_packet pkt({rte_pktmbuf_mtod_offset(m, uint8_t *, eth_hlen), first - eth_hlen},
-                          rte_pktmbuf_pkt_len(m) - eth_hlen);
+    const std::span<uint8_t> l3(rte_pktmbuf_mtod_offset(m, uint8_t *, eth_hlen), first - eth_hlen);
+    if (!l3.empty() && (l3[0] >> 4) == 6) {
+        ipv6_repr ip6;
+        if (ipv6_repr::parse(l3, ip6, rte_pktmbuf_pkt_len(m) - eth_hlen) != ipv6_error::none) {
+            drop(m, ctr_.ipv6_drop_malformed);
+            return;
+        }
+        tcp_->input(m, ip6, eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len), now_ns,
+                    /*verified=*/true);
+        return;
+    }
+    const ipv4_packet pkt(l3, rte_pktmbuf_pkt_len(m) - eth_hlen);
     ipv4_repr ip;
     if (ipv4_repr::parse(pkt, ip) != ipv4_error::none) {
         drop(m, ctr_.ipv4_drop_truncated);
@@ -405,7 +415,8 @@ void stack::input_handoff(rte_mbuf *m, uint64_t now_ns) noexcept {
                 /*verified=*/true);
 }
 
-void stack::input_tcp(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now_ns) noexcept {
+template <class IpRepr>
+void stack::input_tcp(rte_mbuf *m, const IpRepr &ip, uint32_t l4_off, uint64_t now_ns) noexcept {
     // The TCP layer (RFC 9293 §3.10.7 "SEGMENT ARRIVES") takes over here.
     if (tcp_ == nullptr) {
         drop(m, ctr_.tcp_drop_unimplemented);
@@ -513,16 +524,19 @@ bool stack::ipv6_group(const ethernet_repr &eth) const noexcept {
             eth.dst == multicast_mac(ipv6_addr::all_nodes()));
 }
 
-void stack::input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload) noexcept {
+bool stack::valid_source6(const ipv6_addr &src) const noexcept {
+    // RFC 4291 §2.5.2 (:: is never a source), §2.7 (nor a group), §2.5.3
+    // (loopback never leaves a node), §2.5.5.2 (mapped addresses are for
+    // APIs), and our own address from outside is a loop or a spoof.
+    return !src.is_unspecified() && !src.is_multicast() && !src.is_loopback() &&
+           !src.is_ipv4_mapped() && src != *cfg_.addr6;
+}
+
+void stack::input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload,
+                       uint64_t now_ns) noexcept {
     ctr_.ipv6_rx.inc();
-    // Neighbour discovery and echo only, each in one segment (a ping of
-    // a few KiB that a NIC splits is not answered yet: counted).
-    if (m->nb_segs != 1) {
-        drop(m, ctr_.ipv6_drop_unsupported);
-        return;
-    }
     ipv6_repr ip;
-    if (ipv6_repr::parse(payload, ip) != ipv6_error::none) {
+    if (ipv6_repr::parse(payload, ip, rte_pktmbuf_pkt_len(m) - eth_hlen) != ipv6_error::none) {
         drop(m, ctr_.ipv6_drop_malformed);
         return;
     }
@@ -531,7 +545,36 @@ void stack::input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
         drop(m, ctr_.ipv6_drop_not_ours);
         return;
     }
-    if (ip.next_header != static_cast<uint8_t>(ipv6_next::icmpv6) || ip.payload_len < 4) {
+    if (ip.next_header == static_cast<uint8_t>(ipv6_next::tcp)) {
+        // Unicast to us only; the first segment holds every header (input_frame).
+        if (ip.dst != ours || eth.dst.is_multicast()) {
+            drop(m, ctr_.ipv6_drop_not_ours);
+            return;
+        }
+        if (!valid_source6(ip.src)) {
+            drop(m, ctr_.ipv6_drop_bad_src);
+            return;
+        }
+        chain_truncate(m, eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len) + ip.payload_len);
+        input_tcp(m, ip, eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len), now_ns);
+        return;
+    }
+    switch (static_cast<ipv6_next>(ip.next_header)) {
+        case ipv6_next::hop_by_hop:
+        case ipv6_next::routing:
+        case ipv6_next::fragment:
+        case ipv6_next::destination:
+            // RFC 8200 §4: a host must process these; ferry does not yet
+            // (and Linux answers a fragment of TCP only after reassembly).
+            drop(m, ctr_.ipv6_drop_ext_header);
+            return;
+        default:
+            break;
+    }
+    // Neighbour discovery and echo, each in one segment (a ping of a few KiB
+    // that a NIC splits is not answered yet: counted).
+    if (m->nb_segs != 1 || ip.next_header != static_cast<uint8_t>(ipv6_next::icmpv6) ||
+        ip.payload_len < 4) {
         drop(m, ctr_.ipv6_drop_unsupported);
         return;
     }
@@ -545,14 +588,7 @@ void stack::input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
             drop(m, ctr_.nd_drop_invalid);
             return;
         }
-        // No IPv6 neighbour cache yet (nothing here sends to an IPv6 peer
-        // but in answer, to the MAC the request came from): advertisements
-        // and solicitations for other addresses change nothing.
-        if (nd.type != icmpv6_type::neighbor_solicitation || nd.target != ours) {
-            drop(m, ctr_.nd_ignored);
-            return;
-        }
-        answer_solicitation(eth, ip, nd);
+        input_nd(eth, ip, nd, now_ns);
         rte_pktmbuf_free(m);
         return;
     }
@@ -590,7 +626,46 @@ void stack::input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
     ethernet_repr{eth.src, cfg_.mac, ether_type::ipv6}.emit(frame);
     reset_tx_metadata(m);
     ctr_.icmpv6_echo_replied.inc();
+    ctr_.ipv6_tx.inc();
     transmit(m);
+}
+
+void stack::input_nd(const ethernet_repr &eth, const ipv6_repr &ip, const nd_repr &nd,
+                     uint64_t now_ns) noexcept {
+    const ipv6_addr &ours = *cfg_.addr6;
+    if (nd.type == icmpv6_type::neighbor_solicitation) {
+        if (nd.target != ours) {
+            ctr_.nd_ignored.inc();
+            return;
+        }
+        // RFC 4861 §7.2.3: a solicitation for us with a source link-layer
+        // address creates or updates the sender's entry (not one from ::,
+        // which parse() refused to carry that option).
+        if (nd.lladdr && !ip.src.is_unspecified() && valid_source6(ip.src) &&
+            nd.lladdr->is_unicast()) {
+            ctr_.nd_learned.inc();
+            learned(neigh_.learn(ip.src, *nd.lladdr, now_ns, true), *nd.lladdr);
+        }
+        answer_solicitation(eth, ip, nd);
+        return;
+    }
+    // §7.2.5: an advertisement completes or updates an entry we have; one
+    // for an address we never asked about changes nothing. Without the
+    // override flag it may not replace a known link-layer address.
+    if (!nd.lladdr || !nd.lladdr->is_unicast() || !valid_source6(nd.target) ||
+        neigh_.state(nd.target) == neighbor_state::free) {
+        ctr_.nd_ignored.inc();
+        return;
+    }
+    if (!nd.override_ && neigh_.state(nd.target) == neighbor_state::reachable) {
+        const auto known = neigh_.lookup(nd.target, now_ns);
+        if (known && *known != *nd.lladdr) {
+            ctr_.nd_ignored.inc();
+            return;
+        }
+    }
+    ctr_.nd_learned.inc();
+    learned(neigh_.learn(nd.target, *nd.lladdr, now_ns, false), *nd.lladdr);
 }
 
 void stack::answer_solicitation(const ethernet_repr &eth, const ipv6_repr &ip,
@@ -629,6 +704,7 @@ void stack::answer_solicitation(const ethernet_repr &eth, const ipv6_repr &ip,
     out.emit({d + eth_hlen, ipv6_repr::header_len});
     na.emit(out.src, out.dst, {d + eth_hlen + ipv6_repr::header_len, na.len()});
     ctr_.nd_advertised.inc();
+    ctr_.ipv6_tx.inc();
     transmit(m);
 }
 
@@ -637,6 +713,105 @@ void stack::send_ipv4(rte_mbuf *m, mac_addr dst) noexcept {
     ethernet_repr{dst, cfg_.mac, ether_type::ipv4}.emit(frame);
     ctr_.ipv4_tx.inc();
     transmit(m);
+}
+
+void stack::send_ip(rte_mbuf *m, mac_addr dst) noexcept {
+    // The version nibble of the datagram behind the reserved Ethernet header.
+    if ((*rte_pktmbuf_mtod_offset(m, const uint8_t *, eth_hlen) >> 4) != 6) {
+        send_ipv4(m, dst);
+        return;
+    }
+    ethernet_frame frame({rte_pktmbuf_mtod(m, uint8_t *), eth_hlen});
+    ethernet_repr{dst, cfg_.mac, ether_type::ipv6}.emit(frame);
+    ctr_.ipv6_tx.inc();
+    transmit(m);
+}
+
+bool stack::send_solicitation(const ipv6_addr &target) noexcept {
+    // RFC 4861 §7.2.2: to the target's solicited-node group, from our
+    // address, with our link-layer address so the answer can come straight
+    // back; hop limit 255 (§7.1.1 checks it).
+    nd_repr ns;
+    ns.type = icmpv6_type::neighbor_solicitation;
+    ns.target = target;
+    ns.lladdr = cfg_.mac;
+    rte_mbuf *m = rte_pktmbuf_alloc(pool_);
+    if (FERRY_UNLIKELY(m == nullptr)) {
+        ctr_.tx_alloc_fail.inc();
+        return false;
+    }
+    const uint32_t len = eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len + ns.len());
+    auto *d = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, static_cast<uint16_t>(len)));
+    if (FERRY_UNLIKELY(d == nullptr)) {
+        drop(m, ctr_.tx_alloc_fail);
+        return false;
+    }
+    ipv6_repr out;
+    out.payload_len = static_cast<uint16_t>(ns.len());
+    out.next_header = static_cast<uint8_t>(ipv6_next::icmpv6);
+    out.hop_limit = 255;
+    out.src = *cfg_.addr6;
+    out.dst = target.solicited_node();
+    ethernet_frame frame({d, eth_hlen});
+    ethernet_repr{multicast_mac(out.dst), cfg_.mac, ether_type::ipv6}.emit(frame);
+    out.emit({d + eth_hlen, ipv6_repr::header_len});
+    ns.emit(out.src, out.dst, {d + eth_hlen + ipv6_repr::header_len, ns.len()});
+    ctr_.nd_solicitations_sent.inc();
+    ctr_.ipv6_tx.inc();
+    transmit(m);
+    return true;
+}
+
+void stack::solicit(const ip_addr &ip) noexcept {
+    if (ip.is_v6()) {
+        (void)send_solicitation(ip.v6());
+    } else if (send_arp(arp_op::request, mac_addr::broadcast(), mac_addr{}, ip.v4())) {
+        // The target hardware address is unknown: RFC 826 leaves it
+        // unspecified, RFC 5227 §2.1.1 zeroes it; so do we.
+        ctr_.arp_requests_sent.inc();
+    }
+}
+
+void stack::output_ipv6(rte_mbuf *m, const ipv6_addr &dst, uint64_t now_ns) noexcept {
+    if (!cfg_.addr6) {
+        drop(m, ctr_.ipv6_drop_no_route);
+        return;
+    }
+    if (dst.is_multicast()) {
+        send_ip(m, multicast_mac(dst));
+        return;
+    }
+    // On-link: our prefix and link-local addresses. Router discovery (RFC
+    // 4861 §6.3) is not built: everything else has no route.
+    if (!(dst.in_subnet(*cfg_.addr6, cfg_.prefix6_len) || dst.is_link_local()) ||
+        dst == *cfg_.addr6) {
+        drop(m, ctr_.ipv6_drop_no_route);
+        return;
+    }
+    resolve_and_send(m, dst, now_ns);
+}
+
+void stack::resolve_and_send(rte_mbuf *m, const ip_addr &next_hop, uint64_t now_ns) noexcept {
+    const auto r = neigh_.resolve(next_hop, m, now_ns);
+    if (r.evicted) {
+        ctr_.neigh_evicted.inc();
+    }
+    if (r.displaced != nullptr) {
+        drop(r.displaced, ctr_.neigh_pending_full_drop);
+    }
+    switch (r.status) {
+        case neighbor_table::resolve_status::reachable:
+            send_ip(m, r.mac);
+            return;
+        case neighbor_table::resolve_status::queued_new:
+            solicit(next_hop);
+            return;
+        case neighbor_table::resolve_status::queued:
+            return;
+        case neighbor_table::resolve_status::table_full:
+            drop(m, ctr_.neigh_table_full);
+            return;
+    }
 }
 
 bool stack::send_arp(arp_op op, mac_addr eth_dst, mac_addr target_hw,
@@ -682,30 +857,7 @@ void stack::output_ipv4(rte_mbuf *m, ipv4_addr dst, uint64_t now_ns) noexcept {
         drop(m, ctr_.ipv4_drop_no_route);
         return;
     }
-    const auto r = neigh_.resolve(next_hop, m, now_ns);
-    if (r.evicted) {
-        ctr_.neigh_evicted.inc();
-    }
-    if (r.displaced != nullptr) {
-        drop(r.displaced, ctr_.neigh_pending_full_drop);
-    }
-    switch (r.status) {
-        case neighbor_table::resolve_status::reachable:
-            send_ipv4(m, r.mac);
-            return;
-        case neighbor_table::resolve_status::queued_new:
-            // The target hardware address is unknown: RFC 826 leaves it
-            // unspecified, RFC 5227 §2.1.1 zeroes it; so do we.
-            if (send_arp(arp_op::request, mac_addr::broadcast(), mac_addr{}, next_hop)) {
-                ctr_.arp_requests_sent.inc();
-            }
-            return;
-        case neighbor_table::resolve_status::queued:
-            return;
-        case neighbor_table::resolve_status::table_full:
-            drop(m, ctr_.neigh_table_full);
-            return;
-    }
+    resolve_and_send(m, next_hop, now_ns);
 }
 
 void stack::poll_timers(uint64_t now_ns) noexcept {
@@ -713,10 +865,9 @@ void stack::poll_timers(uint64_t now_ns) noexcept {
         switch (ev.what) {
             case neighbor_event::kind::solicit:
                 // RFC 1122 §2.3.2.1: at most one request per second per address
-                // with the default arp_retry_ns.
-                if (send_arp(arp_op::request, mac_addr::broadcast(), mac_addr{}, ev.ip)) {
-                    ctr_.arp_requests_sent.inc();
-                }
+                // with the default arp_retry_ns (RFC 4861 §10 RetransTimer is
+                // one second too, MAX_MULTICAST_SOLICIT 3).
+                solicit(ev.ip);
                 break;
             case neighbor_event::kind::failed:
                 ctr_.neigh_resolve_failed.inc();

@@ -194,7 +194,7 @@ tcp_error tcp_segment::check() const noexcept {
     return tcp_error::none;
 }
 
-bool tcp_segment::verify_checksum(ipv4_addr src, ipv4_addr dst) const noexcept {
+bool tcp_segment::verify_checksum(const ip_addr &src, const ip_addr &dst) const noexcept {
     if (buf_.size() < min_header_len || buf_.size() != segment_bytes_ || segment_bytes_ > 0xffff) {
         return false;
     }
@@ -203,7 +203,7 @@ bool tcp_segment::verify_checksum(ipv4_addr src, ipv4_addr dst) const noexcept {
     return c.fold() == 0xffff;
 }
 
-void tcp_segment::fill_checksum(ipv4_addr src, ipv4_addr dst) noexcept {
+void tcp_segment::fill_checksum(const ip_addr &src, const ip_addr &dst) noexcept {
     set_checksum(0);
     internet_checksum c = tcp_pseudo_header(src, dst, static_cast<uint16_t>(segment_bytes_));
     c.add(buf_.first(segment_bytes_));
@@ -243,7 +243,7 @@ tcp_error tcp_repr::parse(const tcp_segment &s, tcp_repr &out, tcp_option_error 
     return tcp_error::none;
 }
 
-void tcp_repr::emit(tcp_segment &s, ipv4_addr src, ipv4_addr dst,
+void tcp_repr::emit(tcp_segment &s, const ip_addr &src, const ip_addr &dst,
                     const internet_checksum &payload) const noexcept {
     const std::size_t hl = header_len();
     s.set_src_port(src_port);
@@ -264,7 +264,7 @@ void tcp_repr::emit(tcp_segment &s, ipv4_addr src, ipv4_addr dst,
     s.set_checksum(c.finish());
 }
 
-void tcp_repr::emit(tcp_segment &s, ipv4_addr src, ipv4_addr dst) const noexcept {
+void tcp_repr::emit(tcp_segment &s, const ip_addr &src, const ip_addr &dst) const noexcept {
     internet_checksum data;
     data.add(s.buffer().subspan(header_len(), payload_len));
     emit(s, src, dst, data);

@@ -20,7 +20,8 @@ namespace {
 
 constexpr uint32_t none = UINT32_MAX;
 constexpr uint32_t eth_hlen = ethernet_frame::header_len;
-constexpr uint32_t ip_hlen = ipv4_repr::header_len();
+constexpr uint32_t ip4_hlen = ipv4_repr::header_len();
+constexpr uint32_t ip6_hlen = ipv6_repr::header_len;
 
 // tcp_conn's choice (tcp_conn.cpp wscale_for): the cookie SYN-ACK must offer
 // the shift the rebuilt connection will use.
@@ -99,21 +100,26 @@ tcp_layer::tcp_layer(const tcp_layer_config &cfg, stack &st, rte_mempool *pool, 
     // Start each lcore's walk of the range somewhere else (and unpredictably:
     // RFC 6056 §3.3 wants ephemeral ports hard to guess).
     port_cursor_ = static_cast<uint32_t>(cfg_.flow_key.k0 ^ cfg_.flow_key.k1);
+    // Over IPv6 the network header is 20 bytes longer (40, RFC 8200 §3):
+    // the MSS we offer and send is that much smaller for the same MTU.
+    conn6_ = cfg_.conn;
+    if (conn6_.mss > 20 + tcp_conn::min_snd_mss) conn6_.mss = static_cast<uint16_t>(conn6_.mss - 20);
 }
 
 uint16_t tcp_layer::owner_of(const tcp_tuple &t) const noexcept {
     if (cfg_.nqueues <= 1) {
         return 0;
     }
-    return flow_queue(flow_steer_hash(t.local_addr.value(), t.local_port, t.remote_addr.value(),
-                                      t.remote_port),
-                      cfg_.nqueues);
+    return flow_queue(flow_steer_hash(t), cfg_.nqueues);
 }
 
-tcp_layer::connect_result tcp_layer::connect(ipv4_addr remote, uint16_t port, uint64_t now,
+tcp_layer::connect_result tcp_layer::connect(const ip_addr &remote, uint16_t port, uint64_t now,
                                              tcp_handle &out) noexcept {
     now_ = now;
-    if (remote.value() == 0 || port == 0) {
+    const bool v6 = remote.is_v6();
+    if (port == 0 || (v6 ? remote.v6().is_unspecified() || remote.v6().is_multicast() ||
+                               !st_.config().addr6
+                         : remote.v4().value() == 0)) {
         return connect_result::bad_address;
     }
     if (!reclaim()) {
@@ -123,7 +129,7 @@ tcp_layer::connect_result tcp_layer::connect(ipv4_addr remote, uint16_t port, ui
     // RFC 6056 §3.3.4-like: walk the range from a per-lcore cursor; keep the
     // first port whose tuple we own and that no flow (TIME-WAIT included) uses.
     const uint32_t range = uint32_t(cfg_.ephemeral_hi) - cfg_.ephemeral_lo + 1;
-    tcp_tuple t{st_.config().addr, remote, 0, port};
+    tcp_tuple t{v6 ? ip_addr(*st_.config().addr6) : ip_addr(st_.config().addr), remote, 0, port};
     bool found = false;
     for (uint32_t i = 0; i < range; ++i) {
         const uint32_t off = port_cursor_++ % range;
@@ -145,13 +151,13 @@ tcp_layer::connect_result tcp_layer::connect(ipv4_addr remote, uint16_t port, ui
         // An upstream's connection: a peer that lost it (crashed, restarted,
         // its reset lost on the way) answers the first probe with a reset,
         // instead of leaving a request waiting for its response timeout.
-        tcp_conn_config c = cfg_.conn;
+        tcp_conn_config c = conn_config(t);
         c.keepalive = true;
         c.keepalive_idle_ns = c.keepalive_interval_ns = cfg_.active_keepalive_ns;
         c.keepalive_probes = cfg_.active_keepalive_probes;
         s.conn.emplace(c, t, isn_.isn(t, now_), &tcp_layer::emit_cb, &s, tc_);
     } else {
-        s.conn.emplace(cfg_.conn, t, isn_.isn(t, now_), &tcp_layer::emit_cb, &s, tc_);
+        s.conn.emplace(conn_config(t), t, isn_.isn(t, now_), &tcp_layer::emit_cb, &s, tc_);
     }
     s.conn->set_ts_offset(ts_offset_of(t));
     s.local_port = t.local_port;
@@ -213,8 +219,8 @@ tcp_layer::listener *tcp_layer::find_listener(uint16_t port) noexcept {
 
 // ---------------------------------------------------------------- receive
 
-bool tcp_layer::checksum_ok(const rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off,
-                            uint32_t len) const noexcept {
+bool tcp_layer::checksum_ok(const rte_mbuf *m, const ip_addr &src, const ip_addr &dst,
+                            uint32_t l4_off, uint32_t len) const noexcept {
     // The port's rx offload, when it looked (RTE_MBUF_F_RX_L4_CKSUM_NONE: the
     // field is wrong but the data was verified, e.g. a virtio peer).
     switch (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) {
@@ -228,18 +234,27 @@ bool tcp_layer::checksum_ok(const rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_
             break;
     }
     // RFC 9293 §3.1: pseudo-header + the whole segment must sum to all ones.
-    internet_checksum c = tcp_pseudo_header(ip.src, ip.dst, static_cast<uint16_t>(len));
+    internet_checksum c = tcp_pseudo_header(src, dst, static_cast<uint16_t>(len));
     const internet_checksum data = chain_sum(m, l4_off, len);
     // Both sums start at even offsets of the checksummed message (the
-    // pseudo-header is 12 bytes): adding the folded data sum is exact.
+    // pseudo-header is 12 or 40 bytes): adding the folded data sum is exact.
     c.add_word(data.fold());
     return c.fold() == 0xffff;
 }
 
 void tcp_layer::input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now,
                       bool verified) noexcept {
+    input_segment(m, ip.src, ip.dst, ip.payload_len, l4_off, now, verified);
+}
+
+void tcp_layer::input(rte_mbuf *m, const ipv6_repr &ip, uint32_t l4_off, uint64_t now,
+                      bool verified) noexcept {
+    input_segment(m, ip.src, ip.dst, ip.payload_len, l4_off, now, verified);
+}
+
+void tcp_layer::input_segment(rte_mbuf *m, const ip_addr &src, const ip_addr &dst, uint32_t len,
+                              uint32_t l4_off, uint64_t now, bool verified) noexcept {
     now_ = now;
-    const uint32_t len = ip.payload_len;
     // The stack guarantees the first segment holds every header (or the whole frame).
     const uint32_t first = std::min<uint32_t>(rte_pktmbuf_data_len(m) - l4_off, len);
     const tcp_segment seg({rte_pktmbuf_mtod_offset(m, uint8_t *, l4_off), first}, len);
@@ -254,7 +269,7 @@ void tcp_layer::input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_
     // Everything a segment can be dropped for on its own is checked before a
     // hand-off (issue 13): a corrupt segment of another lcore's flow must not
     // cost a ring slot there. A handed-over segment arrives verified.
-    if (!verified && !checksum_ok(m, ip, l4_off, len)) {
+    if (!verified && !checksum_ok(m, src, dst, l4_off, len)) {
         nc_.tcp_rx.inc();
         nc_.tcp_drop_bad_checksum.inc();
         rte_pktmbuf_free(m);
@@ -269,7 +284,7 @@ void tcp_layer::input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_
     }
     if (cfg_.nqueues > 1 && cfg_.handoff != nullptr && !verified) {
         // Flow ownership: the owner's layer handles it (input_handoff).
-        const uint16_t owner = owner_of(tcp_tuple{ip.dst, ip.src, r.dst_port, r.src_port});
+        const uint16_t owner = owner_of(tcp_tuple{dst, src, r.dst_port, r.src_port});
         if (owner != cfg_.queue) {
             if (cfg_.handoff(cfg_.handoff_ctx, owner, m)) {
                 nc_.tcp_handoff_out.inc();
@@ -281,7 +296,7 @@ void tcp_layer::input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_
         }
     }
     nc_.tcp_rx.inc();
-    const tcp_tuple t{ip.dst, ip.src, r.dst_port, r.src_port};
+    const tcp_tuple t{dst, src, r.dst_port, r.src_port};
     const uint32_t payload_off = l4_off + static_cast<uint32_t>(seg.header_len());
 
     const uint32_t idx = lookup(t);
@@ -415,7 +430,7 @@ void tcp_layer::input_listen(listener &l, const tcp_tuple &t, const tcp_repr &se
     }
     const uint32_t idx = alloc_slot();
     slot &s = slots_[idx];
-    s.conn.emplace(cfg_.conn, t, isn_.isn(t, now_), &tcp_layer::emit_cb, &s, tc_);
+    s.conn.emplace(conn_config(t), t, isn_.isn(t, now_), &tcp_layer::emit_cb, &s, tc_);
     s.conn->set_ts_offset(ts_offset_of(t));
     s.local_port = t.local_port;
     if (!insert_flow(t, idx)) {  // cannot happen: the table has 2x the slots
@@ -444,7 +459,7 @@ void tcp_layer::send_cookie_syn_ack(const tcp_tuple &t, const tcp_repr &syn) noe
     h.flags = tcp_flag::syn | tcp_flag::ack;
     // RFC 7323 §2.2: the window of a SYN is never scaled.
     h.window = static_cast<uint16_t>(std::min<uint32_t>(cfg_.conn.rcv_buf, 0xffff));
-    h.options.mss = cfg_.conn.mss;
+    h.options.mss = conn_config(t).mss;
     // Window scale and SACK survive only inside the timestamp (tcp_syncookie.h):
     // without timestamps they are not offered, so both ends agree on none.
     if (cfg_.conn.timestamps && syn.options.timestamps) {
@@ -497,7 +512,7 @@ bool tcp_layer::accept_cookie(listener &, const tcp_tuple &t, const tcp_repr &ac
     }
     const uint32_t idx = alloc_slot();
     slot &s = slots_[idx];
-    s.conn.emplace(cfg_.conn, t, ack.ack - 1, &tcp_layer::emit_cb, &s, tc_);
+    s.conn.emplace(conn_config(t), t, ack.ack - 1, &tcp_layer::emit_cb, &s, tc_);
     s.conn->set_ts_offset(ts_offset_of(t));  // the clock of the cookie's SYN-ACK
     s.local_port = t.local_port;
     if (!insert_flow(t, idx)) {
@@ -538,6 +553,8 @@ void tcp_layer::emit_cb(void *ctx, const tcp_repr &hdr, const tcp_payload &paylo
 void tcp_layer::send_segment(const tcp_tuple &t, const tcp_repr &h,
                              const tcp_payload &payload) noexcept {
     const auto hl = static_cast<uint32_t>(h.header_len());
+    const bool v6 = t.is_v6();
+    const uint32_t ip_hlen = v6 ? ip6_hlen : ip4_hlen;
     const uint32_t hdrs = eth_hlen + ip_hlen + hl;
     const bool copy = !cfg_.tx_chains && payload.len != 0;
     rte_mbuf *m = rte_pktmbuf_alloc(pool_);
@@ -589,7 +606,7 @@ void tcp_layer::send_segment(const tcp_tuple &t, const tcp_repr &h,
         // What the NIC expects in the field: the folded pseudo-header sum
         // (rte_ipv4_phdr_cksum), not complemented.
         seg.set_checksum(tcp_pseudo_header(t.local_addr, t.remote_addr, tcp_len).fold());
-        m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+        m->ol_flags |= (v6 ? RTE_MBUF_F_TX_IPV6 : RTE_MBUF_F_TX_IPV4) | RTE_MBUF_F_TX_TCP_CKSUM;
         m->l2_len = eth_hlen;
         m->l3_len = ip_hlen;
     } else {
@@ -599,10 +616,22 @@ void tcp_layer::send_segment(const tcp_tuple &t, const tcp_repr &h,
         }
         h.emit(seg, t.local_addr, t.remote_addr, sum);
     }
+    nc_.tcp_tx.inc();
+    if (v6) {
+        ipv6_repr ip;
+        ip.payload_len = tcp_len;
+        ip.next_header = static_cast<uint8_t>(ipv6_next::tcp);
+        ip.hop_limit = stack::default_ttl;
+        ip.src = t.local_addr.v6();
+        ip.dst = t.remote_addr.v6();
+        ip.emit({d + eth_hlen, ip6_hlen});
+        st_.output_ipv6(m, ip.dst, now_);
+        return;
+    }
     // DF with ID 0: an atomic datagram (RFC 6864 §4.1); we never fragment.
     ipv4_packet ipp({d + eth_hlen, ip_hlen});
-    ipv4_repr{.src = t.local_addr,
-              .dst = t.remote_addr,
+    ipv4_repr{.src = t.local_addr.v4(),
+              .dst = t.remote_addr.v4(),
               .protocol = ip_protocol::tcp,
               .payload_len = tcp_len,
               .ttl = stack::default_ttl,
@@ -610,8 +639,7 @@ void tcp_layer::send_segment(const tcp_tuple &t, const tcp_repr &h,
               .ident = 0,
               .dont_fragment = true}
         .emit(ipp);
-    nc_.tcp_tx.inc();
-    st_.output_ipv4(m, t.remote_addr, now_);
+    st_.output_ipv4(m, t.remote_addr.v4(), now_);
 }
 
 // ---------------------------------------------------------------- application
@@ -920,12 +948,12 @@ void tcp_layer::free_slot(uint32_t idx) noexcept {
 }
 
 uint64_t tcp_layer::hash(const tcp_tuple &t) const noexcept {
-    uint8_t b[12];
-    wire::store_be32(b, t.local_addr.value());
-    wire::store_be32(b + 4, t.remote_addr.value());
-    wire::store_be16(b + 8, t.local_port);
-    wire::store_be16(b + 10, t.remote_port);
-    return siphash24(cfg_.flow_key, b);
+    uint8_t b[36];
+    std::size_t n = t.local_addr.put(b);
+    n += t.remote_addr.put(b + n);
+    wire::store_be16(b + n, t.local_port);
+    wire::store_be16(b + n + 2, t.remote_port);
+    return siphash24(cfg_.flow_key, std::span<const uint8_t>(b, n + 4));
 }
 
 uint32_t tcp_layer::lookup(const tcp_tuple &t) const noexcept {

@@ -12,14 +12,14 @@ constexpr uint32_t cookie_mask = (1u << cookie_bits) - 1;
 uint32_t tcp_syncookies::hash(const siphash_key &k, const tcp_tuple &t, uint32_t count,
                               seq_num client_isn) noexcept {
     // Client first, as the SYN names them (Linux: saddr, daddr, sport, dport, count).
-    std::array<uint8_t, 20> in{};
-    wire::store_be32(in.data(), t.remote_addr.value());
-    wire::store_be32(in.data() + 4, t.local_addr.value());
-    wire::store_be16(in.data() + 8, t.remote_port);
-    wire::store_be16(in.data() + 10, t.local_port);
-    wire::store_be32(in.data() + 12, count);
-    wire::store_be32(in.data() + 16, client_isn.value());
-    return static_cast<uint32_t>(siphash24(k, in));
+    std::array<uint8_t, 44> in{};
+    std::size_t n = t.remote_addr.put(in.data());
+    n += t.local_addr.put(in.data() + n);
+    wire::store_be16(in.data() + n, t.remote_port);
+    wire::store_be16(in.data() + n + 2, t.local_port);
+    wire::store_be32(in.data() + n + 4, count);
+    wire::store_be32(in.data() + n + 8, client_isn.value());
+    return static_cast<uint32_t>(siphash24(k, std::span(in.data(), n + 12)));
 }
 
 seq_num tcp_syncookies::encode(const tcp_tuple &t, seq_num client_isn, uint16_t client_mss,

@@ -6,6 +6,7 @@
 // the response finished, the client closed, aborted or freed.
 #include "internal.h"
 
+#include <array>
 #include <rte_mbuf.h>
 
 #include <algorithm>
@@ -192,7 +193,7 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     // The server (hash keys come from this request).
     const auto &uc = cfg_->upstreams[upstream];
     c.balance_key = uc.balance == config::balance_mode::consistent_hash
-                        ? hash_key(uc.hash_key, c.peer_addr, req.target, host)
+                        ? hash_key(uc.hash_key, c.peer_addr.fold(), req.target, host)
                         : 0;
     const int server = pick_server(upstream, c.balance_key, now);
     if (server < 0) {
@@ -210,11 +211,12 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
 rte_mbuf *worker_proxy::forward_head(client &c, int upstream, int server, uint16_t port,
                                      uint64_t now) noexcept {
     const config::server_endpoint srv = endpoint_of(upstream, server);
-    char addr[16];
-    std::snprintf(addr, sizeof addr, "%u.%u.%u.%u", c.peer_addr >> 24, (c.peer_addr >> 16) & 255,
-                  (c.peer_addr >> 8) & 255, c.peer_addr & 255);
+    std::array<char, net::ip_addr::text_max> addr;
+    const std::size_t addr_len = c.peer_addr.format(addr);
     http::forward_info fi;
-    fi.client_addr = cfg_->http.add_x_forwarded ? std::string_view(addr) : "";
+    // An IPv6 client as its plain RFC 5952 text, as nginx's
+    // $proxy_add_x_forwarded_for writes it (brackets are Forwarded's, RFC 7239).
+    fi.client_addr = cfg_->http.add_x_forwarded ? std::string_view(addr.data(), addr_len) : "";
     fi.keep_alive = true;
     fi.via_name = cfg_->http.via;
     fi.request_version_minor = c.http10 ? 0 : 1;

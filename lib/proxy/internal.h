@@ -97,7 +97,7 @@ struct worker_proxy::client : worker_proxy::endpoint {
     // The current request's route (balance.h: an index into the routes,
     // route_default or route_none), for the per-route counts (al_end).
     int16_t route = route_none;
-    uint32_t peer_addr = 0;
+    net::ip_addr peer_addr;  // IPv4 or IPv6
     http::request req;   // the head being parsed (valid once hp is done)
     uint32_t up = none;  // the upconn serving the current request
     uint32_t up_gen = 0;

@@ -467,7 +467,7 @@ void worker_proxy::on_accept(uint16_t port, const net::tcp_notice &n, uint64_t n
     drop_head(c);
     c.state = client::st::head;
     c.listener = static_cast<uint16_t>(li);
-    c.peer_addr = conn->tuple().remote_addr.value();
+    c.peer_addr = conn->tuple().remote_addr;
     c.peer_port = conn->tuple().remote_port;
     c.al_open = false;
     c.al_status = 0;

@@ -3,6 +3,7 @@
 // 4861 §7.1). Expected bytes were made by an independent Python RFC 1071 sum
 // over the RFC 8200 §8.1 pseudo-header, not by the code under test.
 #include "ferry/net/ipv6.h"
+#include "ferry/net/ip_addr.h"
 
 #include <gtest/gtest.h>
 
@@ -201,6 +202,33 @@ TEST(NeighborDiscovery, ParsesAndChecksLikeRfc4861Section7) {
     m.insert(m.begin() + 24, {14, 1, 0, 0, 0, 0, 0, 0});  // a nonce option (RFC 3971), 8 bytes
     ASSERT_EQ(nd_repr::parse(to_group, resum(m, to_group), r), nd_error::none);
     EXPECT_EQ(*r.lladdr, mac_addr({2, 0, 0, 0, 0, 2}));
+}
+
+TEST(IpAddr, HoldsEitherFamilyAndKeepsThemApart) {
+    const ip_addr v4 = ipv4_addr::from_octets(10, 77, 0, 2);
+    EXPECT_TRUE(v4.is_v4());
+    EXPECT_EQ(v4.v4(), ipv4_addr::from_octets(10, 77, 0, 2));
+    EXPECT_EQ(v4.to_string(), "10.77.0.2");
+    EXPECT_EQ(v4.fold(), 0x0a4d0002u);
+    EXPECT_EQ(ip_addr().to_string(), "0.0.0.0");
+    EXPECT_TRUE(ip_addr().is_v4());
+    const ip_addr v6 = *ipv6_addr::parse("fd00:77::2");
+    EXPECT_TRUE(v6.is_v6());
+    EXPECT_EQ(v6.v6(), *ipv6_addr::parse("fd00:77::2"));
+    EXPECT_EQ(v6.to_string(), "fd00:77::2");
+    EXPECT_EQ(v6.fold(), 0xfd000077u ^ 2u);
+    // The mapped form of 10.77.0.2 is that IPv4 address, not an IPv6 one.
+    EXPECT_EQ(ip_addr(*ipv6_addr::parse("::ffff:a4d:2")), v4);
+    EXPECT_NE(ip_addr(*ipv6_addr::parse("::a4d:2")), v4);
+    uint8_t b[16];
+    EXPECT_EQ(v4.put(b), 4u);
+    EXPECT_EQ(b[0], 10);
+    EXPECT_EQ(v6.put(b), 16u);
+    EXPECT_EQ(b[0], 0xfd);
+    // The longest text fits format()'s buffer.
+    const ip_addr longest = *ipv6_addr::parse("ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe");
+    EXPECT_EQ(longest.to_string().size(), ip_addr::text_max);
+    EXPECT_EQ(ip_addr(ipv4_addr::from_octets(255, 255, 255, 255)).to_string(), "255.255.255.255");
 }
 
 }  // namespace

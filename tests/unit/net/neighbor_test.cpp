@@ -290,7 +290,7 @@ TEST(Neighbor, ChurnAgreesWithModel) {
             case 2: {
                 t.poll(now, [&](const neighbor_event &ev) {
                     ASSERT_EQ(ev.what, kind::expired);
-                    auto it = model.find(ev.ip.value());
+                    auto it = model.find(ev.ip.v4().value());
                     ASSERT_NE(it, model.end());
                     ASSERT_GE(now, it->second.second + 100);
                     model.erase(it);

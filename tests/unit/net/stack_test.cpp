@@ -879,10 +879,14 @@ TEST_F(StackTest, AnswersAnIpv6EchoRequest) {
     other[14 + 24 + 15] = 9;  // to fd00::9
     input(other);
     EXPECT_EQ(count("ipv6_drop_not_ours"), 1u);
-    bytes tcp = from_hex(echo6);
-    tcp[14 + 6] = 6;  // next header TCP: not taken yet
-    input(tcp);
+    bytes udp = from_hex(echo6);
+    udp[14 + 6] = 17;  // next header UDP: not taken
+    input(udp);
     EXPECT_EQ(count("ipv6_drop_unsupported"), 1u);
+    bytes frag = from_hex(echo6);
+    frag[14 + 6] = 44;  // a fragment header: extension headers are not taken yet
+    input(frag);
+    EXPECT_EQ(count("ipv6_drop_ext_header"), 1u);
     EXPECT_TRUE(take_tx().empty());
 }
 

@@ -99,7 +99,13 @@
     X(ipv6_rx,                    "IPv6 datagrams received (a port with an IPv6 address)")       \
     X(ipv6_drop_malformed,        "IPv6 datagrams truncated or not version 6")                   \
     X(ipv6_drop_not_ours,         "IPv6 datagrams for another address or group")                 \
-    X(ipv6_drop_unsupported,      "IPv6 datagrams not taken yet: TCP/UDP, extension headers, split frames, other ICMPv6") \
+    X(ipv6_drop_unsupported,      "IPv6 datagrams not taken: UDP, other ICMPv6, split ND/echo frames")  \
+    X(ipv6_drop_ext_header,       "IPv6 datagrams with extension headers (fragments included): not taken yet") \
+    X(ipv6_drop_bad_src,          "IPv6 datagrams from ::, a group, loopback, a mapped IPv4 or our own address") \
+    X(ipv6_drop_no_route,         "IPv6 datagrams to send off-link: no IPv6 router is configured")  \
+    X(ipv6_tx,                    "IPv6 datagrams sent (TCP, neighbour discovery, echo replies)") \
+    X(nd_solicitations_sent,      "Neighbor Solicitations sent to resolve a peer's IPv6 address")  \
+    X(nd_learned,                 "neighbour entries set or refreshed from Neighbor Discovery")  \
     X(nd_rx,                      "Neighbor Solicitations and Advertisements received")          \
     X(nd_drop_invalid,            "Neighbor Discovery messages failing RFC 4861 section 7.1's checks") \
     X(nd_ignored,                 "valid Neighbor Discovery messages not asking for our address") \

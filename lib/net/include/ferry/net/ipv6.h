@@ -1,7 +1,7 @@
 // IPv6 addresses, the fixed IPv6 header, ICMPv6's checksum and the two
 // Neighbor Discovery messages a host must answer and send (issue 18 item 3:
-// the first layer of IPv6; with iface_config::addr6 the stack answers
-// solicitations and echo requests; TCP over IPv6 is not built yet). Text
+// with iface_config::addr6 the stack answers solicitations and echo
+// requests, resolves its peers' addresses and carries TCP). Text
 // forms come from ferry/base/ipv6_text.h, which the configuration shares.
 //
 // Read first: RFC 8200 §3 (header format) and §8.1 (upper-layer checksums),
@@ -158,7 +158,11 @@ struct ipv6_repr {
     uint8_t hop_limit = 64;
     ipv6_addr src, dst;
 
-    [[nodiscard]] static ipv6_error parse(std::span<const uint8_t> buf, ipv6_repr &out) noexcept;
+    // `buf` holds at least the fixed header; `total` is how many bytes of
+    // the datagram there are in all (a frame in several segments), buf's
+    // size when left out.
+    [[nodiscard]] static ipv6_error parse(std::span<const uint8_t> buf, ipv6_repr &out,
+                                          std::size_t total = SIZE_MAX) noexcept;
     // Writes the 40-byte header at the front of `out` (which must hold it).
     void emit(std::span<uint8_t> out) const noexcept;
 };

@@ -1,4 +1,7 @@
-// The IPv4 neighbor (ARP) cache of one interface on one lcore.
+// The neighbor cache of one interface on one lcore: IPv4 addresses resolved
+// by ARP and IPv6 addresses by Neighbor Discovery (RFC 4861 §7.2) share it
+// (ip_addr.h keeps the families apart; the merge rules below are ARP's, and
+// the stack applies ND's own before it calls learn()).
 //
 // Read first: RFC 826 "Packet Reception" (the merge algorithm: update an
 // existing entry from any ARP packet, add a new one only when we are the
@@ -22,7 +25,7 @@
 #include <optional>
 #include <span>
 
-#include "ferry/net/addr.h"
+#include "ferry/net/ip_addr.h"
 
 struct rte_mbuf;
 
@@ -66,7 +69,7 @@ struct neighbor_event {
         expired,  // a reachable entry timed out and was removed
     };
     kind what = kind::solicit;
-    ipv4_addr ip;
+    ip_addr ip;
     uint32_t tries = 0;
     std::span<rte_mbuf *const> pending;
 };
@@ -85,7 +88,7 @@ public:
     neighbor_table &operator=(const neighbor_table &) = delete;
 
     // The hardware address of a reachable, unexpired entry.
-    [[nodiscard]] std::optional<mac_addr> lookup(ipv4_addr ip, uint64_t now_ns) const noexcept;
+    [[nodiscard]] std::optional<mac_addr> lookup(ip_addr ip, uint64_t now_ns) const noexcept;
 
     enum class learn_status : uint8_t {
         updated,     // reachable entry existed with another address: address and timer set
@@ -113,7 +116,7 @@ public:
     // `target_is_us` is "Am I the target protocol address?". An unsolicited
     // insertion only reclaims expired entries, so a flood of ARP requests
     // cannot push out live ones.
-    [[nodiscard]] learn_result learn(ipv4_addr ip, mac_addr mac, uint64_t now_ns,
+    [[nodiscard]] learn_result learn(ip_addr ip, mac_addr mac, uint64_t now_ns,
                                      bool target_is_us) noexcept;
 
     enum class resolve_status : uint8_t {
@@ -133,11 +136,11 @@ public:
     };
     // Looks `ip` up and, when it is not reachable, queues `pkt` (if not null)
     // until the address resolves. An expired entry is resolved again.
-    [[nodiscard]] resolve_result resolve(ipv4_addr ip, rte_mbuf *pkt, uint64_t now_ns) noexcept;
+    [[nodiscard]] resolve_result resolve(ip_addr ip, rte_mbuf *pkt, uint64_t now_ns) noexcept;
 
     // Upper-layer advice that the neighbor is alive (RFC 1122 §2.3.2.1, e.g. TCP
     // forward progress): restarts a reachable entry's timer. False if none.
-    bool confirm(ipv4_addr ip, uint64_t now_ns) noexcept;
+    bool confirm(ip_addr ip, uint64_t now_ns) noexcept;
 
     // Runs due retries and expiries, calling on_event(const neighbor_event &)
     // for each. The callback must not call non-const members of this table.
@@ -176,13 +179,13 @@ public:
         deadline_ = UINT64_MAX;
     }
 
-    [[nodiscard]] neighbor_state state(ipv4_addr ip) const noexcept;
-    [[nodiscard]] std::size_t pending_count(ipv4_addr ip) const noexcept;
+    [[nodiscard]] neighbor_state state(ip_addr ip) const noexcept;
+    [[nodiscard]] std::size_t pending_count(ip_addr ip) const noexcept;
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
     [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
     [[nodiscard]] const neighbor_config &config() const noexcept { return cfg_; }
 
-    // Calls f(ipv4_addr, mac_addr, neighbor_state) for every entry in use (telemetry).
+    // Calls f(ip_addr, mac_addr, neighbor_state) for every entry in use (telemetry).
     template <class F>
     void for_each(F &&f) const {
         for (uint32_t i = 0; i < capacity_; ++i) {
@@ -195,7 +198,7 @@ public:
 
 private:
     struct entry {
-        ipv4_addr ip;
+        ip_addr ip;
         mac_addr mac;
         neighbor_state state = neighbor_state::free;
         uint8_t npending = 0;
@@ -209,12 +212,12 @@ private:
     static constexpr uint64_t never = UINT64_MAX;
 
     [[nodiscard]] uint64_t expiry(const entry &e) const noexcept;
-    [[nodiscard]] uint32_t home_slot(ipv4_addr ip) const noexcept;
-    [[nodiscard]] uint32_t find_slot(ipv4_addr ip) const noexcept;
-    [[nodiscard]] uint32_t find(ipv4_addr ip) const noexcept;
+    [[nodiscard]] uint32_t home_slot(ip_addr ip) const noexcept;
+    [[nodiscard]] uint32_t find_slot(ip_addr ip) const noexcept;
+    [[nodiscard]] uint32_t find(ip_addr ip) const noexcept;
     // A free entry, reclaiming an expired one or, if `evict_live`, the least
     // recently confirmed reachable one when none is free. npos when full.
-    [[nodiscard]] uint32_t alloc(ipv4_addr ip, uint64_t now_ns, bool evict_live,
+    [[nodiscard]] uint32_t alloc(ip_addr ip, uint64_t now_ns, bool evict_live,
                                  bool &evicted) noexcept;
     void remove(uint32_t idx) noexcept;
     void note_deadline(uint64_t t) noexcept {

@@ -1,7 +1,9 @@
-// The Ethernet/ARP/IPv4/ICMP stack of one port on one lcore.
+// The Ethernet/ARP/IPv4/ICMP stack of one port on one lcore, with IPv6
+// (neighbour discovery, echo, TCP) when the port has an IPv6 address.
 //
 // Read first: RFC 1122 §2 (link layer: ARP cache, link-layer broadcast rules)
-// and §3.2 (IPv4 and ICMP duties of a host), RFC 826, RFC 791, RFC 792.
+// and §3.2 (IPv4 and ICMP duties of a host), RFC 826, RFC 791, RFC 792;
+// for IPv6 RFC 8200 and RFC 4861 (ipv6.h lists the sections).
 //
 // Receive path, in order (each drop has its own counter in net_counters):
 //   Ethernet: header in the first segment, untagged, to our MAC or broadcast,
@@ -11,6 +13,9 @@
 //   IPv4:     header checks (ipv4_packet::check), to our address, sane source,
 //             TTL, not a fragment -> ICMP, or TCP (the hook where TCP attaches)
 //   ICMP:     echo request -> echo reply built in place
+//   IPv6:     header checks, to our address (or its groups), no extension
+//             headers -> TCP (sane source), Neighbor Solicitation /
+//             Advertisement (RFC 4861 §7.1 checks, §7.2 cache), echo
 //
 // Single-threaded: one stack per (lcore, port); nothing here is shared. The
 // stack reads no clock (time comes in as now_ns) and calls no NIC function:
@@ -50,8 +55,9 @@ struct iface_config {
     uint32_t arp_max_tries = 3;
     uint32_t neighbor_capacity = 256;
     // An IPv6 address (ipv6.h): the stack answers Neighbor Solicitations for
-    // it and ICMPv6 echo requests to it; without one IPv6 frames are dropped
-    // as an unknown EtherType. (TCP over IPv6 is not built yet.)
+    // it and ICMPv6 echo requests to it, and carries TCP over IPv6 to and
+    // from on-link peers; without one IPv6 frames are dropped as an unknown
+    // EtherType.
     std::optional<ipv6_addr> addr6;
     uint8_t prefix6_len = 64;
 };
@@ -87,6 +93,11 @@ public:
     // datagram while ARP is in progress. Broadcast and multicast destinations
     // need no resolution. Takes ownership.
     void output_ipv4(rte_mbuf *m, ipv4_addr dst, uint64_t now_ns) noexcept;
+    // The same for an IPv6 datagram (40-byte header after the reserved 14
+    // bytes) toward `dst`, on-link only (our prefix or link-local): its
+    // link-layer address comes from Neighbor Discovery (RFC 4861 §7.2),
+    // solicited and retried as ARP is, the datagram held meanwhile.
+    void output_ipv6(rte_mbuf *m, const ipv6_addr &dst, uint64_t now_ns) noexcept;
 
     // ARP retries, giving up (frees the waiting packets), neighbor expiry.
     void poll_timers(uint64_t now_ns) noexcept;
@@ -142,8 +153,18 @@ private:
     void learned(const neighbor_table::learn_result &lr, mac_addr mac) noexcept;
     void input_frame(rte_mbuf *m, uint64_t now_ns) noexcept;
     void input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) noexcept;
-    // IPv6 (with cfg_.addr6): neighbour discovery for our address, echo.
-    void input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload) noexcept;
+    // IPv6 (with cfg_.addr6): TCP, neighbour discovery, echo.
+    void input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload,
+                    uint64_t now_ns) noexcept;
+    void input_nd(const ethernet_repr &eth, const ipv6_repr &ip, const nd_repr &nd,
+                  uint64_t now_ns) noexcept;
+    [[nodiscard]] bool valid_source6(const ipv6_addr &src) const noexcept;
+    bool send_solicitation(const ipv6_addr &target) noexcept;
+    // An ARP request or a Neighbor Solicitation for `ip`.
+    void solicit(const ip_addr &ip) noexcept;
+    void resolve_and_send(rte_mbuf *m, const ip_addr &next_hop, uint64_t now_ns) noexcept;
+    // send_ipv4 or its IPv6 twin, by the datagram's version.
+    void send_ip(rte_mbuf *m, mac_addr dst) noexcept;
     void answer_solicitation(const ethernet_repr &eth, const ipv6_repr &ip,
                              const nd_repr &ns) noexcept;
     // Whether a multicast frame is for a group this port's IPv6 address is in.
@@ -152,10 +173,11 @@ private:
                     uint64_t now_ns) noexcept;
     void input_icmp(rte_mbuf *m, const ethernet_repr &eth, const ipv4_repr &ip,
                     uint32_t ip_header_len) noexcept;
-    // THE TCP HOOK. Called for every datagram that passed the IPv4 checks with
-    // protocol 6; `l4_off` is the TCP header's offset in the frame. Owns `m`.
+    // THE TCP HOOK. Called for every datagram that passed the IPv4 (or IPv6)
+    // checks with protocol (next header) 6; `l4_off` is the TCP header's offset in the frame. Owns `m`.
     // Hands the segment to the attached tcp_layer, or drops it.
-    void input_tcp(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now_ns) noexcept;
+    template <class IpRepr>
+    void input_tcp(rte_mbuf *m, const IpRepr &ip, uint32_t l4_off, uint64_t now_ns) noexcept;
 
     // RFC 1122 §3.2.1.3: addresses that must not appear as a source.
     [[nodiscard]] bool valid_source(ipv4_addr src) const noexcept;

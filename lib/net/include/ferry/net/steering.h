@@ -73,7 +73,9 @@ namespace ferry::net {
 }
 
 [[nodiscard]] constexpr uint32_t flow_steer_hash(const tcp_tuple &t) noexcept {
-    return flow_steer_hash(t.local_addr.value(), t.local_port, t.remote_addr.value(),
+    // IPv6 addresses folded to 32 bits (ip_addr::fold): the tap program
+    // steers IPv6 to queue 0 (hash 0), so their owner is ferry's choice alone.
+    return flow_steer_hash(t.local_addr.fold(), t.local_port, t.remote_addr.fold(),
                            t.remote_port);
 }
 

@@ -28,6 +28,7 @@
 #include "ferry/net/addr.h"
 #include "ferry/net/byte_order.h"
 #include "ferry/net/checksum.h"
+#include "ferry/net/ip_addr.h"
 #include "ferry/net/tcp_seq.h"
 
 namespace ferry::net {
@@ -98,18 +99,22 @@ enum class tcp_error : uint8_t {
 }
 
 // RFC 9293 §3.1 "Checksum": the sum over the 12-byte pseudo-header (source
-// address, destination address, zero, PTCL = 6, TCP length = header + data).
-// Add the segment bytes to it and finish() for the checksum field; its fold()
-// alone is what a NIC with tx checksum offload expects in the field (what
-// DPDK's rte_ipv4_phdr_cksum returns).
-[[nodiscard]] inline internet_checksum tcp_pseudo_header(ipv4_addr src, ipv4_addr dst,
+// address, destination address, zero, PTCL = 6, TCP length = header + data);
+// over IPv6, RFC 8200 §8.1's 40-byte one (the addresses, a 32-bit length,
+// zeros, next header 6): the same words but for the addresses' width, since
+// a 32-bit length under 64 KiB sums as the 16-bit one. Add the segment bytes
+// to it and finish() for the checksum field; its fold() alone is what a NIC
+// with tx checksum offload expects in the field (what DPDK's
+// rte_ipv4_phdr_cksum / rte_ipv6_phdr_cksum return).
+[[nodiscard]] inline internet_checksum tcp_pseudo_header(const ip_addr &src, const ip_addr &dst,
                                                          uint16_t tcp_length) noexcept {
     internet_checksum c;
-    c.add_word(static_cast<uint16_t>(src.value() >> 16));
-    c.add_word(static_cast<uint16_t>(src.value()));
-    c.add_word(static_cast<uint16_t>(dst.value() >> 16));
-    c.add_word(static_cast<uint16_t>(dst.value()));
-    c.add_word(6);  // zero octet, then PTCL (IANA protocol number 6)
+    const std::size_t from = src.is_v4() ? 12 : 0;  // both of one family
+    for (std::size_t i = from; i < 16; i += 2) {
+        c.add_word(static_cast<uint16_t>(src.bytes()[i] << 8 | src.bytes()[i + 1]));
+        c.add_word(static_cast<uint16_t>(dst.bytes()[i] << 8 | dst.bytes()[i + 1]));
+    }
+    c.add_word(6);  // zero octet(s), then PTCL / next header (IANA protocol number 6)
     c.add_word(tcp_length);
     return c;
 }
@@ -248,7 +253,7 @@ public:
     // Verifies the checksum of a contiguous segment (span == whole segment);
     // false when the span holds only part of it. Needs only the 20-byte
     // fixed header to be present.
-    [[nodiscard]] bool verify_checksum(ipv4_addr src, ipv4_addr dst) const noexcept;
+    [[nodiscard]] bool verify_checksum(const ip_addr &src, const ip_addr &dst) const noexcept;
 
     void set_src_port(uint16_t v) noexcept { wire::store_be16(buf_.data(), v); }
     void set_dst_port(uint16_t v) noexcept { wire::store_be16(buf_.data() + 2, v); }
@@ -264,7 +269,7 @@ public:
     void set_checksum(uint16_t v) noexcept { wire::store_be16(buf_.data() + 16, v); }
     void set_urgent_ptr(uint16_t v) noexcept { wire::store_be16(buf_.data() + 18, v); }
     // Recomputes the checksum of a contiguous segment (span == whole segment).
-    void fill_checksum(ipv4_addr src, ipv4_addr dst) noexcept;
+    void fill_checksum(const ip_addr &src, const ip_addr &dst) noexcept;
 
 private:
     std::span<uint8_t> buf_;
@@ -313,11 +318,11 @@ struct tcp_repr {
     // wherever the data lives (an mbuf chain). The data itself is not written.
     // Precondition: s.buffer().size() >= header_len() and
     // header_len() + payload_len <= 65515 (the IPv4 limit).
-    void emit(tcp_segment &s, ipv4_addr src, ipv4_addr dst,
+    void emit(tcp_segment &s, const ip_addr &src, const ip_addr &dst,
               const internet_checksum &payload) const noexcept;
     // The same for a contiguous segment: the payload_len data bytes already sit
     // after header_len() in the span (s.buffer().size() >= buffer_len()).
-    void emit(tcp_segment &s, ipv4_addr src, ipv4_addr dst) const noexcept;
+    void emit(tcp_segment &s, const ip_addr &src, const ip_addr &dst) const noexcept;
 
     friend bool operator==(const tcp_repr &, const tcp_repr &) noexcept = default;
 };

@@ -38,9 +38,9 @@ public:
         return static_cast<uint32_t>(now_ns / tick_ns);
     }
 
-    // F: the low 32 bits of SipHash-2-4 over the 12 bytes local address,
-    // local port, remote address, remote port, each big-endian (RFC 6528 lists
-    // the inputs in this order).
+    // F: the low 32 bits of SipHash-2-4 over local address, local port,
+    // remote address, remote port, each big-endian (RFC 6528 lists the inputs
+    // in this order): 12 bytes over IPv4, 36 over IPv6.
     [[nodiscard]] uint32_t offset(const tcp_tuple &t) const noexcept;
 
     // The ISN for a connection on `t` opened at `now_ns`: M + F.
@@ -59,7 +59,7 @@ private:
 // connection between the same hosts, and every lcore of the process (with one
 // key), uses the same offset, so TSval never steps back for a peer (PAWS,
 // RFC 7323 §5; TIME-WAIT reuse, RFC 6191).
-[[nodiscard]] uint32_t tcp_ts_offset(const siphash_key &key, ipv4_addr local,
-                                     ipv4_addr remote) noexcept;
+[[nodiscard]] uint32_t tcp_ts_offset(const siphash_key &key, const ip_addr &local,
+                                     const ip_addr &remote) noexcept;
 
 }  // namespace ferry::net

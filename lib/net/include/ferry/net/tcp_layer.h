@@ -30,7 +30,7 @@
 // updated after every call into a connection; stack::next_deadline() and
 // stack::poll_timers() include it. No clock is read here (time comes in).
 //
-// Frames: a header mbuf (Ethernet + IPv4 + TCP, built in place) from the
+// Frames: a header mbuf (Ethernet + IPv4 or IPv6 + TCP, built in place) from the
 // pool; the payload is attached zero-copy (an indirect mbuf per send-queue
 // segment, rte_pktmbuf_attach) when the port transmits chains, else copied
 // into the header mbuf. Checksum in software by default; with tx_cksum_offload
@@ -67,6 +67,7 @@
 #include "ferry/base/slot_array.h"
 #include "ferry/net/counters.h"
 #include "ferry/net/ipv4.h"
+#include "ferry/net/ipv6.h"
 #include "ferry/net/tcp.h"
 #include "ferry/net/tcp_conn.h"
 #include "ferry/net/tcp_isn.h"
@@ -164,7 +165,9 @@ public:
     // address to remote:port, in SYN-SENT when this returns ok (its SYN is
     // queued); `out` gets its handle. Its events (connected, readable, ...,
     // closed) come through poll_events() with tcp_notice::active set.
-    [[nodiscard]] connect_result connect(ipv4_addr remote, uint16_t port, uint64_t now,
+    // The remote address's family picks ours: the port's IPv4 address, or
+    // its address6 (bad_address when it has none).
+    [[nodiscard]] connect_result connect(const ip_addr &remote, uint16_t port, uint64_t now,
                                          tcp_handle &out) noexcept;
     // The queue that owns the flow `t` (flow ownership, above).
     [[nodiscard]] uint16_t owner_of(const tcp_tuple &t) const noexcept;
@@ -174,6 +177,11 @@ public:
     // before a segment of another queue's flow is handed over; `verified`: it
     // was (a hand-off from another lcore: its checksum is not summed again).
     void input(rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off, uint64_t now,
+               bool verified = false) noexcept;
+    // The same for an IPv6 datagram with next header 6 (no extension
+    // headers: the stack drops those). Connections over IPv6 offer an MSS 20
+    // bytes smaller (the IPv6 header is 40 bytes).
+    void input(rte_mbuf *m, const ipv6_repr &ip, uint32_t l4_off, uint64_t now,
                bool verified = false) noexcept;
 
     void poll_timers(uint64_t now) noexcept;
@@ -254,8 +262,15 @@ private:
     bool accept_cookie(listener &l, const tcp_tuple &t, const tcp_repr &ack, rte_mbuf *m,
                        uint32_t payload_off) noexcept;
     [[nodiscard]] listener *find_listener(uint16_t port) noexcept;
-    [[nodiscard]] bool checksum_ok(const rte_mbuf *m, const ipv4_repr &ip, uint32_t l4_off,
-                                   uint32_t len) const noexcept;
+    [[nodiscard]] bool checksum_ok(const rte_mbuf *m, const ip_addr &src, const ip_addr &dst,
+                                   uint32_t l4_off, uint32_t len) const noexcept;
+    void input_segment(rte_mbuf *m, const ip_addr &src, const ip_addr &dst, uint32_t len,
+                       uint32_t l4_off, uint64_t now, bool verified) noexcept;
+    // The configuration of a new connection on `t`: cfg_.conn, or over IPv6
+    // the same with the MSS 20 bytes smaller.
+    [[nodiscard]] const tcp_conn_config &conn_config(const tcp_tuple &t) const noexcept {
+        return t.is_v6() ? conn6_ : cfg_.conn;
+    }
 
     // Slots and the flow table.
     [[nodiscard]] uint32_t alloc_slot() noexcept;  // a slot available or a TIME-WAIT one: reclaim()
@@ -278,6 +293,7 @@ private:
     void heap_swap(uint32_t a, uint32_t b) noexcept;
 
     tcp_layer_config cfg_;
+    tcp_conn_config conn6_;
     // Before the slots: their queues give blocks back when they are destroyed.
     tcp_block_pool blocks_;
     stack &st_;

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "ferry/base/record_ring.h"
+#include "ferry/net/ip_addr.h"
 
 namespace ferry::proxy {
 
@@ -118,7 +119,7 @@ struct access_record {
     uint64_t body_bytes = 0;    // request body payload bytes read (chunk framing not counted)
     uint64_t uct_ns = no_time;  // upstream connect time (0: a reused connection), or none
     uint64_t urt_ns = no_time;  // request sent upstream -> response head, or none
-    uint32_t client_addr = 0;   // IPv4, host byte order
+    net::ip_addr client_addr;   // IPv4 or IPv6
     uint16_t client_port = 0;
     uint16_t status = 0;        // sent to the client; 499/444 when none was (see OPERATIONS.md)
     int16_t upstream = -1;      // index into ferry_config::upstreams, or -1

@@ -41,8 +41,10 @@ enum xcore_op : uint16_t {
     // A frame of a TCP flow the receiver owns (tcp_layer "Flow ownership").
     // mbuf = the frame, flags = port index.
     op_rx_frame = 1,
-    // An ARP binding learned by the sender (stack::set_neighbor_hook).
-    // handle = MAC (48 bits), arg = IPv4 address, flags = port index.
+    // A neighbour binding learned by the sender (stack::set_neighbor_hook).
+    // handle = MAC (48 bits), flags = port index; an IPv4 address in arg
+    // (mbuf null), an IPv6 one as the 16 bytes of `mbuf`'s data (a buffer of
+    // the port's pool: such news is rare, a few per peer and minute).
     op_neighbor = 2,
 };
 
@@ -52,6 +54,7 @@ struct worker;
 struct port_link {
     worker *w = nullptr;
     uint16_t port = 0;  // index in app_state::ports
+    rte_mempool *pool = nullptr;  // the port's (IPv6 neighbour news travels in an mbuf)
 };
 
 // What one worker lcore owns: queue `index` of every port, a stack per port,
@@ -115,7 +118,7 @@ std::string create_mesh(app_state &app, unsigned workers);
 std::string setup_outboxes(app_state &app);
 // tcp_layer_config::handoff and the stack's neighbor hook for `link`.
 bool handoff_frame(void *link, uint16_t owner, rte_mbuf *m) noexcept;
-void share_neighbor(void *link, net::ipv4_addr ip, net::mac_addr mac) noexcept;
+void share_neighbor(void *link, const net::ip_addr &ip, net::mac_addr mac) noexcept;
 int worker_main(void *arg);
 // Rings every worker's doorbell so sleepers re-read the stop flag and settings.
 void wake_all_workers() noexcept;

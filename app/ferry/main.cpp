@@ -167,6 +167,7 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
     auto &link = w.links.emplace_back(std::make_unique<port_link>());
     link->w = &w;
     link->port = static_cast<uint16_t>(w.links.size() - 1);
+    link->pool = p.pool;
     if (p.queues > 1) {
         tc.handoff = handoff_frame;
         tc.handoff_ctx = link.get();

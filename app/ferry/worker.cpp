@@ -3,6 +3,7 @@
 #include <rte_ethdev.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -52,8 +53,15 @@ void on_messages(void *ctx, unsigned from, std::span<xcore::message> msgs, uint6
                 if (m.flags < w.stacks.size()) {
                     uint8_t b[6];
                     for (int i = 0; i < 6; ++i) b[i] = static_cast<uint8_t>(m.handle >> (40 - 8 * i));
-                    w.stacks[m.flags]->learn_shared(net::ipv4_addr(m.arg),
-                                                    net::mac_addr::from_bytes(b), now);
+                    net::ip_addr ip = net::ipv4_addr(m.arg);
+                    if (m.mbuf != nullptr) {
+                        std::array<uint8_t, 16> a;
+                        std::memcpy(a.data(), rte_pktmbuf_mtod(m.mbuf, const uint8_t *), 16);
+                        ip = net::ipv6_addr(a);
+                        rte_pktmbuf_free(m.mbuf);
+                    }
+                    w.stacks[m.flags]->learn_shared(ip, net::mac_addr::from_bytes(b), now);
+                    continue;
                 }
                 break;
             default:
@@ -79,18 +87,34 @@ bool handoff_frame(void *ctx, uint16_t owner, rte_mbuf *m) noexcept {
     return l.w->out->send(owner, msg);
 }
 
-void share_neighbor(void *ctx, net::ipv4_addr ip, net::mac_addr mac) noexcept {
+void share_neighbor(void *ctx, const net::ip_addr &ip, net::mac_addr mac) noexcept {
     auto &l = *static_cast<port_link *>(ctx);
     if (!l.w->out || the_app == nullptr) return;
     xcore::message msg;
     for (int i = 0; i < 6; ++i) msg.handle = msg.handle << 8 | mac.bytes()[i];
     msg.opcode = op_neighbor;
     msg.flags = l.port;
-    msg.arg = ip.value();
     const unsigned n = static_cast<unsigned>(the_app->workers.size());
     for (unsigned peer = 0; peer < n; ++peer) {
         if (peer == l.w->index) continue;
-        if (!l.w->out->send(peer, msg)) ++l.w->neighbor_share_dropped;
+        msg.mbuf = nullptr;
+        if (ip.is_v4()) {
+            msg.arg = ip.v4().value();
+        } else {
+            // Sixteen bytes do not fit the message: they travel in an mbuf.
+            msg.mbuf = rte_pktmbuf_alloc(l.pool);
+            char *d = msg.mbuf ? rte_pktmbuf_append(msg.mbuf, 16) : nullptr;
+            if (d == nullptr) {
+                if (msg.mbuf) rte_pktmbuf_free(msg.mbuf);
+                ++l.w->neighbor_share_dropped;
+                continue;
+            }
+            std::memcpy(d, ip.bytes().data(), 16);
+        }
+        if (!l.w->out->send(peer, msg)) {
+            if (msg.mbuf) rte_pktmbuf_free(msg.mbuf);
+            ++l.w->neighbor_share_dropped;
+        }
     }
 }
 

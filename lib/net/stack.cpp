@@ -191,16 +191,8 @@ void stack::input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) 
     const bool for_us = a.target_ip == cfg_.addr;
     // RFC 5227 §2.1.1: a probe's sender address is 0.0.0.0, it binds nothing.
     if (!a.sender_ip.is_unspecified()) {
-        const auto lr = neigh_.learn(a.sender_ip, a.sender_hw, now_ns, for_us);
-        learned(lr, a.sender_hw);
-        // Only news goes to the other lcores (learn_result::share).
-        if (neigh_hook_ != nullptr) {
-            if (lr.share)
-                neigh_hook_(neigh_hook_ctx_, a.sender_ip, a.sender_hw);
-            else if (lr.status == neighbor_table::learn_status::updated ||
-                     lr.status == neighbor_table::learn_status::refreshed)
-                ctr_.neigh_share_suppressed.inc();
-        }
+        learned_and_shared(neigh_.learn(a.sender_ip, a.sender_hw, now_ns, for_us), a.sender_ip,
+                           a.sender_hw);
     }
     if (!for_us) {
         drop(m, ctr_.arp_drop_not_ours);
@@ -351,7 +343,20 @@ rte_mbuf *stack::reassemble(rte_mbuf *m, ipv4_repr &ip, uint32_t &hlen, uint64_t
     return d;
 }
 
-void stack::learn_shared(ipv4_addr ip, mac_addr mac, uint64_t now_ns) noexcept {
+void stack::learned_and_shared(const neighbor_table::learn_result &lr, const ip_addr &ip,
+                               mac_addr mac) noexcept {
+    learned(lr, mac);
+    // Only news goes to the other lcores (learn_result::share).
+    if (neigh_hook_ != nullptr) {
+        if (lr.share)
+            neigh_hook_(neigh_hook_ctx_, ip, mac);
+        else if (lr.status == neighbor_table::learn_status::updated ||
+                 lr.status == neighbor_table::learn_status::refreshed)
+            ctr_.neigh_share_suppressed.inc();
+    }
+}
+
+void stack::learn_shared(const ip_addr &ip, mac_addr mac, uint64_t now_ns) noexcept {
     ctr_.neigh_shared_in.inc();
     learned(neigh_.learn(ip, mac, now_ns, true), mac);
 }
@@ -644,7 +649,8 @@ void stack::input_nd(const ethernet_repr &eth, const ipv6_repr &ip, const nd_rep
         if (nd.lladdr && !ip.src.is_unspecified() && valid_source6(ip.src) &&
             nd.lladdr->is_unicast()) {
             ctr_.nd_learned.inc();
-            learned(neigh_.learn(ip.src, *nd.lladdr, now_ns, true), *nd.lladdr);
+            learned_and_shared(neigh_.learn(ip.src, *nd.lladdr, now_ns, true), ip.src,
+                               *nd.lladdr);
         }
         answer_solicitation(eth, ip, nd);
         return;
@@ -665,7 +671,8 @@ void stack::input_nd(const ethernet_repr &eth, const ipv6_repr &ip, const nd_rep
         }
     }
     ctr_.nd_learned.inc();
-    learned(neigh_.learn(nd.target, *nd.lladdr, now_ns, false), *nd.lladdr);
+    learned_and_shared(neigh_.learn(nd.target, *nd.lladdr, now_ns, false), nd.target,
+                       *nd.lladdr);
 }
 
 void stack::answer_solicitation(const ethernet_repr &eth, const ipv6_repr &ip,

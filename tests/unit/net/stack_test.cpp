@@ -209,8 +209,8 @@ TEST_F(StackTest, GratuitousArpUpdatesOnlyKnownEntries) {
 // lcores' entries fresh. What is held back is counted.
 TEST_F(StackTest, OnlyChangedBindingsAreSharedWithOtherLcores) {
     struct shared_log {
-        std::vector<std::pair<ipv4_addr, mac_addr>> got;
-        static void hook(void *ctx, ipv4_addr ip, mac_addr mac) noexcept {
+        std::vector<std::pair<ip_addr, mac_addr>> got;
+        static void hook(void *ctx, const ip_addr &ip, mac_addr mac) noexcept {
             static_cast<shared_log *>(ctx)->got.emplace_back(ip, mac);
         }
     } log;

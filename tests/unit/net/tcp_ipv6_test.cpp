@@ -94,7 +94,9 @@ protected:
     void TearDown() override {
         layer_.reset();
         st_.reset();
-        if (avail0_) EXPECT_EQ(rte_mempool_avail_count(g_pool), *avail0_) << "mbuf leak";
+        if (avail0_) {
+            EXPECT_EQ(rte_mempool_avail_count(g_pool), *avail0_) << "mbuf leak";
+        }
     }
 
     void input_frame(const bytes &f, uint64_t now = 0, bool handoff = false) {
@@ -361,6 +363,39 @@ TEST_F(TcpIpv6Test, AHandedOverIpv6SegmentIsTakenAsVerified) {
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].flags, tcp_flag::syn | tcp_flag::ack);
     send(tcp_seg(40000, 80, 1001, tcp_flag::rst, 0));
+    (void)events();
+}
+
+TEST_F(TcpIpv6Test, BindingsLearnedFromNeighborDiscoveryGoToTheOtherLcores) {
+    // The answer to a solicitation lands on one queue (on net_tap queue 0):
+    // the flow's owner learns the binding through the hook, as for ARP.
+    struct shared_log {
+        std::vector<std::pair<ip_addr, mac_addr>> got;
+        static void hook(void *ctx, const ip_addr &ip, mac_addr mac) noexcept {
+            static_cast<shared_log *>(ctx)->got.emplace_back(ip, mac);
+        }
+    } log;
+    st_->set_neighbor_hook(&shared_log::hook, &log);
+    ASSERT_EQ(layer_->listen(80), tcp_layer::listen_result::ok);
+    send(tcp_seg(40000, 80, 1000, tcp_flag::syn));
+    (void)take_frames();  // the solicitation
+    advertise();
+    ASSERT_EQ(log.got.size(), 1u);
+    EXPECT_EQ(log.got[0].first, ip_addr(peer6));
+    EXPECT_EQ(log.got[0].second, peer_mac_v);
+    ASSERT_EQ(take_tcp().size(), 1u);  // the SYN-ACK it released
+    send(tcp_seg(40000, 80, 1001, tcp_flag::rst, 0));
+    (void)events();
+    // Another lcore's stack, told, sends at once without soliciting.
+    start(true);
+    st_->learn_shared(peer6, peer_mac_v, 0);
+    ASSERT_EQ(layer_->listen(80), tcp_layer::listen_result::ok);
+    send(tcp_seg(40002, 80, 1, tcp_flag::syn));
+    auto out = take_tcp();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].flags, tcp_flag::syn | tcp_flag::ack);
+    EXPECT_EQ(count(nc_, "nd_solicitations_sent"), 1u);  // the first stack's only
+    send(tcp_seg(40002, 80, 2, tcp_flag::rst, 0));
     (void)events();
 }
 

@@ -129,19 +129,20 @@ public:
     void input_handoff(rte_mbuf *m, uint64_t now_ns) noexcept;
 
     // Neighbor sharing. Each lcore serving a port has its own neighbor table,
-    // but the answer to an ARP request lands on one queue only (and on net_tap
-    // always on queue 0), so a binding learned from ARP is offered to the
-    // other lcores: the hook is called with every <ip, mac> this stack learned
-    // or refreshed from an ARP packet for our address, and the app delivers it
-    // to the other stacks' learn_shared().
-    using neighbor_hook = void (*)(void *ctx, ipv4_addr ip, mac_addr mac) noexcept;
+    // but the answer to an ARP request or a Neighbor Solicitation lands on
+    // one queue only (and on net_tap always on queue 0), so a binding learned
+    // from ARP or ND is offered to the other lcores: the hook is called with
+    // every <ip, mac> this stack learned or refreshed from an ARP packet for
+    // our address or an ND message (only news: learn_result::share), and the
+    // app delivers it to the other stacks' learn_shared().
+    using neighbor_hook = void (*)(void *ctx, const ip_addr &ip, mac_addr mac) noexcept;
     void set_neighbor_hook(neighbor_hook h, void *ctx) noexcept {
         neigh_hook_ = h;
         neigh_hook_ctx_ = ctx;
     }
     // Merges a binding another lcore's stack learned, as if its ARP packet had
     // arrived here (packets waiting for `ip` leave). Never calls the hook.
-    void learn_shared(ipv4_addr ip, mac_addr mac, uint64_t now_ns) noexcept;
+    void learn_shared(const ip_addr &ip, mac_addr mac, uint64_t now_ns) noexcept;
 
     // Gratuitous ARP for cfg.addr (RFC 5227 §3 announcement), sent at port start.
     void announce(uint64_t now_ns) noexcept;
@@ -151,6 +152,9 @@ public:
 
 private:
     void learned(const neighbor_table::learn_result &lr, mac_addr mac) noexcept;
+    // learned(), then the binding to the other lcores when it is news.
+    void learned_and_shared(const neighbor_table::learn_result &lr, const ip_addr &ip,
+                            mac_addr mac) noexcept;
     void input_frame(rte_mbuf *m, uint64_t now_ns) noexcept;
     void input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) noexcept;
     // IPv6 (with cfg_.addr6): TCP, neighbour discovery, echo.

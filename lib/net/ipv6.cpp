@@ -1,5 +1,4 @@
 #include "ferry/net/ipv6.h"
-#include "ferry/net/ip_addr.h"
 
 #include "ferry/base/ipv6_text.h"
 #include "ferry/net/byte_order.h"
@@ -143,27 +142,3 @@ void nd_repr::emit(const ipv6_addr &src, const ipv6_addr &dst, std::span<uint8_t
 
 }  // namespace ferry::net
 
-namespace ferry::net {
-
-std::size_t ip_addr::format(std::span<char, text_max> out) const noexcept {
-    if (is_v6()) {
-        static_assert(text_max == ipv6_text_max);
-        return format_ipv6(b_, out);
-    }
-    std::size_t n = 0;
-    for (std::size_t i = 12; i < 16; ++i) {
-        if (i != 12) out[n++] = '.';
-        const unsigned v = b_[i];
-        if (v >= 100) out[n++] = static_cast<char>('0' + v / 100);
-        if (v >= 10) out[n++] = static_cast<char>('0' + v / 10 % 10);
-        out[n++] = static_cast<char>('0' + v % 10);
-    }
-    return n;
-}
-
-std::string ip_addr::to_string() const {
-    std::array<char, text_max> buf;
-    return std::string(buf.data(), format(buf));
-}
-
-}  // namespace ferry::net

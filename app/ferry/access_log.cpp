@@ -157,11 +157,11 @@ void format_access_line(std::string &out, config::log_format format, const proxy
     const bool has_up = r.upstream >= 0 && size_t(r.upstream) < names.upstreams.size();
     // The server's address comes in the record: a reload may have added it.
     const bool has_srv = has_up && r.server >= 0;
-    char srv[24] = "-";
-    if (has_srv)
-        std::snprintf(srv, sizeof srv, "%u.%u.%u.%u:%u", r.server_addr >> 24,
-                      (r.server_addr >> 16) & 255, (r.server_addr >> 8) & 255, r.server_addr & 255,
-                      r.server_port);
+    std::array<char, ip_address::endpoint_text_max> srv_buf;
+    const std::string_view srv =
+        has_srv ? std::string_view(srv_buf.data(), r.server_addr.format_endpoint(r.server_port,
+                                                                                 srv_buf))
+                : std::string_view("-");
 
     if (format == config::log_format::combined) {
         // %h - - [%d/%b/%Y:%H:%M:%S %z] "%r" %s %b "%{Referer}i" "%{User-agent}i"

@@ -46,6 +46,29 @@ std::string cidr_text(uint32_t addr, uint8_t len) {
     return format_ipv4(addr & detail::prefix_mask(len)) + "/" + std::to_string(len);
 }
 
+// An IPv6 server must be on a port's IPv6 prefix (no IPv6 router is
+// configurable yet) and not a port's own address; why it is not, if so.
+std::optional<std::string> ipv6_server_unreachable(const std::vector<port_config> &ports,
+                                                   const ip_address &a) {
+    const ipv6_bytes &b = a.bytes();
+    for (const port_config &p : ports) {
+        if (!p.address6) continue;
+        if (*p.address6 == b)
+            return "server " + a.to_string() + " is the address6 of port '" + p.name +
+                   "' (ferry itself)";
+        bool same = true;
+        for (unsigned bit = 0; bit < p.prefix6_len && same; ++bit) {
+            const uint8_t m = static_cast<uint8_t>(0x80 >> (bit % 8));
+            same = (b[bit / 8] & m) == ((*p.address6)[bit / 8] & m);
+        }
+        const bool link_local = b[0] == 0xfe && (b[1] & 0xc0) == 0x80;
+        if (same || link_local) return std::nullopt;
+    }
+    return "server " + a.to_string() +
+           " is on no port's address6 prefix (IPv6 servers must be on-link: no IPv6 router "
+           "is configured)";
+}
+
 // A route's path_prefix: starts with '/', visible ASCII, no query or fragment.
 bool is_path_prefix(std::string_view s) {
     return !s.empty() && s.size() <= max_path_bytes && s[0] == '/' && detail::is_visible_ascii(s) &&
@@ -472,12 +495,16 @@ std::optional<error> proxy_reader::read_server(const toml::table &t, const std::
              auto text = r_.string(v, k);
              if (!text)
                  return text.error();
-             const auto ep = parse_ipv4_port(*text);
+             const auto ep = parse_endpoint(*text);
              if (!ep)
-                 return r_.at(v, k, "expected a.b.c.d:port, got '" + *text + "'");
-             if (auto why = unusable_host_reason(ep->first))
                  return r_.at(v, k,
-                              format_ipv4(ep->first) + " is not a usable host address (" +
+                              "expected a.b.c.d:port or [ipv6]:port, got '" + *text + "'");
+             // A bracketed address is IPv6 as written (an IPv4-mapped one is refused).
+             const bool bracketed = (*text)[0] == '[';
+             if (auto why = bracketed ? unusable_host_reason6(ep->first.bytes())
+                                      : unusable_host_reason(ep->first.v4_value()))
+                 return r_.at(v, k,
+                              ep->first.to_string() + " is not a usable host address (" +
                                   std::string(*why) + ")");
              for (size_t j = 0; j < u.servers.size(); ++j)
                  if (u.servers[j].addr == ep->first && u.servers[j].port == ep->second)
@@ -592,10 +619,15 @@ std::optional<error> proxy_reader::finish() {
     for (size_t i = 0; i < cfg_.upstreams.size(); ++i) {
         const upstream_config &u = cfg_.upstreams[i];
         for (size_t j = 0; j < u.servers.size(); ++j) {
-            const uint32_t a = u.servers[j].addr;
             const std::string key =
                 join_key(index_key(join_key(index_key("upstream", i), "server"), j), "address");
             const toml::node &node = *server_nodes_[i][j].address;
+            if (u.servers[j].addr.is_v6()) {
+                if (auto why = ipv6_server_unreachable(cfg_.ports, u.servers[j].addr))
+                    errors.push_back(r_.at(node, key, *why));
+                continue;
+            }
+            const uint32_t a = u.servers[j].addr.v4_value();
             const std::string ip = format_ipv4(a);
             bool on_subnet = false;
             std::optional<std::string> why;
@@ -655,8 +687,8 @@ std::string_view to_string(all_down_mode m) {
     return all_down_names[static_cast<size_t>(m)];
 }
 
-std::string format_endpoint(uint32_t addr, uint16_t port) {
-    return format_ipv4(addr) + ":" + std::to_string(port);
+std::string format_endpoint(const ip_address &addr, uint16_t port) {
+    return addr.endpoint_string(port);
 }
 
 std::string describe_route_timeouts(const route_config &r) {

@@ -89,6 +89,32 @@ std::optional<std::pair<uint32_t, uint16_t>> parse_ipv4_port(std::string_view s)
     return std::pair{*ip, static_cast<uint16_t>(port)};
 }
 
+std::optional<std::pair<ip_address, uint16_t>> parse_endpoint(std::string_view s) {
+    if (s.empty() || s[0] != '[') {
+        const auto ep = parse_ipv4_port(s);
+        if (!ep) return std::nullopt;
+        return std::pair{ip_address::v4(ep->first), ep->second};
+    }
+    const size_t close = s.find("]:");
+    if (close == std::string_view::npos) return std::nullopt;
+    const auto a = parse_ipv6(s.substr(1, close - 1));
+    // The port by parse_ipv4_port's rules, on a stand-in address.
+    const auto port = parse_ipv4_port("0.0.0.0" + std::string(s.substr(close + 1)));
+    if (!a || !port) return std::nullopt;
+    return std::pair{ip_address::v6(*a), port->second};
+}
+
+std::optional<std::string_view> unusable_host_reason6(const ipv6_bytes &a) {
+    const ip_address ip = ip_address::v6(a);
+    if (ip.is_v4()) return "an IPv4-mapped address: write the IPv4 address";
+    if (a[0] == 0xff) return "ff00::/8 is multicast";
+    bool zero = true;
+    for (size_t i = 0; i < 15; ++i) zero = zero && a[i] == 0;
+    if (zero && a[15] == 0) return ":: is unspecified";
+    if (zero && a[15] == 1) return "::1 is loopback";
+    return std::nullopt;
+}
+
 std::optional<std::array<uint8_t, 6>> parse_mac(std::string_view s) {
     if (s.size() != 17)
         return std::nullopt;

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <utility>
 
+#include "ferry/base/ip_address.h"
+
 namespace ferry::config::detail {
 
 // "a.b.c.d", four decimal octets 0..255 -> host byte order.
@@ -18,6 +20,11 @@ std::optional<uint32_t> parse_ipv4(std::string_view s);
 // "a.b.c.d:port" (parse_ipv4 for the address; port 1..65535, 1..5 decimal digits without
 // leading zeros) -> {address in host byte order, port}.
 std::optional<std::pair<uint32_t, uint16_t>> parse_ipv4_port(std::string_view s);
+// An upstream server: "a.b.c.d:port" (parse_ipv4_port) or "[v6]:port" (RFC 3986
+// §3.2.2's brackets around RFC 4291 §2.2 forms 1 and 2, parse_ipv6; the same port rules).
+std::optional<std::pair<ip_address, uint16_t>> parse_endpoint(std::string_view s);
+// Why an IPv6 address cannot be a server's (unspecified, loopback, multicast), if it cannot.
+std::optional<std::string_view> unusable_host_reason6(const ipv6_bytes &a);
 // "xx:xx:xx:xx:xx:xx", hex digits in either case.
 std::optional<std::array<uint8_t, 6>> parse_mac(std::string_view s);
 // "dddd:bb:dd.f": 4-hex-digit domain, 2-hex-digit bus, device 00..1f, function 0..7.

@@ -655,11 +655,15 @@ void stack::input_nd(const ethernet_repr &eth, const ipv6_repr &ip, const nd_rep
         answer_solicitation(eth, ip, nd);
         return;
     }
-    // §7.2.5: an advertisement completes or updates an entry we have; one
-    // for an address we never asked about changes nothing. Without the
-    // override flag it may not replace a known link-layer address.
+    // §7.2.5: an advertisement completes or updates an entry we have; an
+    // unsolicited one for an address we never asked about changes nothing.
+    // A solicited one answers this node: on a port several lcores serve,
+    // the lcore that asked may not be the one it reaches (net_tap delivers
+    // IPv6 to queue 0), so it is taken and shared as ARP's answers are.
+    // Without the override flag it may not replace a known link-layer address.
+    const bool known = neigh_.state(nd.target) != neighbor_state::free;
     if (!nd.lladdr || !nd.lladdr->is_unicast() || !valid_source6(nd.target) ||
-        neigh_.state(nd.target) == neighbor_state::free) {
+        (!known && !nd.solicited)) {
         ctr_.nd_ignored.inc();
         return;
     }
@@ -671,7 +675,7 @@ void stack::input_nd(const ethernet_repr &eth, const ipv6_repr &ip, const nd_rep
         }
     }
     ctr_.nd_learned.inc();
-    learned_and_shared(neigh_.learn(nd.target, *nd.lladdr, now_ns, false), nd.target,
+    learned_and_shared(neigh_.learn(nd.target, *nd.lladdr, now_ns, nd.solicited), nd.target,
                        *nd.lladdr);
 }
 

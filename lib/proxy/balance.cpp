@@ -99,7 +99,7 @@ hash_ring::hash_ring(std::span<const config::server_config> servers) {
     for (uint32_t s = 0; s < servers.size(); ++s)
         for (uint32_t k = 0; k < points_per_weight * servers[s].weight; ++k)
             points_.emplace_back(
-                mix64((uint64_t(servers[s].addr) << 16 | servers[s].port) * 1315423911u + k), s);
+                mix64((uint64_t(servers[s].addr.fold()) << 16 | servers[s].port) * 1315423911u + k), s);
     std::sort(points_.begin(), points_.end());
 }
 

@@ -220,10 +220,8 @@ rte_mbuf *worker_proxy::forward_head(client &c, int upstream, int server, uint16
     fi.keep_alive = true;
     fi.via_name = cfg_->http.via;
     fi.request_version_minor = c.http10 ? 0 : 1;
-    char hostbuf[32];
-    std::snprintf(hostbuf, sizeof hostbuf, "%u.%u.%u.%u:%u", srv.addr >> 24,
-                  (srv.addr >> 16) & 255, (srv.addr >> 8) & 255, srv.addr & 255, srv.port);
-    fi.default_host = hostbuf;
+    std::array<char, ip_address::endpoint_text_max> hostbuf;
+    fi.default_host = std::string_view(hostbuf.data(), srv.addr.format_endpoint(srv.port, hostbuf));
     fi.edit = request_edit(c.route);
     fi.upgrade = c.upgrade;
     const size_t hl =

@@ -11,6 +11,7 @@
 // server that stays dead is logged down once, not once per fail_timeout.
 #include "internal.h"
 
+#include <array>
 #include <algorithm>
 #include <cstdio>
 
@@ -85,15 +86,14 @@ void worker_proxy::run_health_checks(uint64_t now) noexcept {
             u.health = true;
             us.hc_conn[s] = static_cast<uint32_t>(hc - upconns_.data());
             ctr_.health_checks.inc();
-            char host[32];
-            std::snprintf(host, sizeof host, "%u.%u.%u.%u:%u", srv.addr >> 24,
-                          (srv.addr >> 16) & 255, (srv.addr >> 8) & 255, srv.addr & 255, srv.port);
+            std::array<char, ip_address::endpoint_text_max + 1> host{};
+            (void)srv.addr.format_endpoint(srv.port, std::span(host).first<ip_address::endpoint_text_max>());
             const int n = std::snprintf(
                 scratch_.get(), scratch_size,
                 "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: ferry-health-check\r\n"
                 "Connection: close\r\n\r\n",
                 uc.health_check_path.c_str(),
-                uc.health_check_host.empty() ? host : uc.health_check_host.c_str());
+                uc.health_check_host.empty() ? host.data() : uc.health_check_host.c_str());
             if (!push(u, chain_of(scratch_.get(), static_cast<uint32_t>(n), port), now)) {
                 // No mbuf for the check: say nothing about the server's health.
                 us.hc_conn[s] = none;

@@ -63,7 +63,19 @@ int worker_proxy::pick_server(int upstream, uint64_t key, uint64_t now, int excl
     return i < 0 ? -1 : uc.servers[static_cast<size_t>(i)].slot;
 }
 
-uint16_t worker_proxy::port_for(uint32_t addr) const noexcept {
+uint16_t worker_proxy::port_for(const ip_address &a) const noexcept {
+    if (a.is_v6()) {
+        // The configuration checked that some port's prefix holds it (or
+        // that it is link-local: the first port with an IPv6 address).
+        for (uint16_t i = 0; i < ports_.size(); ++i)
+            if (ports_[i].addr6 && net::ipv6_addr(a.bytes()).in_subnet(
+                                       net::ipv6_addr(*ports_[i].addr6), ports_[i].prefix6_len))
+                return i;
+        for (uint16_t i = 0; i < ports_.size(); ++i)
+            if (ports_[i].addr6) return i;
+        return 0;
+    }
+    const uint32_t addr = a.v4_value();
     for (uint16_t i = 0; i < ports_.size(); ++i) {
         const uint32_t mask =
             ports_[i].prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - ports_[i].prefix_len);
@@ -82,7 +94,7 @@ worker_proxy::upconn *worker_proxy::open_upconn(int upstream, int server, uint64
     const uint16_t port = port_for(srv.addr);
     net::tcp_handle h;
     if (upconns_.available() == 0 ||
-        ports_[port].layer->connect(net::ipv4_addr(srv.addr), srv.port, now, h) !=
+        ports_[port].layer->connect(srv.addr, srv.port, now, h) !=
             net::tcp_layer::connect_result::ok)
         return nullptr;
     const uint32_t idx = upconns_.take([this](uint32_t, upconn &nu) {

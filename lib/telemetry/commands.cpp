@@ -201,7 +201,7 @@ int upstreams(const process_view &v, rte_tel_data *d) {
             rte_tel_data *sd = rte_tel_data_alloc();
             if (sd == nullptr) return -ENOMEM;
             rte_tel_data_start_dict(sd);
-            const std::string where = config::format_ipv4(sv.addr) + ":" + std::to_string(sv.port);
+            const std::string where = config::format_endpoint(sv.addr, sv.port);
             rte_tel_data_add_dict_string(sd, "server", where.c_str());
             rte_tel_data_add_dict_string(sd, "state", detail::server_down(h, now) ? "down" : "up");
             rte_tel_data_add_dict_string(sd, "admin",

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -75,10 +76,10 @@ public:
         return *this;
     }
     labels &add(std::string_view name, unsigned value) { return add(name, uint64_t{value}); }
-    labels &add_server(std::string_view name, uint32_t ipv4, uint16_t port) {
+    labels &add_server(std::string_view name, const ip_address &addr, uint16_t port) {
         item &i = next(name);
         i.what = item::k_server;
-        i.num = ipv4;
+        i.addr = addr;
         i.port = port;
         return *this;
     }
@@ -104,14 +105,11 @@ public:
                     append_escaped(out, i.text, true);
                     break;
                 case item::k_number: append_uint(out, i.num); break;
-                case item::k_server:
-                    for (int sh = 24; sh >= 0; sh -= 8) {
-                        append_uint(out, (i.num >> sh) & 0xff);
-                        if (sh != 0) out += '.';
-                    }
-                    out += ':';
-                    append_uint(out, i.port);
+                case item::k_server: {
+                    std::array<char, ip_address::endpoint_text_max> b;
+                    out.append(b.data(), i.addr.format_endpoint(i.port, b));
                     break;
+                }
                 case item::k_route:
                     if (i.route->host_wildcard) out += '*';
                     append_escaped(out, i.route->host, true);
@@ -133,6 +131,7 @@ private:
         enum kind : uint8_t { k_text, k_number, k_server, k_route } what = k_text;
         uint64_t num = 0;
         uint16_t port = 0;
+        ip_address addr;
         const config::route_config *route = nullptr;
     };
     item &next(std::string_view name) {

@@ -47,7 +47,7 @@ bool find_server(const config::ferry_config &cfg, std::string_view name, server_
         if (ups[u].name != up) continue;
         for (size_t s = 0; s < ups[u].servers.size(); ++s) {
             const auto &sc = ups[u].servers[s];
-            const std::string addr = config::format_ipv4(sc.addr) + ":" + std::to_string(sc.port);
+            const std::string addr = config::format_endpoint(sc.addr, sc.port);
             if (srv == std::to_string(s) || srv == addr) {
                 out = {u, s, sc.slot};
                 return true;
@@ -73,7 +73,7 @@ int add_server(const process_view &v, const config::ferry_config &cfg, const ser
     rte_tel_data *sd = rte_tel_data_alloc();
     if (sd == nullptr) return -ENOMEM;
     rte_tel_data_start_dict(sd);
-    const std::string addr = config::format_ipv4(sc.addr) + ":" + std::to_string(sc.port);
+    const std::string addr = config::format_endpoint(sc.addr, sc.port);
     rte_tel_data_add_dict_string(sd, "server", addr.c_str());
     rte_tel_data_add_dict_string(sd, "admin", proxy::name(h.admin.load(std::memory_order_relaxed)));
     rte_tel_data_add_dict_u64(sd, "weight", effective_weight(v, cfg, r));
@@ -115,7 +115,7 @@ int server_cmd(const process_view &v, const char *params, rte_tel_data *d) {
         auto line = [&](const char *what) {
             logfmt l(what);
             l.kv("upstream", uc.name)
-                .kv("server", config::format_ipv4(sc.addr) + ":" + std::to_string(sc.port));
+                .kv("server", config::format_endpoint(sc.addr, sc.port));
             return l;
         };
         if (what.substr(0, 7) == "weight=") {

@@ -15,6 +15,7 @@ Keep-alive (HTTP/1.1); one thread per connection; runs until killed.
 """
 
 import hashlib
+import socket
 import socketserver
 import sys
 import threading
@@ -145,8 +146,12 @@ class Server(socketserver.ThreadingMixIn, HTTPServer):
     request_queue_size = 1024
 
 
+class Server6(Server):
+    address_family = socket.AF_INET6
+
+
 def main():
-    srv = Server((sys.argv[1], int(sys.argv[2])), Handler)
+    srv = (Server6 if ":" in sys.argv[1] else Server)((sys.argv[1], int(sys.argv[2])), Handler)
     print("listening", flush=True)
     srv.serve_forever()
 

@@ -20,7 +20,9 @@ Unique local addresses only, in namespaces the test creates and deletes.
     fd00:77::2; a 1 MiB download and a 1 MiB POST, sha256 equal; wrk -t1 -c8
     -d2s: no socket error, no non-2xx. After SIGTERM (exit 0) the access log
     names fd00:77::2 as the client of every IPv6 request (wrk's too) and
-    10.77.0.2 for the IPv4 ones.
+    10.77.0.2 for the IPv4 ones. An upstream whose server is IPv6
+    ([fd00:77::2]:9006, origin.py bound there) answers an IPv4 and an IPv6
+    client through a route.
 argv: `tcp` or `http` runs one part only (both by default). Every transfer is
 bounded in time (socket timeouts, curl --max-time, the client's deadline).
 """
@@ -43,7 +45,7 @@ from testbed import (FERRY_ADDR, PEER_ADDR, TAP_IFACE, Ferry, Netns, PyOrigin, c
 OURS6, PEER6 = "fd00:77::1", "fd00:77::2"
 ECHO, DISCARD, SOURCE = 7, 9, 19
 MIB = 1 << 20
-PY_PORT = 9000
+PY_PORT, PY6_PORT = 9000, 9006
 PATTERN_MIB = (bytes(range(251)) * (MIB // 251 + 1))[:MIB]  # byte k = k mod 251
 DROP = "meta random & 65535 < 1311 counter drop"  # about 2%
 NFT_LOSS = f"""
@@ -171,7 +173,10 @@ def part_http(tmp):
     log = os.path.join(tmp, "access.log")
     cfg = (f"[tcp]\nmax_connections = 1024\ntime_wait_ms = 1000\n\n[http]\n"
            f'client_idle_timeout_ms = 5000\naccess_log = "{log}"\naccess_log_format = "combined"\n\n'
-           + proxy_toml([f"{PEER_ADDR}:{PY_PORT}"]) + port_toml(65536))
+           + proxy_toml([f"{PEER_ADDR}:{PY_PORT}"])
+           + f'[[route]]\npath_prefix = "/to6/"\nupstream = "py6"\n\n'
+           + f'[[upstream]]\nname = "py6"\n  [[upstream.server]]\n  address = "[{PEER6}]:{PY6_PORT}"\n\n'
+           + port_toml(65536))
     base4, base6 = f"http://{FERRY_ADDR}:8080", f"http://[{OURS6}]:8080"
     with Netns() as ns, Ferry(ns, lcores="0-1", config=cfg) as f, PyOrigin(ns, PEER_ADDR, PY_PORT):
         peer_ipv6(ns)
@@ -182,6 +187,15 @@ def part_http(tmp):
                   f"IPv4 GET on the same port: 200, X-Forwarded-For {PEER_ADDR} ({tag})")
 
         get4("v4-before")
+        # An IPv6 upstream server (origin.py on fd00:77::2), from an IPv4 and an IPv6 client.
+        with PyOrigin(ns, PEER6, PY6_PORT):
+            for tag, base in (("v4-to6", base4), ("v6-to6", base6)):
+                r = curl(ns, "-g", "-i", f"{base}/to6/hello?id={tag}", timeout=30)
+                check(r.stdout.startswith("HTTP/1.1 200") and f"GET /to6/hello?id={tag}\n" in r.stdout,
+                      f"{tag}: a server at [{PEER6}]:{PY6_PORT} answered 200 "
+                      f"({r.stdout[:15]!r}; {v6_counters(f) if not r.stdout else ''})")
+            ups = f.telemetry("/ferry/upstreams")
+            print(f"  /ferry/upstreams py6: {json.dumps(ups.get('py6', ups))[:300]}")
         r = curl(ns, "-g", "-6", "-i", "--connect-timeout", "5", f"{base6}/hello?id=v6-get", timeout=30)
         head, _, body = r.stdout.partition("\n\n")  # text mode: \r\n read as \n
         ok = head.startswith("HTTP/1.1 200")
@@ -236,7 +250,8 @@ def part_http(tmp):
         tag = rec.group(3).partition("id=")[2]
         by_tag.setdefault(tag, []).append((rec.group(1), rec.group(4)))
     print(f"  first IPv6 line: {next((x for x in lines if 'id=v6-get' in x), None)}")
-    for tag, client_addr in (("v4-before", PEER_ADDR), ("v6-get", PEER6), ("v6-dl", PEER6),
+    for tag, client_addr in (("v4-before", PEER_ADDR), ("v4-to6", PEER_ADDR), ("v6-to6", PEER6),
+                             ("v6-get", PEER6), ("v6-dl", PEER6),
                              ("v6-up", PEER6), ("v4-after", PEER_ADDR)):
         check(by_tag.get(tag) == [(client_addr, "200")],
               f"access log: one line for {tag}, client {client_addr}, 200 ({by_tag.get(tag)})")

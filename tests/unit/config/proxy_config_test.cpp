@@ -336,23 +336,23 @@ const bad_case bad_cases[] = {
      "t.toml:10:1: key 'upstream[0].server[0].wieght': unknown key (did you mean 'weight'?)"},
     {"server_address_without_port",
      cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"10.77.0.2\"\n"),
-     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port, got "
+     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port or [ipv6]:port, got "
      "'10.77.0.2'"},
     {"server_address_port_zero",
      cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"10.77.0.2:0\"\n"),
-     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port, got "
+     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port or [ipv6]:port, got "
      "'10.77.0.2:0'"},
     {"server_address_port_too_big",
      cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"10.77.0.2:65536\"\n"),
-     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port, got "
+     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port or [ipv6]:port, got "
      "'10.77.0.2:65536'"},
     {"server_address_port_leading_zero",
      cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"10.77.0.2:080\"\n"),
-     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port, got "
+     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port or [ipv6]:port, got "
      "'10.77.0.2:080'"},
     {"server_address_hostname",
      cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"backend:80\"\n"),
-     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port, got "
+     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port or [ipv6]:port, got "
      "'backend:80'"},
     {"server_address_loopback",
      cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"127.0.0.1:80\"\n"),
@@ -366,6 +366,26 @@ const bad_case bad_cases[] = {
      cfg(std::string(upstream_app) + "[[upstream.server]]\naddress = \"10.77.0.2:8080\"\n"),
      "t.toml:11:11: key 'upstream[0].server[1].address': duplicate server 10.77.0.2:8080 "
      "(first listed at t.toml:9:11)"},
+    {"server_ipv6_without_brackets",
+     cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"fd00:77::2:80\"\n"),
+     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port or [ipv6]:port, got "
+     "'fd00:77::2:80'"},
+    {"server_ipv6_without_port",
+     cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"[fd00:77::2]\"\n"),
+     "t.toml:9:11: key 'upstream[0].server[0].address': expected a.b.c.d:port or [ipv6]:port, got "
+     "'[fd00:77::2]'"},
+    {"server_ipv6_multicast",
+     cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"[ff02::1]:80\"\n"),
+     "t.toml:9:11: key 'upstream[0].server[0].address': ff02::1 is not a usable host address "
+     "(ff00::/8 is multicast)"},
+    {"server_ipv6_mapped",
+     cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"[::ffff:a4d:2]:80\"\n"),
+     "t.toml:9:11: key 'upstream[0].server[0].address': 10.77.0.2 is not a usable host address "
+     "(an IPv4-mapped address: write the IPv4 address)"},
+    {"server_ipv6_off_link",
+     cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"[fd00:77::2]:80\"\n"),
+     "t.toml:9:11: key 'upstream[0].server[0].address': server fd00:77::2 is on no port's "
+     "address6 prefix (IPv6 servers must be on-link: no IPv6 router is configured)"},
     {"server_unreachable",
      cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"10.9.9.9:80\"\n"),
      "t.toml:9:11: key 'upstream[0].server[0].address': server 10.9.9.9 is on no port's subnet "
@@ -704,12 +724,12 @@ gateway = "10.78.255.254"
     EXPECT_EQ(app.health_check_host, "app.internal:8080");
     EXPECT_EQ(app.where.line, 37u);
     ASSERT_EQ(app.servers.size(), 3u);
-    EXPECT_EQ(app.servers[0].addr, 0x0a4d0002u);
+    EXPECT_EQ(app.servers[0].addr, ip_address::v4(0x0a4d0002u));
     EXPECT_EQ(app.servers[0].port, 8080);
     EXPECT_EQ(app.servers[0].weight, 3u);
     EXPECT_EQ(app.servers[0].where.line, 54u);
     EXPECT_EQ(app.servers[0].where.column, 3u);
-    EXPECT_EQ(app.servers[1].addr, 0x0a4d0002u);  // same address, another port
+    EXPECT_EQ(app.servers[1].addr, ip_address::v4(0x0a4d0002u));  // same address, another port
     EXPECT_EQ(app.servers[1].port, 8081);
     EXPECT_EQ(app.servers[1].weight, 1u);
     // Off every subnet, reachable through tap1's gateway.
@@ -1080,9 +1100,31 @@ TEST(proxy_config, mode_names) {
     EXPECT_EQ(shared->upstreams[0].pool, pool_mode::shared);
 }
 
+TEST(proxy_config, ipv6_servers_on_a_ports_prefix) {
+    const std::string port6 = std::string(port_tap0) + "address6 = \"fd00:77::1/64\"\n";
+    auto c = parse(port6 + "[[upstream]]\nname = \"app\"\n[[upstream.server]]\n"
+                           "address = \"[fd00:77::2]:8080\"\n[[upstream.server]]\n"
+                           "address = \"10.77.0.2:8080\"\n",
+                   "t.toml");
+    ASSERT_TRUE(c) << c.error().to_string();
+    const auto &s = c->upstreams[0].servers;
+    ASSERT_EQ(s.size(), 2u);
+    EXPECT_TRUE(s[0].addr.is_v6());
+    EXPECT_EQ(format_endpoint(s[0].addr, s[0].port), "[fd00:77::2]:8080");
+    EXPECT_TRUE(s[1].addr.is_v4());
+    auto self = parse(port6 + "[[upstream]]\nname = \"app\"\n[[upstream.server]]\n"
+                              "address = \"[fd00:77::1]:80\"\n",
+                      "t.toml");
+    ASSERT_FALSE(self);
+    EXPECT_NE(self.error().to_string().find("is the address6 of port 'tap0' (ferry itself)"),
+              std::string::npos)
+        << self.error().to_string();
+}
+
 TEST(proxy_config, format_endpoint) {
-    EXPECT_EQ(format_endpoint(0x0a4d0002u, 8080), "10.77.0.2:8080");
-    EXPECT_EQ(format_endpoint(0xc0a80101u, 65535), "192.168.1.1:65535");
+    EXPECT_EQ(format_endpoint(ip_address::v4(0x0a4d0002u), 8080), "10.77.0.2:8080");
+    EXPECT_EQ(format_endpoint(ip_address::v4(0xc0a80101u), 65535), "192.168.1.1:65535");
+    EXPECT_EQ(format_endpoint(ip_address::v6(*parse_ipv6("fd00:77::2")), 1), "[fd00:77::2]:1");
 }
 
 }  // namespace

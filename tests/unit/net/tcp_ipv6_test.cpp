@@ -323,6 +323,16 @@ TEST_F(TcpIpv6Test, AnAdvertisementNobodyAskedForChangesNothing) {
     EXPECT_TRUE(take_frames().empty());
 }
 
+// Found by test_ipv6_tcp: an upstream connection on lcore 1 solicited its
+// server; the answer reached lcore 0 (net_tap delivers IPv6 to queue 0),
+// which had no entry and dropped it, so the connect timed out (504). A
+// solicited advertisement answers this node: it is taken (and shared).
+TEST_F(TcpIpv6Test, ASolicitedAdvertisementIsTakenByAnLcoreThatDidNotAsk) {
+    advertise(0x60);  // solicited, override; this stack sent no solicitation
+    EXPECT_EQ(count(nc_, "nd_learned"), 1u);
+    EXPECT_EQ(st_->neighbors().state(peer6), neighbor_state::reachable);
+}
+
 TEST_F(TcpIpv6Test, BadSegmentsAreDroppedAndCounted) {
     ASSERT_EQ(layer_->listen(80), tcp_layer::listen_result::ok);
     send(tcp_seg(40000, 80, 1, tcp_flag::syn), {}, 0, /*corrupt=*/true);
@@ -341,7 +351,6 @@ TEST_F(TcpIpv6Test, BadSegmentsAreDroppedAndCounted) {
 }
 
 TEST_F(TcpIpv6Test, AClosedPortAnswersWithAResetOverIpv6) {
-    advertise();  // ignored: no entry yet
     send(tcp_seg(40000, 81, 1, tcp_flag::syn));
     (void)take_frames();  // the solicitation
     advertise();

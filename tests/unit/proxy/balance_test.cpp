@@ -92,7 +92,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 std::vector<config::server_config> servers(uint32_t n) {
     std::vector<config::server_config> v;
-    for (uint32_t i = 0; i < n; ++i) v.push_back({0x0a000100 + i, 8080, 1, {}});
+    for (uint32_t i = 0; i < n; ++i) v.push_back({ip_address::v4(0x0a000100 + i), 8080, 1, {}});
     return v;
 }
 

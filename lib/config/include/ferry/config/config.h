@@ -272,6 +272,7 @@
 #include <vector>
 
 #include "ferry/base/result.h"
+#include "ferry/base/ip_address.h"
 #include "ferry/base/ipv6_text.h"
 
 namespace ferry::config {
@@ -507,7 +508,7 @@ struct route_config {
 };
 
 struct server_config {
-    uint32_t addr = 0;  // IPv4, host byte order
+    ip_address addr;  // IPv4 or IPv6 (ferry/base/ip_address.h)
     uint16_t port = 0;
     uint32_t weight = 1;
     // The server's identity for ferry's life: its index in its upstream's
@@ -521,7 +522,7 @@ struct server_config {
 
 // An upstream server's address and port.
 struct server_endpoint {
-    uint32_t addr = 0;
+    ip_address addr;
     uint16_t port = 0;
     bool operator==(const server_endpoint &) const = default;
 };
@@ -635,8 +636,8 @@ std::string eal_device(const driver_profile &profile, const port_config &port, u
 
 // "10.77.0.1" (host byte order in).
 std::string format_ipv4(uint32_t addr);
-// "10.77.0.2:8080" (host byte order in).
-std::string format_endpoint(uint32_t addr, uint16_t port);
+// "10.77.0.2:8080", "[fd00:77::2]:8080".
+std::string format_endpoint(const ip_address &addr, uint16_t port);
 
 // A route's header rules in one line, for --check and /ferry/config/routes:
 // `set "X-Env: prod"; add "X-Tag: a"; remove x-debug` ("" when there are none).

@@ -125,7 +125,7 @@ struct access_record {
     int16_t upstream = -1;      // index into ferry_config::upstreams, or -1
     int16_t server = -1;        // that upstream's server slot (config.h server_config::slot), or -1
     uint16_t server_port = 0;   // the server's address (server >= 0)
-    uint32_t server_addr = 0;   //   IPv4, host byte order
+    net::ip_addr server_addr;   //   IPv4 or IPv6
     uint8_t version_minor = 1;  // HTTP/1.<minor> (f_parsed)
     uint8_t flags = 0;
     uint8_t method_len = 0;

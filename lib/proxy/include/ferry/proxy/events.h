@@ -31,7 +31,7 @@ struct server_event {
     uint64_t t_ns = 0;  // reactor clock
     uint16_t upstream = 0, server = 0;  // server: its slot (config.h server_config::slot)
     uint16_t port = 0;                  // the server's address
-    uint32_t addr = 0;                  //   IPv4, host byte order
+    ip_address addr;                    //   IPv4 or IPv6
     kind what = kind::down;
     // down: the failure that made it max_fails in a row (a passive failure
     // or a failed active check).

@@ -399,6 +399,8 @@ struct port_ref {
     rte_mempool *pool = nullptr;
     uint32_t addr = 0, prefix_len = 0;  // ferry's address on the port
     bool has_gateway = false;
+    std::optional<ipv6_bytes> addr6;  // its IPv6 address, if it has one
+    uint8_t prefix6_len = 0;
 };
 
 // Knobs that are not configuration: for tests (the app sets them from its
@@ -846,7 +848,7 @@ private:
     [[nodiscard]] bool attach_head(endpoint &e) noexcept;
     void settle_head(endpoint &e) noexcept;
     void drop_head(endpoint &e) noexcept;
-    uint16_t port_for(uint32_t addr) const noexcept;
+    uint16_t port_for(const ip_address &addr) const noexcept;
 
     static void client_timer_cb(void *ctx, uint64_t now) noexcept;
     static void upconn_timer_cb(void *ctx, uint64_t now) noexcept;

@@ -65,9 +65,9 @@
 //                                   #   not 0/8, 127/8, multicast or 240/4); prefix 1..32;
 //                                   #   subnets of different ports must not overlap
 //   gateway = "10.77.0.254"         # optional, a host inside the port's subnet
-//   address6 = "fd00:77::1/64"      # optional, IPv6: the port answers neighbour discovery
-//                                   #   and ping for it (not multicast, link-local,
-//                                   #   ::/64); TCP over IPv6 is not built yet
+//   address6 = "fd00:77::1/64"      # optional, IPv6: neighbour discovery, ping, and TCP
+//                                   #   (listeners, upstream servers) over IPv6 (not
+//                                   #   multicast, link-local, ::/64)
 //   mac = "02:00:0a:4d:00:01"       # optional, unicast and not all-zero
 //   mtu = 1500                      # 68..9000
 //   mbufs = 16384                   # 1024..16777216, the port's mbuf pool
@@ -220,11 +220,12 @@
 //
 //   [[upstream.server]]             # at least one per upstream; belongs to the
 //                                   #   [[upstream]] above it
-//   address = "10.77.0.2:8080"      # required, a.b.c.d:port, unique within the upstream.
-//                                   #   A usable host address inside some [[port]]'s subnet
-//                                   #   (not its network or broadcast address), or any
-//                                   #   address when some port has a gateway; never one of
-//                                   #   ferry's own port addresses
+//   address = "10.77.0.2:8080"      # required, a.b.c.d:port or [ipv6]:port, unique within
+//                                   #   the upstream. A usable host address inside some
+//                                   #   [[port]]'s subnet (not its network or broadcast
+//                                   #   address), or any address when some port has a
+//                                   #   gateway; IPv6: on some port's address6 prefix or
+//                                   #   link-local; never one of ferry's own addresses
 //   weight = 1                      # 1..1000, the server's relative share
 //
 //   [admin]                         # optional: the operator's side door. A kernel TCP
@@ -544,7 +545,7 @@ struct upstream_config {
     all_down_mode when_all_down = all_down_mode::try_anyway;
     std::string health_check_path;  // "" = no active health checks
     uint32_t health_check_interval_ms = 2000, health_check_timeout_ms = 1000;
-    std::string health_check_host;       // "" = the server's a.b.c.d:port
+    std::string health_check_host;       // "" = the server's a.b.c.d:port or [v6]:port
     std::vector<server_config> servers;  // at least one
     // Every endpoint the upstream has had a server at since ferry started,
     // by slot (a reload appends, never changes one): what a slot of a server

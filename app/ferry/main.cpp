@@ -283,6 +283,7 @@ net::port_spec port_spec_of(const config::port_config &c, const config::driver_p
     s.gateway = c.gateway;
     s.address6 = c.address6;
     s.prefix6_len = c.prefix6_len;
+    s.gateway6 = c.gateway6;
     s.mac = c.mac;
     s.mtu = c.mtu;
     s.mbufs = c.mbufs;
@@ -355,6 +356,9 @@ void print_effective(const loaded &l, const std::string &drivers_dir) {
         if (!p.iface.empty()) std::printf(", iface %s", p.iface.c_str());
         if (!p.pci.empty()) std::printf(", pci %s", p.pci.c_str());
         if (p.gateway) std::printf(", gateway %s", config::format_ipv4(*p.gateway).c_str());
+        if (p.address6)
+            std::printf(", address6 %s/%u", format_ipv6(*p.address6).c_str(), p.prefix6_len);
+        if (p.gateway6) std::printf(", gateway6 %s", format_ipv6(*p.gateway6).c_str());
         std::printf(", mtu %u, mbufs %u", p.mtu, p.mbufs);
         if (pr.ring_frames != 0)  // a profile with kernel rings ({ring_frames})
             std::printf(", ring_frames %u", p.ring_frames != 0 ? p.ring_frames : pr.ring_frames);
@@ -545,6 +549,7 @@ int run(int argc, char **argv) {
                 if (p.spec.gateway) ic.gateway = net::ipv4_addr(*p.spec.gateway);
                 if (p.spec.address6) {
                     ic.addr6 = net::ipv6_addr(*p.spec.address6);
+                    if (p.spec.gateway6) ic.gateway6 = net::ipv6_addr(*p.spec.gateway6);
                     ic.prefix6_len = p.spec.prefix6_len;
                 }
                 ic.mtu = p.spec.mtu;

@@ -189,7 +189,8 @@ std::string setup_worker(app_state &app, worker &w) {
         for (size_t i = 0; i < app.ports.size(); ++i) {
             const net::port &p = app.ports[i];
             refs.push_back({w.tcp_layers[i].get(), p.pool, p.spec.address, p.spec.prefix_len,
-                            p.spec.gateway.has_value(), p.spec.address6, p.spec.prefix6_len});
+                            p.spec.gateway.has_value(), p.spec.address6, p.spec.prefix6_len,
+                            p.spec.gateway6.has_value()});
         }
         // Test knob of the integration test (test_http): every n-th
         // cross-core send of the proxy counts as refused (its backlog path).

@@ -109,10 +109,31 @@ std::optional<std::string> check_gateway(uint32_t gw, uint32_t addr, uint8_t len
     return std::nullopt;
 }
 
+// An IPv6 router must be on-link: on the port's prefix or link-local
+// (RFC 4861 §6.3.4: routers are named by their link-local addresses), and
+// not the port itself or a group.
+std::optional<std::string> check_gateway6(const ipv6_bytes &gw,
+                                          const std::optional<ipv6_bytes> &addr6, uint8_t len) {
+    const std::string text = format_ipv6(gw);
+    if (!addr6) return "a gateway6 needs the port's address6";
+    if (gw == *addr6) return text + " is the port's own address6";
+    if (gw[0] == 0xff) return text + " is a multicast address";
+    const bool link_local = gw[0] == 0xfe && (gw[1] & 0xc0) == 0x80;
+    bool on_prefix = true;
+    for (unsigned bit = 0; bit < len && on_prefix; ++bit) {
+        const uint8_t m = static_cast<uint8_t>(0x80 >> (bit % 8));
+        on_prefix = (gw[bit / 8] & m) == ((*addr6)[bit / 8] & m);
+    }
+    if (!on_prefix && !link_local)
+        return text + " is neither on the port's prefix " + format_ipv6(*addr6) + "/" +
+               std::to_string(len) + " nor link-local";
+    return std::nullopt;
+}
+
 // Where the keys that must be unique across ports were, for "first defined at".
 struct port_nodes {
     const toml::node *name = nullptr, *iface = nullptr, *pci = nullptr, *address = nullptr,
-                     *gateway = nullptr;
+                     *gateway = nullptr, *gateway6 = nullptr;
 };
 
 class config_parser {
@@ -438,6 +459,19 @@ private:
                  p.prefix6_len = a->second;
                  return std::nullopt;
              }},
+            {"gateway6", false,
+             [&](const toml::node &v, const std::string &k) -> std::optional<error> {
+                 auto s = r_.string(v, k);
+                 if (!s)
+                     return s.error();
+                 auto a = parse_ipv6(*s);
+                 if (!a)
+                     return r_.at(v, k, "expected an IPv6 address, e.g. fd00:77::fe, got '" +
+                                            *s + "'");
+                 p.gateway6 = *a;
+                 nodes.gateway6 = &v;
+                 return std::nullopt;
+             }},
             {"mtu", false, r_.integer_into(p.mtu, 68, 9000)},
             {"mbufs", false, r_.integer_into(p.mbufs, 1024, 1 << 24)},
             {"rx_desc", false, desc_into(p.rx_desc)},
@@ -467,6 +501,10 @@ private:
         if (p.gateway) {
             if (auto why = check_gateway(*p.gateway, p.address, p.prefix_len))
                 return r_.at(*nodes.gateway, detail::join_key(key, "gateway"), *why);
+        }
+        if (p.gateway6) {
+            if (auto why = check_gateway6(*p.gateway6, p.address6, p.prefix6_len))
+                return r_.at(*nodes.gateway6, detail::join_key(key, "gateway6"), *why);
         }
         if (auto e = check_unique(p, nodes, key))
             return e;

@@ -46,12 +46,14 @@ std::string cidr_text(uint32_t addr, uint8_t len) {
     return format_ipv4(addr & detail::prefix_mask(len)) + "/" + std::to_string(len);
 }
 
-// An IPv6 server must be on a port's IPv6 prefix (no IPv6 router is
-// configurable yet) and not a port's own address; why it is not, if so.
+// An IPv6 server must be on a port's IPv6 prefix, link-local, or reachable
+// through some port's gateway6, and not a port's own address; why not, if so.
 std::optional<std::string> ipv6_server_unreachable(const std::vector<port_config> &ports,
                                                    const ip_address &a) {
     const ipv6_bytes &b = a.bytes();
+    bool routed = false;
     for (const port_config &p : ports) {
+        routed = routed || p.gateway6.has_value();
         if (!p.address6) continue;
         if (*p.address6 == b)
             return "server " + a.to_string() + " is the address6 of port '" + p.name +
@@ -64,9 +66,9 @@ std::optional<std::string> ipv6_server_unreachable(const std::vector<port_config
         const bool link_local = b[0] == 0xfe && (b[1] & 0xc0) == 0x80;
         if (same || link_local) return std::nullopt;
     }
+    if (routed) return std::nullopt;
     return "server " + a.to_string() +
-           " is on no port's address6 prefix (IPv6 servers must be on-link: no IPv6 router "
-           "is configured)";
+           " is on no port's address6 prefix and no port has a gateway6";
 }
 
 // A route's path_prefix: starts with '/', visible ASCII, no query or fragment.

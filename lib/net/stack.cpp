@@ -792,14 +792,14 @@ void stack::output_ipv6(rte_mbuf *m, const ipv6_addr &dst, uint64_t now_ns) noex
         send_ip(m, multicast_mac(dst));
         return;
     }
-    // On-link: our prefix and link-local addresses. Router discovery (RFC
-    // 4861 §6.3) is not built: everything else has no route.
-    if (!(dst.in_subnet(*cfg_.addr6, cfg_.prefix6_len) || dst.is_link_local()) ||
-        dst == *cfg_.addr6) {
+    // On-link: our prefix and link-local addresses; the rest goes through
+    // the configured router (router discovery, RFC 4861 §6.3, is not built).
+    const bool on_link = dst.in_subnet(*cfg_.addr6, cfg_.prefix6_len) || dst.is_link_local();
+    if (dst == *cfg_.addr6 || (!on_link && !cfg_.gateway6)) {
         drop(m, ctr_.ipv6_drop_no_route);
         return;
     }
-    resolve_and_send(m, dst, now_ns);
+    resolve_and_send(m, on_link ? dst : *cfg_.gateway6, now_ns);
 }
 
 void stack::resolve_and_send(rte_mbuf *m, const ip_addr &next_hop, uint64_t now_ns) noexcept {

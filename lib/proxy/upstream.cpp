@@ -65,12 +65,15 @@ int worker_proxy::pick_server(int upstream, uint64_t key, uint64_t now, int excl
 
 uint16_t worker_proxy::port_for(const ip_address &a) const noexcept {
     if (a.is_v6()) {
-        // The configuration checked that some port's prefix holds it (or
-        // that it is link-local: the first port with an IPv6 address).
+        // The configuration checked that some port's prefix holds it, or
+        // some port has a gateway6, or that it is link-local (then the first
+        // port with an IPv6 address).
         for (uint16_t i = 0; i < ports_.size(); ++i)
             if (ports_[i].addr6 && net::ipv6_addr(a.bytes()).in_subnet(
                                        net::ipv6_addr(*ports_[i].addr6), ports_[i].prefix6_len))
                 return i;
+        for (uint16_t i = 0; i < ports_.size(); ++i)
+            if (ports_[i].has_gateway6 && !net::ipv6_addr(a.bytes()).is_link_local()) return i;
         for (uint16_t i = 0; i < ports_.size(); ++i)
             if (ports_[i].addr6) return i;
         return 0;

@@ -37,6 +37,7 @@ int dump_ports(const config::ferry_config &c, rte_tel_data *d) {
         str(t, "address6", p.address6 ? format_ipv6(*p.address6) + "/" +
                                             std::to_string(p.prefix6_len)
                                       : "");
+        str(t, "gateway6", p.gateway6 ? format_ipv6(*p.gateway6) : "");
         str(t, "iface", p.iface);
         str(t, "pci", p.pci);
         num(t, "mtu", p.mtu);

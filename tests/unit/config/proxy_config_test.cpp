@@ -385,7 +385,7 @@ const bad_case bad_cases[] = {
     {"server_ipv6_off_link",
      cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"[fd00:77::2]:80\"\n"),
      "t.toml:9:11: key 'upstream[0].server[0].address': server fd00:77::2 is on no port's "
-     "address6 prefix (IPv6 servers must be on-link: no IPv6 router is configured)"},
+     "address6 prefix and no port has a gateway6"},
     {"server_unreachable",
      cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"10.9.9.9:80\"\n"),
      "t.toml:9:11: key 'upstream[0].server[0].address': server 10.9.9.9 is on no port's subnet "
@@ -1098,6 +1098,32 @@ TEST(proxy_config, mode_names) {
     auto shared = parse(cfg(upstream_with("pool = \"shared\"\n")), "t.toml");
     ASSERT_TRUE(shared) << shared.error().to_string();
     EXPECT_EQ(shared->upstreams[0].pool, pool_mode::shared);
+}
+
+TEST(proxy_config, ipv6_servers_off_link_need_a_gateway6) {
+    const std::string port6 = std::string(port_tap0) + "address6 = \"fd00:77::1/64\"\n";
+    const std::string server = "[[upstream]]\nname = \"app\"\n[[upstream.server]]\n"
+                               "address = \"[2001:db8::5]:80\"\n";
+    EXPECT_FALSE(parse(port6 + server, "t.toml"));
+    auto c = parse(port6 + "gateway6 = \"fe80::1\"\n" + server, "t.toml");
+    ASSERT_TRUE(c) << c.error().to_string();
+    EXPECT_EQ(c->ports[0].gateway6, parse_ipv6("fe80::1"));
+    for (const auto &[gw, why] : std::vector<std::pair<std::string, std::string>>{
+             {"fd00:78::1", "t.toml:7:12: key 'port[0].gateway6': fd00:78::1 is neither on the "
+                            "port's prefix fd00:77::1/64 nor link-local"},
+             {"fd00:77::1", "t.toml:7:12: key 'port[0].gateway6': fd00:77::1 is the port's own "
+                            "address6"},
+             {"ff02::2", "t.toml:7:12: key 'port[0].gateway6': ff02::2 is a multicast address"},
+             {"10.77.0.254", "t.toml:7:12: key 'port[0].gateway6': expected an IPv6 address, "
+                             "e.g. fd00:77::fe, got '10.77.0.254'"}}) {
+        auto bad = parse(port6 + "gateway6 = \"" + gw + "\"\n" + server, "t.toml");
+        ASSERT_FALSE(bad) << gw;
+        EXPECT_EQ(bad.error().to_string(), why);
+    }
+    auto no6 = parse(std::string(port_tap0) + "gateway6 = \"fe80::1\"\n", "t.toml");
+    ASSERT_FALSE(no6);
+    EXPECT_EQ(no6.error().to_string(),
+              "t.toml:6:12: key 'port[0].gateway6': a gateway6 needs the port's address6");
 }
 
 TEST(proxy_config, ipv6_servers_on_a_ports_prefix) {

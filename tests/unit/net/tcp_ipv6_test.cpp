@@ -71,7 +71,7 @@ class TcpIpv6Test : public testing::Test {
 protected:
     void SetUp() override { start(true); }
 
-    void start(bool with_addr6) {
+    void start(bool with_addr6, std::optional<ipv6_addr> gateway6 = std::nullopt) {
         ASSERT_NE(g_pool, nullptr);
         layer_.reset();
         st_.reset();
@@ -80,6 +80,7 @@ protected:
         ic.mac = mac_addr({0x02, 0, 0, 0, 0, 0x01});
         ic.addr = ipv4_addr::from_octets(10, 0, 0, 1);
         if (with_addr6) ic.addr6 = our6;
+        ic.gateway6 = gateway6;
         st_.emplace(ic, g_pool, nc_);
         tcp_layer_config cfg;
         cfg.max_connections = 4;
@@ -294,6 +295,28 @@ TEST_F(TcpIpv6Test, WithoutAnIpv6AddressAnIpv6ConnectIsABadAddress) {
     EXPECT_TRUE(take_frames().empty());
     EXPECT_EQ(count(nc_, "ipv6_drop_no_route"), 1u);
     layer_->abort(h, 1);
+    (void)events();
+}
+
+TEST_F(TcpIpv6Test, OffLinkPeersAreReachedThroughTheGateway6) {
+    // The router is fd00:77::2 here (the peer's MAC answers for it).
+    start(true, peer6);
+    tcp_handle h;
+    const ipv6_addr far = *ipv6_addr::parse("fd01::5");
+    ASSERT_EQ(layer_->connect(far, 80, 0, h), tcp_layer::connect_result::ok);
+    auto fr = take_frames();
+    ASSERT_EQ(fr.size(), 1u);  // a solicitation for the router, not for fd01::5
+    EXPECT_EQ(fr[0].next_header, 58);
+    EXPECT_EQ(fr[0].dst, peer6.solicited_node());
+    advertise();
+    fr = take_frames();
+    ASSERT_EQ(fr.size(), 1u);
+    EXPECT_EQ(fr[0].next_header, 6);
+    EXPECT_EQ(fr[0].eth_dst, peer_mac);  // to the router's MAC
+    EXPECT_EQ(fr[0].dst, far);            // for the far host
+    EXPECT_EQ(count(nc_, "ipv6_drop_no_route"), 0u);
+    layer_->abort(h, 1);
+    (void)take_frames();
     (void)events();
 }
 

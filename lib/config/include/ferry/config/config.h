@@ -68,6 +68,9 @@
 //   address6 = "fd00:77::1/64"      # optional, IPv6: neighbour discovery, ping, and TCP
 //                                   #   (listeners, upstream servers) over IPv6 (not
 //                                   #   multicast, link-local, ::/64)
+//   gateway6 = "fd00:77::fe"        # optional, needs address6: the IPv6 router for every
+//                                   #   destination off its prefix; on the prefix or
+//                                   #   link-local (fe80::/10), not the port's own address
 //   mac = "02:00:0a:4d:00:01"       # optional, unicast and not all-zero
 //   mtu = 1500                      # 68..9000
 //   mbufs = 16384                   # 1024..16777216, the port's mbuf pool
@@ -361,6 +364,7 @@ struct port_config {
     std::optional<uint32_t> gateway;
     std::optional<ipv6_bytes> address6;  // from "a:b::c/len" (ferry/base/ipv6_text.h)
     uint8_t prefix6_len = 0;
+    std::optional<ipv6_bytes> gateway6;  // an on-link IPv6 router (needs address6)
     std::optional<std::array<uint8_t, 6>> mac;
     uint16_t mtu = 1500;
     uint32_t mbufs = 16384;

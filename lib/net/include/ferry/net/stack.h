@@ -60,6 +60,9 @@ struct iface_config {
     // EtherType.
     std::optional<ipv6_addr> addr6;
     uint8_t prefix6_len = 64;
+    // The IPv6 router for destinations off addr6's prefix (on-link itself);
+    // without one they have no route (ipv6_drop_no_route).
+    std::optional<ipv6_addr> gateway6;
 };
 
 class stack {
@@ -94,9 +97,10 @@ public:
     // need no resolution. Takes ownership.
     void output_ipv4(rte_mbuf *m, ipv4_addr dst, uint64_t now_ns) noexcept;
     // The same for an IPv6 datagram (40-byte header after the reserved 14
-    // bytes) toward `dst`, on-link only (our prefix or link-local): its
-    // link-layer address comes from Neighbor Discovery (RFC 4861 §7.2),
-    // solicited and retried as ARP is, the datagram held meanwhile.
+    // bytes) toward `dst`: on-link (our prefix, link-local) directly, else
+    // through cfg.gateway6 (none: dropped, ipv6_drop_no_route); the next
+    // hop's link-layer address comes from Neighbor Discovery (RFC 4861
+    // §7.2), solicited and retried as ARP is, the datagram held meanwhile.
     void output_ipv6(rte_mbuf *m, const ipv6_addr &dst, uint64_t now_ns) noexcept;
 
     // ARP retries, giving up (frees the waiting packets), neighbor expiry.

@@ -22,7 +22,8 @@ Unique local addresses only, in namespaces the test creates and deletes.
     names fd00:77::2 as the client of every IPv6 request (wrk's too) and
     10.77.0.2 for the IPv4 ones. An upstream whose server is IPv6
     ([fd00:77::2]:9006, origin.py bound there) answers an IPv4 and an IPv6
-    client through a route.
+    client through a route. With `gateway6` = the kernel side, a client on
+    another prefix (fd00:78::5) is answered through it.
 argv: `tcp` or `http` runs one part only (both by default). Every transfer is
 bounded in time (socket timeouts, curl --max-time, the client's deadline).
 """
@@ -42,7 +43,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (FERRY_ADDR, PEER_ADDR, TAP_IFACE, Ferry, Netns, PyOrigin, check,  # noqa: E402
                      curl, proxy_toml, require_root, tap_port_toml, wait_for)
 
-OURS6, PEER6 = "fd00:77::1", "fd00:77::2"
+OURS6, PEER6, FAR6 = "fd00:77::1", "fd00:77::2", "fd00:78::5"
 ECHO, DISCARD, SOURCE = 7, 9, 19
 MIB = 1 << 20
 PY_PORT, PY6_PORT = 9000, 9006
@@ -176,7 +177,7 @@ def part_http(tmp):
            + proxy_toml([f"{PEER_ADDR}:{PY_PORT}"])
            + f'[[route]]\npath_prefix = "/to6/"\nupstream = "py6"\n\n'
            + f'[[upstream]]\nname = "py6"\n  [[upstream.server]]\n  address = "[{PEER6}]:{PY6_PORT}"\n\n'
-           + port_toml(65536))
+           + port_toml(65536) + f'gateway6 = "{PEER6}"\n')
     base4, base6 = f"http://{FERRY_ADDR}:8080", f"http://[{OURS6}]:8080"
     with Netns() as ns, Ferry(ns, lcores="0-1", config=cfg) as f, PyOrigin(ns, PEER_ADDR, PY_PORT):
         peer_ipv6(ns)
@@ -187,6 +188,14 @@ def part_http(tmp):
                   f"IPv4 GET on the same port: 200, X-Forwarded-For {PEER_ADDR} ({tag})")
 
         get4("v4-before")
+        # An off-link client (fd00:78::5, another prefix): ferry answers it
+        # through its gateway6, here the kernel side of the tap, which owns
+        # that address too.
+        ns.run(["ip", "-6", "addr", "add", f"{FAR6}/64", "dev", TAP_IFACE, "nodad"])
+        r = curl(ns, "-g", "-6", "-i", "--interface", FAR6, f"{base6}/hello?id=v6-far", timeout=30)
+        check(r.stdout.startswith("HTTP/1.1 200") and f"X-Forwarded-For: {FAR6}\n" in r.stdout,
+              f"an off-link client {FAR6} through gateway6: {r.stdout[:15]!r}"
+              + ("" if r.stdout else f"; {v6_counters(f)}"))
         # An IPv6 upstream server (origin.py on fd00:77::2), from an IPv4 and an IPv6 client.
         with PyOrigin(ns, PEER6, PY6_PORT):
             for tag, base in (("v4-to6", base4), ("v6-to6", base6)):
@@ -250,7 +259,8 @@ def part_http(tmp):
         tag = rec.group(3).partition("id=")[2]
         by_tag.setdefault(tag, []).append((rec.group(1), rec.group(4)))
     print(f"  first IPv6 line: {next((x for x in lines if 'id=v6-get' in x), None)}")
-    for tag, client_addr in (("v4-before", PEER_ADDR), ("v4-to6", PEER_ADDR), ("v6-to6", PEER6),
+    for tag, client_addr in (("v4-before", PEER_ADDR), ("v6-far", FAR6), ("v4-to6", PEER_ADDR),
+                             ("v6-to6", PEER6),
                              ("v6-get", PEER6), ("v6-dl", PEER6),
                              ("v6-up", PEER6), ("v4-after", PEER_ADDR)):
         check(by_tag.get(tag) == [(client_addr, "200")],

@@ -39,6 +39,9 @@ struct virtio_net_hdr {
 static_assert(sizeof(virtio_net_hdr) == 10);
 constexpr uint8_t VIRTIO_NET_HDR_F_NEEDS_CSUM = 1;
 constexpr uint8_t VIRTIO_NET_HDR_GSO_TCPV4 = 1;
+constexpr uint8_t VIRTIO_NET_HDR_GSO_TCPV6 = 4;
+constexpr uint8_t VIRTIO_NET_HDR_GSO_ECN = 0x80;  // ORed into gso_type: the frame has CWR set
+constexpr uint32_t ip6_len = 40;
 
 constexpr uint32_t eth_len = 14, ip_len = 20, tcp_min = 20;
 constexpr uint8_t tcp_fin = 0x01, tcp_psh = 0x08, tcp_ack = 0x10, tcp_cwr = 0x80;
@@ -86,18 +89,25 @@ uint16_t gso_split(const uint8_t *vnet_and_frame, uint32_t len, rte_mempool *poo
         out[0] = m;
         return 1;
     }
-    // TCP over IPv4, the headers whole, a GSO size that fits an mbuf.
-    if (vh.gso_type != VIRTIO_NET_HDR_GSO_TCPV4 || len < eth_len + ip_len + tcp_min ||
-        load_be16(f + 12) != ETH_P_IP)
+    // TCP over IPv4 or IPv6 (the fixed header alone: Linux's TCP puts no
+    // extension header in a GSO frame), the headers whole, a GSO size that
+    // fits an mbuf.
+    const uint8_t gtype = static_cast<uint8_t>(vh.gso_type & ~VIRTIO_NET_HDR_GSO_ECN);
+    const bool v6 = gtype == VIRTIO_NET_HDR_GSO_TCPV6;
+    if ((gtype != VIRTIO_NET_HDR_GSO_TCPV4 && !v6) || len < eth_len + ip_len + tcp_min ||
+        load_be16(f + 12) != (v6 ? ETH_P_IPV6 : ETH_P_IP))
         return 0;
     const uint8_t *ip = f + eth_len;
-    const uint32_t ihl = (ip[0] & 0x0f) * 4u;
-    if ((ip[0] >> 4) != 4 || ihl < ip_len || ip[9] != IPPROTO_TCP || len < eth_len + ihl + tcp_min)
+    const uint32_t ihl = v6 ? ip6_len : (ip[0] & 0x0f) * 4u;
+    if (v6 ? (ip[0] >> 4) != 6 || ip[6] != IPPROTO_TCP
+           : (ip[0] >> 4) != 4 || ihl < ip_len || ip[9] != IPPROTO_TCP)
         return 0;
+    if (len < eth_len + ihl + tcp_min) return 0;
     const uint32_t hl = eth_len + ihl + (ip[ihl + 12] >> 4) * 4u;
     const uint32_t gso = vh.gso_size;
+    const uint32_t ip_total = v6 ? ip6_len + load_be16(ip + 4) : load_be16(ip + 2);
     if (hl < eth_len + ihl + tcp_min || len <= hl || gso == 0 || hl + gso > room ||
-        load_be16(ip + 2) + eth_len < len)
+        ip_total + eth_len < len)
         return 0;
     const uint32_t payload = len - hl;
     const uint32_t segs = (payload + gso - 1) / gso;
@@ -114,11 +124,16 @@ uint16_t gso_split(const uint8_t *vnet_and_frame, uint32_t len, rte_mempool *poo
         m->data_len = static_cast<uint16_t>(hl + chunk);
         m->pkt_len = hl + chunk;
         m->ol_flags |= good;
-        auto *sip = reinterpret_cast<rte_ipv4_hdr *>(d + eth_len);
-        store_be16(d + eth_len + 2, static_cast<uint16_t>(hl - eth_len + chunk));
-        store_be16(d + eth_len + 4, static_cast<uint16_t>(id0 + i));
-        sip->hdr_checksum = 0;
-        sip->hdr_checksum = rte_ipv4_cksum(sip);
+        if (v6) {
+            // Payload length: the TCP header and this segment's data.
+            store_be16(d + eth_len + 4, static_cast<uint16_t>(hl - eth_len - ip6_len + chunk));
+        } else {
+            auto *sip = reinterpret_cast<rte_ipv4_hdr *>(d + eth_len);
+            store_be16(d + eth_len + 2, static_cast<uint16_t>(hl - eth_len + chunk));
+            store_be16(d + eth_len + 4, static_cast<uint16_t>(id0 + i));
+            sip->hdr_checksum = 0;
+            sip->hdr_checksum = rte_ipv4_cksum(sip);
+        }
         uint8_t *t = d + eth_len + ihl;
         const uint32_t seq = seq0 + i * gso;
         store_be32(t + 4, seq);

@@ -24,7 +24,10 @@ Unique local addresses only, in namespaces the test creates and deletes.
     ([fd00:77::2]:9006, origin.py bound there) answers an IPv4 and an IPv6
     client through a route. With `gateway6` = the kernel side, a client on
     another prefix (fd00:78::5) is answered through it.
-argv: `tcp` or `http` runs one part only (both by default). Every transfer is
+(c) `packet`: the same stack on net_ferry_packet (a veth, the peer's TSO and
+    GSO on): TCPv6 GSO frames from the kernel are cut into segments, 4 x 1 MiB
+    echo and a 4 MiB download over IPv6 arrive intact.
+argv: `tcp`, `http` or `packet` runs those parts only (all by default). Every transfer is
 bounded in time (socket timeouts, curl --max-time, the client's deadline).
 """
 
@@ -40,8 +43,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from testbed import (FERRY_ADDR, PEER_ADDR, TAP_IFACE, Ferry, Netns, PyOrigin, check,  # noqa: E402
-                     curl, proxy_toml, require_root, tap_port_toml, wait_for)
+from testbed import (ECHO_PORT, ECHO_SOURCE_CLIENT_PY, FERRY_ADDR, PEER_ADDR,  # noqa: E402
+                     SOURCE_PORT, TAP_IFACE, Ferry, Netns, PyOrigin, check, curl,
+                     echo_source_toml, proxy_toml, require_root, tap_port_toml, wait_for)
 
 OURS6, PEER6, FAR6 = "fd00:77::1", "fd00:77::2", "fd00:78::5"
 ECHO, DISCARD, SOURCE = 7, 9, 19
@@ -270,13 +274,42 @@ def part_http(tmp):
           f"access log: {len(wrk_lines)} wrk lines (>= {wrk_requests}), every client {PEER6}")
 
 
+def part_packet():
+    """(c) net_ferry_packet on a veth whose peer keeps TSO and GSO on: the
+    kernel's TCPv6 GSO frames are cut into segments (packet_rx_gso_frames),
+    none is refused (packet_rx_truncated), 4 x 1 MiB echo and a 4 MiB
+    download over IPv6 intact."""
+    cfg = echo_source_toml(4 * MIB) + (
+        f'[[port]]\nname = "pk0"\nprofile = "net_ferry_packet"\niface = "fpk0"\n'
+        f'address = "{FERRY_ADDR}/24"\naddress6 = "{OURS6}/64"\nmbufs = 32768\n')
+    with Netns("k") as ns:
+        ns.run(["ip", "link", "add", "fpk0", "type", "veth", "peer", "name", "fpk1"])
+        ns.run(["ip", "link", "set", "fpk0", "up"])
+        with Ferry(ns, lcores="0-1", config=cfg, peer_iface="fpk1") as f:
+            ns.run(["sysctl", "-qw", "net.ipv6.conf.fpk1.disable_ipv6=0"])
+            ns.run(["ip", "-6", "addr", "add", f"{PEER6}/64", "dev", "fpk1", "nodad"])
+            r = ns.run([sys.executable, "-c", ECHO_SOURCE_CLIENT_PY, OURS6, str(ECHO_PORT),
+                        str(SOURCE_PORT), str(MIB), "4", str(4 * MIB)], check=False, timeout=120)
+            p = f.port("pk0")
+            print("  net_ferry_packet over IPv6:", r.stdout.strip()[-200:],
+                  {k: p[k] for k in ("packet_rx_gso_frames", "packet_rx_gso_segments",
+                                     "packet_rx_truncated", "tcp_drop_bad_checksum")})
+            check("echo_ok=4 errors=[]" in r.stdout and f"source_bytes={4 * MIB}" in r.stdout,
+                  "net_ferry_packet: 4 x 1 MiB echo and 4 MiB from source over IPv6, intact")
+            check(p["packet_rx_gso_frames"] > 0 and p["packet_rx_truncated"] == 0,
+                  f"the peer's TCPv6 GSO frames were cut, none refused "
+                  f"({p['packet_rx_gso_frames']} frames, {p['packet_rx_truncated']} truncated)")
+            check(p["tcp_drop_bad_checksum"] == 0, "no bad checksum")
+    check(f.exit_code == 0, f"ferry exited 0 (got {f.exit_code})")
+
+
 def main():
     require_root()
     if len(sys.argv) > 1 and sys.argv[1] == "client":
         return client(sys.argv[2], sys.argv[3], float(sys.argv[4]))
-    parts = sys.argv[1:] or ["tcp", "http"]
-    if not set(parts) <= {"tcp", "http"}:
-        print(f"usage: {sys.argv[0]} [tcp] [http]")
+    parts = sys.argv[1:] or ["tcp", "http", "packet"]
+    if not set(parts) <= {"tcp", "http", "packet"}:
+        print(f"usage: {sys.argv[0]} [tcp] [http] [packet]")
         return 2
     tmp = tempfile.mkdtemp(prefix="ferry-ipv6tcp-")
     t0 = time.monotonic()
@@ -284,6 +317,8 @@ def main():
         part_tcp()
     if "http" in parts:
         part_http(tmp)
+    if "packet" in parts:
+        part_packet()
     shutil.rmtree(tmp, ignore_errors=True)  # kept when a check failed, for a look
     print(f"IPv6 TCP test: {time.monotonic() - t0:.1f} s")
     print("PASS")

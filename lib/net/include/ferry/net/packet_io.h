@@ -93,12 +93,13 @@ inline constexpr uint16_t gso_max_segments = 44;
 // A GSO frame as the kernel hands it to a packet socket with PACKET_VNET_HDR
 // (virtio-net header first) cut into the MSS-sized segments tcp_gso_segment()
 // would make: the headers copied, the sequence number advanced by the GSO size,
-// IPv4 length, id and header checksum per segment, PSH and FIN on the last
-// segment only, CWR on the first only, each segment's TCP checksum marked good
-// (the kernel's frame is CHECKSUM_PARTIAL or verified). A frame without GSO that
-// fits an mbuf is copied as it is. Writes at most `cap` mbufs of `pool` to
-// `out`; returns how many, 0 when the frame is not one it can cut (not TCP over
-// IPv4, a segment larger than an mbuf, no mbuf: nothing is written then).
+// IPv4 length, id and header checksum (or the IPv6 payload length) per
+// segment, PSH and FIN on the last segment only, CWR on the first only, each
+// segment's TCP checksum marked good (the kernel's frame is CHECKSUM_PARTIAL or
+// verified). A frame without GSO that fits an mbuf is copied as it is. Writes
+// at most `cap` mbufs of `pool` to `out`; returns how many, 0 when the frame is
+// not one it can cut (not TCP over IPv4 or over IPv6 without extension headers,
+// a segment larger than an mbuf, no mbuf: nothing is written then).
 [[nodiscard]] uint16_t gso_split(const uint8_t *vnet_and_frame, uint32_t len, rte_mempool *pool,
                                  rte_mbuf **out, uint16_t cap) noexcept;
 

@@ -289,11 +289,17 @@ std::optional<error> proxy_reader::read_listener(const toml::table &t, const std
              auto s = r_.string(v, k);
              if (!s)
                  return s.error();
+             nodes.address = &v;
+             if (const auto ip6 = parse_ipv6(*s)) {
+                 l.address6 = *ip6;
+                 return std::nullopt;
+             }
              const auto ip = parse_ipv4(*s);
              if (!ip || *ip == 0)
-                 return r_.at(v, k, "expected an IPv4 address a.b.c.d, got '" + *s + "'");
+                 return r_.at(v, k,
+                              "expected an IPv4 address a.b.c.d or an IPv6 address, got '" + *s +
+                                  "'");
              l.address = *ip;
-             nodes.address = &v;
              return std::nullopt;
          }},
         {"max_connections", false, r_.integer_into(l.max_connections, 0, 1 << 20)},
@@ -535,20 +541,25 @@ std::optional<error> proxy_reader::resolve_listener_port(listener_config &l,
         if (l.port_index < 0)
             return r_.at(*nodes.on, join_key(key, "on"), unknown_name("port", l.on, cfg_.ports));
     }
-    if (l.address != 0) {
+    if (l.address != 0 || l.address6) {
         int at = -1;
         for (size_t i = 0; i < cfg_.ports.size(); ++i)
-            if (cfg_.ports[i].address == l.address) at = static_cast<int>(i);
+            if (l.address6 ? cfg_.ports[i].address6 == l.address6
+                           : cfg_.ports[i].address == l.address)
+                at = static_cast<int>(i);
         std::string ours;
-        for (const port_config &p : cfg_.ports)
+        for (const port_config &p : cfg_.ports) {
             ours += (ours.empty() ? "" : ", ") + format_ipv4(p.address) + " (" + p.name + ")";
+            if (p.address6) ours += ", " + format_ipv6(*p.address6) + " (" + p.name + ")";
+        }
+        const std::string text = l.address6 ? format_ipv6(*l.address6) : format_ipv4(l.address);
         if (at < 0)
             return r_.at(*nodes.address, join_key(key, "address"),
-                         format_ipv4(l.address) + " is not the address of a [[port]]" +
+                         text + " is not the address of a [[port]]" +
                              (ours.empty() ? std::string() : ": " + ours));
         if (l.port_index >= 0 && l.port_index != at)
             return r_.at(*nodes.address, join_key(key, "address"),
-                         format_ipv4(l.address) + " is port '" + cfg_.ports[at].name +
+                         text + " is port '" + cfg_.ports[at].name +
                              "'s address, but 'on' names port '" + l.on + "'");
         l.port_index = at;
     }

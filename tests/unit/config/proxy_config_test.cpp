@@ -158,7 +158,11 @@ const bad_case bad_cases[] = {
      "t.toml:9:11: key 'listener[0].address': 10.77.0.9 is not the address of a [[port]]: "
      "10.77.0.1 (tap0)"},
     {"listener_address_malformed", cfg(listener_with("address = \"10.77.0\"\n")),
-     "t.toml:9:11: key 'listener[0].address': expected an IPv4 address a.b.c.d, got '10.77.0'"},
+     "t.toml:9:11: key 'listener[0].address': expected an IPv4 address a.b.c.d or an IPv6 "
+     "address, got '10.77.0'"},
+    {"listener_address6_not_a_port", cfg(listener_with("address = \"fd00:77::1\"\n")),
+     "t.toml:9:11: key 'listener[0].address': fd00:77::1 is not the address of a [[port]]: "
+     "10.77.0.1 (tap0)"},
     {"listener_port_is_tcp_test_echo",
      cfg("[tcp_test]\necho_port = 7\n[[listener]]\nname = \"web\"\nport = 7\n"),
      "t.toml:10:8: key 'listener[0].port': port 7 is already used by tcp_test.echo_port"},
@@ -1124,6 +1128,15 @@ TEST(proxy_config, ipv6_servers_off_link_need_a_gateway6) {
     ASSERT_FALSE(no6);
     EXPECT_EQ(no6.error().to_string(),
               "t.toml:6:12: key 'port[0].gateway6': a gateway6 needs the port's address6");
+}
+
+TEST(proxy_config, a_listener_bound_by_a_ports_address6) {
+    const std::string port6 = std::string(port_tap0) + "address6 = \"fd00:77::1/64\"\n";
+    auto c = parse(port6 + "[[listener]]\nname = \"web\"\nport = 80\naddress = \"fd00:77::1\"\n",
+                   "t.toml");
+    ASSERT_TRUE(c) << c.error().to_string();
+    EXPECT_EQ(c->listeners[0].port_index, 0);
+    EXPECT_EQ(c->listeners[0].address6, parse_ipv6("fd00:77::1"));
 }
 
 TEST(proxy_config, ipv6_servers_on_a_ports_prefix) {

@@ -149,9 +149,10 @@
 //                                   #   port; two listeners share it only when each is
 //                                   #   bound to a different [[port]]
 //   on = "front"                    # optional: listen on this [[port]] only
-//   address = "10.1.0.1"            # optional: the same, by the [[port]]'s address
-//                                   #   (with `on`, both must name one port); without
-//                                   #   either the listener is open on every port
+//   address = "10.1.0.1"            # optional: the same, by the [[port]]'s address or
+//                                   #   address6 (with `on`, both must name one port);
+//                                   #   without either the listener is open on every
+//                                   #   port; on a port it takes IPv4 and IPv6 clients
 //   max_connections = 0             # 0..1048576 client connections per lcore; 0 = only
 //                                   #   [tcp] max_connections limits them
 //   default_upstream = "app"        # optional: an [[upstream]] name, for requests no
@@ -447,9 +448,11 @@ struct listener_config {
     std::string default_upstream;     // "" = none: unmatched requests get 404
     int default_upstream_index = -1;  // into ferry_config::upstreams; -1 = none
     // Where it listens: `on` (a [[port]] name) and/or `address` (a [[port]]'s
-    // address; 0 = unset) name one port; neither: every port.
+    // address or address6; 0 = unset) name one port; neither: every port. A
+    // listener on a port takes that port's IPv4 and IPv6 clients alike.
     std::string on;
     uint32_t address = 0;
+    std::optional<ipv6_bytes> address6;  // `address` written as an IPv6 address
     int port_index = -1;  // into ferry_config::ports; -1 = every port
     // Its identity for ferry's life: its index in ferry_config::listener_slots.
     // The parse numbers the listeners in order; a reload gives a listener the

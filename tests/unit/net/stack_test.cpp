@@ -879,14 +879,21 @@ TEST_F(StackTest, AnswersAnIpv6EchoRequest) {
     other[14 + 24 + 15] = 9;  // to fd00::9
     input(other);
     EXPECT_EQ(count("ipv6_drop_not_ours"), 1u);
-    bytes udp = from_hex(echo6);
-    udp[14 + 6] = 17;  // next header UDP: not taken
-    input(udp);
+    bytes unknown_type = from_hex(echo6);
+    unknown_type[14 + 40] = 200;  // an ICMPv6 informational type we do not know
+    input(unknown_type);
     EXPECT_EQ(count("ipv6_drop_unsupported"), 1u);
+    EXPECT_TRUE(take_tx().empty());
+    bytes udp = from_hex(echo6);
+    udp[14 + 6] = 17;  // next header UDP: ferry has none (ipv6_ext_test.cpp has the details)
+    input(udp);
+    EXPECT_EQ(count("ipv6_drop_unknown_next"), 1u);
+    EXPECT_EQ(count("icmpv6_param_problem_sent"), 1u);
+    EXPECT_EQ(take_tx().size(), 1u);
     bytes frag = from_hex(echo6);
-    frag[14 + 6] = 44;  // a fragment header: extension headers are not taken yet
+    frag[14 + 6] = 44;  // a fragment header (offset 0x177c): no reassembly yet
     input(frag);
-    EXPECT_EQ(count("ipv6_drop_ext_header"), 1u);
+    EXPECT_EQ(count("ipv6_drop_fragment"), 1u);
     EXPECT_TRUE(take_tx().empty());
 }
 

@@ -69,7 +69,7 @@
     X(tcp_drop_rst_no_flow,       "RST segments for no connection (ignored, RFC 9293 3.10.7.1)") \
     X(tcp_rst_no_flow,            "RSTs sent to segments for no connection or listener (RFC 9293 3.10.7.1)") \
     X(tcp_rst_sent_no_flow,       "RSTs sent for segments matching no connection or listener")   \
-    X(tcp_drop_not_owner,         "segments to a listener's port matching no flow here, dropped: the port is shared and another lcore may own the flow (no hand-off configured)") \
+    X(tcp_drop_not_owner,         "segments to a listener's port matching no flow here: the port is shared, another lcore may own the flow (no hand-off)") \
     X(tcp_handoff_out,            "segments of another lcore's flow handed to that lcore (misdelivered by the NIC)") \
     X(tcp_handoff_in,             "segments another lcore handed to this one (flows this lcore owns)") \
     X(tcp_drop_handoff_full,      "segments of another lcore's flow dropped: the cross-core queue was full") \
@@ -99,11 +99,17 @@
     X(ipv6_rx,                    "IPv6 datagrams received (a port with an IPv6 address)")       \
     X(ipv6_drop_malformed,        "IPv6 datagrams truncated or not version 6")                   \
     X(ipv6_drop_not_ours,         "IPv6 datagrams for another address or group")                 \
-    X(ipv6_drop_unsupported,      "IPv6 datagrams not taken: UDP, other ICMPv6, split ND/echo frames")  \
-    X(ipv6_drop_ext_header,       "IPv6 datagrams with extension headers (fragments included): not taken yet") \
+    X(ipv6_drop_unsupported,      "ICMPv6 messages not taken: not ND or echo request, or an ND/echo frame in several segments") \
+    X(ipv6_drop_ext_header,       "IPv6 datagrams with a malformed extension header: it or an option runs past the payload") \
+    X(ipv6_drop_ext_split,        "IPv6 datagrams whose extension headers (or the TCP header after them) run past the first segment") \
+    X(ipv6_drop_fragment,         "IPv6 fragments, not atomic (RFC 8200 4.5): not reassembled, dropped") \
+    X(ipv6_drop_no_next,          "IPv6 datagrams with nothing after their headers (next header 59, RFC 8200 4.7)") \
+    X(ipv6_drop_option,           "IPv6 datagrams with an unrecognized option whose action bits say discard (RFC 8200 4.2)") \
+    X(ipv6_drop_routing,          "IPv6 datagrams with a routing header with segments left (not a router, RFC 8200 4.4)") \
+    X(ipv6_drop_unknown_next,     "IPv6 datagrams for an unrecognized next header, UDP included (RFC 8200 4)") \
     X(ipv6_drop_bad_src,          "IPv6 datagrams from ::, a group, loopback, a mapped IPv4 or our own address") \
     X(ipv6_drop_no_route,         "IPv6 datagrams to send off-link: no IPv6 router is configured")  \
-    X(ipv6_tx,                    "IPv6 datagrams sent (TCP, neighbour discovery, echo replies)") \
+    X(ipv6_tx,                    "IPv6 datagrams sent (TCP, neighbour discovery, echo replies, ICMPv6 errors)") \
     X(nd_solicitations_sent,      "Neighbor Solicitations sent to resolve a peer's IPv6 address")  \
     X(nd_learned,                 "neighbour entries set or refreshed from Neighbor Discovery")  \
     X(nd_rx,                      "Neighbor Solicitations and Advertisements received")          \
@@ -112,6 +118,9 @@
     X(nd_advertised,              "Neighbor Advertisements sent for our address")                \
     X(icmpv6_drop_bad_checksum,   "ICMPv6 echo requests with a bad checksum")                    \
     X(icmpv6_echo_replied,        "ICMPv6 echo requests answered")                               \
+    X(icmpv6_param_problem_sent,  "ICMPv6 Parameter Problem messages sent (RFC 4443 3.4)")        \
+    X(icmpv6_error_ineligible,    "ICMPv6 errors not sent (RFC 4443 2.4(e)): about an ICMPv6 error, to a group, from no single node") \
+    X(icmpv6_error_rate_limited,  "ICMPv6 errors not sent: over the rate limit (RFC 4443 2.4(f))") \
     X(tx_alloc_fail,              "frames not sent: mbuf allocation or copy failed")             \
     X(tx_drop_full,               "frames dropped: transmit queue full")                         \
     X(tx_frames,                  "frames handed to the port for transmission")

@@ -1,13 +1,20 @@
-// IPv6 addresses, the fixed IPv6 header, ICMPv6's checksum and the two
-// Neighbor Discovery messages a host must answer and send (issue 18 item 3:
-// with iface_config::addr6 the stack answers solicitations and echo
-// requests, resolves its peers' addresses and carries TCP). Text
-// forms come from ferry/base/ipv6_text.h, which the configuration shares.
+// IPv6 addresses, the fixed IPv6 header, the walk through the extension
+// headers, ICMPv6's checksum and the two Neighbor Discovery messages a host
+// must answer and send (issue 18 item 3: with iface_config::addr6 the stack
+// answers solicitations and echo requests, resolves its peers' addresses,
+// carries TCP, behind extension headers too, and sends the Parameter
+// Problems the walk calls for). Text forms come from
+// ferry/base/ipv6_text.h, which the configuration shares.
 //
-// Read first: RFC 8200 §3 (header format) and §8.1 (upper-layer checksums),
-// RFC 4291 §2.2 (text forms), §2.5.6 (link-local), §2.7 (multicast) and
-// §2.7.1 (solicited-node), RFC 4193 (unique local, fc00::/7), RFC 5952 §4
-// (the canonical text form), RFC 4443 §2.1 (ICMPv6 message format), RFC 4861
+// Read first: RFC 8200 §3 (header format), §4 (extension headers: §4.2
+// options and their action bits, §4.3 hop-by-hop, §4.4 routing, §4.5
+// fragment, §4.6 destination options, §4.7 no next header) and §8.1
+// (upper-layer checksums), RFC 6946 §4 (atomic fragments), RFC 4291 §2.2
+// (text forms), §2.5.6 (link-local), §2.7 (multicast) and §2.7.1
+// (solicited-node), RFC 4193 (unique local, fc00::/7), RFC 5952 §4 (the
+// canonical text form), RFC 4443 §2.1 (ICMPv6 message format), §2.4 (when
+// an error must, and must not, be sent; its rate limit) and §3.4
+// (Parameter Problem), RFC 4861
 // §4.3, §4.4, §4.6.1 (Neighbor Solicitation / Advertisement and the
 // link-layer address options) and §7.1.1, §7.1.2 (what a node must check
 // before it acts on them), RFC 2464 §7 (multicast to Ethernet: 33:33 and
@@ -196,6 +203,91 @@ enum class icmpv6_type : uint8_t {
 // Whether `msg`'s checksum field is right.
 [[nodiscard]] bool icmpv6_checksum_ok(const ipv6_addr &src, const ipv6_addr &dst,
                                       std::span<const uint8_t> msg) noexcept;
+
+// RFC 4443 §3.4: the codes of a Parameter Problem message.
+enum class icmpv6_param_code : uint8_t {
+    header_field = 0,  // erroneous header field encountered
+    next_header = 1,   // unrecognized Next Header type encountered
+    option = 2,        // unrecognized IPv6 option encountered
+};
+
+// ---------------------------------------------------------------- extension headers
+// RFC 8200 §4: a destination node processes the headers between the fixed
+// header and the upper-layer header strictly in the order they come.
+// walk_ipv6_ext() does that for a host: hop-by-hop (first only, §4.3) and
+// destination options (§4.6) by their TLV options (§4.2), a routing header
+// (§4.4: ferry recognizes no routing type, so Segments Left 0 is skipped
+// and anything else is an error), a fragment header (§4.5: only an atomic
+// fragment, offset 0 and M 0, goes on, RFC 6946 §4; a real fragment stops
+// the walk: no reassembly yet), No Next Header (§4.7). Any other value is
+// the upper layer, for the caller to recognize or to answer with a
+// Parameter Problem code 1 at next_header_at.
+
+// What the walk found. Each verdict but `upper` means: discard the datagram.
+enum class ipv6_ext_verdict : uint8_t {
+    upper,                 // reached `next_header` (no extension header) at `offset`
+    no_next,               // Next Header 59 (§4.7): nothing follows
+    fragment,              // a Fragment header (§4.5) of a real fragment
+    malformed,             // a header, or an option in one, runs past the payload length
+    beyond,                // a header runs past the bytes given (the frame's first segment)
+    unknown_option,        // an option whose type is not Pad1/PadN, action bits 01-11 (§4.2)
+    routing,               // a routing header with Segments Left != 0 (§4.4)
+    misplaced_hop_by_hop,  // Next Header 0 after an extension header (§4.3)
+};
+
+[[nodiscard]] constexpr const char *name(ipv6_ext_verdict v) noexcept {
+    switch (v) {
+        case ipv6_ext_verdict::upper: return "upper";
+        case ipv6_ext_verdict::no_next: return "no_next";
+        case ipv6_ext_verdict::fragment: return "fragment";
+        case ipv6_ext_verdict::malformed: return "malformed";
+        case ipv6_ext_verdict::beyond: return "beyond";
+        case ipv6_ext_verdict::unknown_option: return "unknown_option";
+        case ipv6_ext_verdict::routing: return "routing";
+        case ipv6_ext_verdict::misplaced_hop_by_hop: return "misplaced_hop_by_hop";
+    }
+    return "unknown";
+}
+
+struct ipv6_ext_walk {
+    ipv6_ext_verdict verdict = ipv6_ext_verdict::upper;
+    // upper: the upper-layer protocol and where its header starts, counted
+    // from the fixed header's first byte (40 without extension headers).
+    uint8_t next_header = 0;
+    uint32_t offset = ipv6_repr::header_len;
+    // upper: where the Next Header field naming it is (6 without extension
+    // headers), the pointer of a Parameter Problem code 1 (RFC 8200 §4).
+    uint32_t next_header_at = 6;
+    // Whether RFC 8200 asks for a Parameter Problem (unknown_option with
+    // action bits 10 or 11, routing, misplaced_hop_by_hop), with its code
+    // and pointer: the offset of the octet in error from the fixed header's
+    // first byte (RFC 4443 §3.4): the option type, the Routing Type (§4.4:
+    // "pointing to the unrecognized Routing Type"), the Next Header field.
+    bool answer = false;
+    icmpv6_param_code code = icmpv6_param_code::header_field;
+    uint32_t pointer = 0;
+    // answer: the error may go to a datagram sent to a group (an option
+    // whose action bits are 10; RFC 4443 §2.4(e.3) exception 2, §4.2 "11":
+    // "only if the packet's Destination Address was not a multicast address").
+    bool multicast_ok = false;
+    // answer: what follows is an ICMPv6 error message or redirect, which no
+    // error may answer (RFC 4443 §2.4(e.1), (e.2)); also true when the rest of
+    // the chain cannot be skipped to find out (the safe side of a MUST NOT).
+    bool about_icmpv6_error = false;
+
+    // upper: the upper-layer packet's length, the payload length less the
+    // extension headers (RFC 8200 §8.1, "Upper-Layer Packet Length").
+    [[nodiscard]] uint16_t upper_len(const ipv6_repr &ip) const noexcept {
+        return static_cast<uint16_t>(ipv6_repr::header_len + ip.payload_len - offset);
+    }
+};
+
+// Walks the extension headers of the datagram whose fixed header `ip` was
+// parsed from `dgram` (its first bytes: the frame's first segment from the
+// IPv6 header on; bytes past 40 + payload_len are padding, never read).
+// Never reads past dgram or the payload; never allocates.
+[[nodiscard]] ipv6_ext_walk walk_ipv6_ext(std::span<const uint8_t> dgram,
+                                          const ipv6_repr &ip) noexcept;
 
 enum class nd_error : uint8_t {
     none = 0,

@@ -1,9 +1,10 @@
 // The Ethernet/ARP/IPv4/ICMP stack of one port on one lcore, with IPv6
-// (neighbour discovery, echo, TCP) when the port has an IPv6 address.
+// (extension headers, neighbour discovery, echo, TCP, the ICMPv6 errors a
+// host must send) when the port has an IPv6 address.
 //
 // Read first: RFC 1122 §2 (link layer: ARP cache, link-layer broadcast rules)
 // and §3.2 (IPv4 and ICMP duties of a host), RFC 826, RFC 791, RFC 792;
-// for IPv6 RFC 8200 and RFC 4861 (ipv6.h lists the sections).
+// for IPv6 RFC 8200, RFC 4861 and RFC 4443 §2.4 (ipv6.h lists the sections).
 //
 // Receive path, in order (each drop has its own counter in net_counters):
 //   Ethernet: header in the first segment, untagged, to our MAC or broadcast,
@@ -13,9 +14,20 @@
 //   IPv4:     header checks (ipv4_packet::check), to our address, sane source,
 //             TTL, not a fragment -> ICMP, or TCP (the hook where TCP attaches)
 //   ICMP:     echo request -> echo reply built in place
-//   IPv6:     header checks, to our address (or its groups), no extension
-//             headers -> TCP (sane source), Neighbor Solicitation /
-//             Advertisement (RFC 4861 §7.1 checks, §7.2 cache), echo
+//   IPv6:     header checks, to our address (or its groups); the extension
+//             headers walked in order (RFC 8200 §4, walk_ipv6_ext in ipv6.h):
+//             options by their action bits, a routing header with Segments
+//             Left 0 skipped, an atomic fragment skipped, a real fragment and
+//             No Next Header dropped, the chain within the first segment ->
+//             TCP (unicast, sane source; the upper-layer length without the
+//             extension headers), Neighbor Solicitation / Advertisement
+//             (RFC 4861 §7.1 checks, §7.2 cache), echo; any other upper
+//             layer (UDP too: ferry has none) is an unrecognized Next Header
+//   ICMPv6 errors: the Parameter Problems RFC 8200 §4 asks for (code 0 a
+//             routing header with segments left, 1 an unrecognized Next
+//             Header, 2 an unknown option with action bits 10/11), built in
+//             a fresh mbuf back to the sender's MAC, never for what RFC 4443
+//             §2.4(e) forbids, rate-limited per stack (§2.4(f))
 //
 // Single-threaded: one stack per (lcore, port); nothing here is shared. The
 // stack reads no clock (time comes in as now_ns) and calls no NIC function:
@@ -63,6 +75,12 @@ struct iface_config {
     // The IPv6 router for destinations off addr6's prefix (on-link itself);
     // without one they have no route (ipv6_drop_no_route).
     std::optional<ipv6_addr> gateway6;
+    // RFC 4443 §2.4(f): ICMPv6 error messages "MUST" be rate-limited. A
+    // token bucket per stack: on average at most icmp6_errors_per_s a second,
+    // at most icmp6_error_burst at once (0: none are sent). What it holds
+    // back is counted (icmpv6_error_rate_limited).
+    uint32_t icmp6_errors_per_s = 10;
+    uint32_t icmp6_error_burst = 10;
 };
 
 class stack {
@@ -73,7 +91,9 @@ public:
     // Ethernet + the longest IPv4 header + the longest TCP header. A
     // multi-segment frame must carry at least this much (or all of itself) in its
     // first segment, so every header is contiguous; NICs fill the first
-    // segment first, so only odd chains fail this.
+    // segment first, so only odd chains fail this. IPv6 extension headers
+    // may make the headers longer: a chain (or a TCP header behind one) that
+    // runs past the first segment is dropped (ipv6_drop_ext_split).
     static constexpr uint32_t max_header_bytes = 14 + 60 + 60;
 
     // `pool` supplies mbufs for frames the stack originates (ARP requests,
@@ -161,9 +181,26 @@ private:
                             mac_addr mac) noexcept;
     void input_frame(rte_mbuf *m, uint64_t now_ns) noexcept;
     void input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) noexcept;
-    // IPv6 (with cfg_.addr6): TCP, neighbour discovery, echo.
+    // IPv6 (with cfg_.addr6): the extension headers, then TCP, neighbour
+    // discovery, echo, or a Parameter Problem.
     void input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload,
                     uint64_t now_ns) noexcept;
+    // ND and echo, for `ip` (the upper-layer length in its payload_len)
+    // with the ICMPv6 message at byte `l4` of the datagram, in `msg`.
+    void input_icmpv6(rte_mbuf *m, const ethernet_repr &eth, const ipv6_repr &ip, uint32_t l4,
+                      std::span<uint8_t> msg, uint64_t now_ns) noexcept;
+    // RFC 4443 §3.4: answers the datagram in `m` (the caller still owns and
+    // drops it) with a Parameter Problem `code` at `pointer`, unless §2.4(e)
+    // forbids one (icmpv6_error_ineligible): an ICMPv6 error message or
+    // redirect (`about_error`), a group destination or a link-layer
+    // multicast/broadcast frame (unless `multicast_ok`), a source that is no
+    // single other node; or the rate limit (§2.4(f)) holds it back
+    // (icmpv6_error_rate_limited); or no mbuf (tx_alloc_fail).
+    void send_param_problem(const rte_mbuf *m, const ethernet_repr &eth, const ipv6_repr &ip,
+                            icmpv6_param_code code, uint32_t pointer, bool multicast_ok,
+                            bool about_error, uint64_t now_ns) noexcept;
+    // Takes a token from the ICMPv6 error bucket if it has one.
+    [[nodiscard]] bool icmp6_error_token(uint64_t now_ns) noexcept;
     void input_nd(const ethernet_repr &eth, const ipv6_repr &ip, const nd_repr &nd,
                   uint64_t now_ns) noexcept;
     [[nodiscard]] bool valid_source6(const ipv6_addr &src) const noexcept;
@@ -211,6 +248,11 @@ private:
     neighbor_hook neigh_hook_ = nullptr;
     void *neigh_hook_ctx_ = nullptr;
     std::optional<ipv4_addr> subnet_bcast_;
+    // The ICMPv6 error token bucket (RFC 4443 §2.4(f)) as time credit: each
+    // error costs 1 s / icmp6_errors_per_s, the credit grows with now_ns up
+    // to icmp6_error_burst errors' worth; it starts full.
+    uint64_t icmp6_credit_ns_ = 0;
+    uint64_t icmp6_refill_ns_ = 0;  // the now_ns the credit was last grown to
     // Pending frames are txq_[tx_head_, tx_head_ + tx_len_): a contiguous span
     // for rte_eth_tx_burst; compacted to the front when the tail hits the end.
     std::array<rte_mbuf *, tx_capacity> txq_{};

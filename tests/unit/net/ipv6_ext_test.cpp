@@ -289,14 +289,6 @@ TEST(WalkIpv6ExtLimits, TheUpperLayerLengthLeavesTheExtensionHeadersOut) {
 
 // ------------------------------------------------------------ on a stack
 
-struct frame_out {
-    bytes eth_dst, eth_src;
-    uint16_t ethertype = 0;
-    uint8_t next_header = 0, hop_limit = 0;
-    ipv6_addr src, dst;
-    bytes l4;
-};
-
 class Ipv6ExtTest : public testing::Test {
 protected:
     void SetUp() override { start(); }
@@ -362,22 +354,8 @@ protected:
     std::vector<frame_out> take() {
         std::vector<frame_out> out;
         for (const bytes &f : take_tx_frames(*st_)) {
-            frame_out o;
-            o.eth_dst.assign(f.begin(), f.begin() + 6);
-            o.eth_src.assign(f.begin() + 6, f.begin() + 12);
-            o.ethertype = static_cast<uint16_t>(f[12] << 8 | f[13]);
-            EXPECT_EQ(o.ethertype, 0x86dd);
-            if (f.size() >= 54) {
-                EXPECT_EQ(f[14] >> 4, 6);
-                const std::size_t plen = f[18] << 8 | f[19];
-                EXPECT_EQ(f.size(), 54 + plen) << "payload length";
-                o.next_header = f[20];
-                o.hop_limit = f[21];
-                o.src = ipv6_addr::from_bytes(std::span<const uint8_t, 16>(f.data() + 22, 16));
-                o.dst = ipv6_addr::from_bytes(std::span<const uint8_t, 16>(f.data() + 38, 16));
-                o.l4.assign(f.begin() + 54, f.end());
-            }
-            out.push_back(o);
+            out.push_back(parse_frame(f));
+            EXPECT_EQ(out.back().ethertype, 0x86dd);
         }
         return out;
     }

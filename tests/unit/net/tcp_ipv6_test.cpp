@@ -59,14 +59,6 @@ bytes nd_message(uint8_t type, const ipv6_addr &src, const ipv6_addr &dst,
     return msg;
 }
 
-struct frame_out {
-    bytes eth_dst;
-    uint16_t ethertype = 0;
-    uint8_t next_header = 0, hop_limit = 0;
-    ipv6_addr src, dst;
-    bytes l4;  // the upper-layer message
-};
-
 class TcpIpv6Test : public testing::Test {
 protected:
     void SetUp() override { start(true); }
@@ -136,22 +128,7 @@ protected:
 
     std::vector<frame_out> take_frames() {
         std::vector<frame_out> out;
-        for (const bytes &f : take_tx_frames(*st_)) {
-            frame_out o;
-            o.eth_dst.assign(f.begin(), f.begin() + 6);
-            o.ethertype = static_cast<uint16_t>(f[12] << 8 | f[13]);
-            if (o.ethertype == 0x86dd && f.size() >= 54) {
-                EXPECT_EQ(f[14] >> 4, 6);
-                const std::size_t plen = f[18] << 8 | f[19];
-                EXPECT_EQ(f.size(), 54 + plen) << "payload length";
-                o.next_header = f[20];
-                o.hop_limit = f[21];
-                o.src = ipv6_addr::from_bytes(std::span<const uint8_t, 16>(f.data() + 22, 16));
-                o.dst = ipv6_addr::from_bytes(std::span<const uint8_t, 16>(f.data() + 38, 16));
-                o.l4.assign(f.begin() + 54, f.end());
-            }
-            out.push_back(o);
-        }
+        for (const bytes &f : take_tx_frames(*st_)) out.push_back(parse_frame(f));
         return out;
     }
 

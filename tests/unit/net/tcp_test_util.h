@@ -4,8 +4,11 @@
 
 #include <rte_mbuf.h>
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 
+#include "ferry/net/ipv6.h"
 #include "ferry/net/stack.h"
 #include "ferry/net/tcp.h"
 #include "test_util.h"
@@ -40,6 +43,34 @@ inline std::vector<bytes> take_tx_frames(stack &st) {
     }
     st.tx_consumed(static_cast<uint16_t>(st.tx_pending().size()));
     return out;
+}
+
+// A frame ferry sent, its IPv6 parts taken apart (the fixed header checked:
+// version 6, the payload length matching the frame).
+struct frame_out {
+    bytes eth_dst, eth_src;
+    uint16_t ethertype = 0;
+    uint8_t next_header = 0, hop_limit = 0;
+    ipv6_addr src, dst;
+    bytes l4;  // the upper-layer message (extension headers included, if any)
+};
+
+inline frame_out parse_frame(const bytes &f) {
+    frame_out o;
+    o.eth_dst.assign(f.begin(), f.begin() + 6);
+    o.eth_src.assign(f.begin() + 6, f.begin() + 12);
+    o.ethertype = static_cast<uint16_t>(f[12] << 8 | f[13]);
+    if (o.ethertype == 0x86dd && f.size() >= 54) {
+        EXPECT_EQ(f[14] >> 4, 6);
+        const std::size_t plen = f[18] << 8 | f[19];
+        EXPECT_EQ(f.size(), 54 + plen) << "payload length";
+        o.next_header = f[20];
+        o.hop_limit = f[21];
+        o.src = ipv6_addr::from_bytes(std::span<const uint8_t, 16>(f.data() + 22, 16));
+        o.dst = ipv6_addr::from_bytes(std::span<const uint8_t, 16>(f.data() + 38, 16));
+        o.l4.assign(f.begin() + 54, f.end());
+    }
+    return o;
 }
 
 }  // namespace ferry::net::test

@@ -837,6 +837,13 @@ void stack::input_nd(const ethernet_repr &eth, const ipv6_repr &ip, const nd_rep
     // the lcore that asked may not be the one it reaches (net_tap delivers
     // IPv6 to queue 0), so it is taken and shared as ARP's answers are.
     // Without the override flag it may not replace a known link-layer address.
+    if (nd.target == ours) {
+        // Another node advertises our address (RFC 4862 §5.4.4: a duplicate;
+        // it answered our detection, or it claims the address): never
+        // learned, counted; fix the addressing.
+        (nd.lladdr == cfg_.mac ? ctr_.nd_ignored : ctr_.nd_conflict).inc();
+        return;
+    }
     const bool known = neigh_.state(nd.target) != neighbor_state::free;
     if (!nd.lladdr || !nd.lladdr->is_unicast() || !valid_source6(nd.target) ||
         (!known && !nd.solicited)) {
@@ -868,31 +875,36 @@ void stack::answer_solicitation(const ethernet_repr &eth, const ipv6_repr &ip,
     na.override_ = true;
     na.lladdr = cfg_.mac;
     const ipv6_addr dst = dad ? ipv6_addr::all_nodes() : ip.src;
-    const mac_addr eth_dst = dad ? multicast_mac(dst) : ns.lladdr.value_or(eth.src);
+    if (send_nd(na, *cfg_.addr6, dst, dad ? multicast_mac(dst) : ns.lladdr.value_or(eth.src)))
+        ctr_.nd_advertised.inc();
+}
+
+bool stack::send_nd(const nd_repr &msg, const ipv6_addr &src, const ipv6_addr &dst,
+                    mac_addr eth_dst) noexcept {
     rte_mbuf *m = rte_pktmbuf_alloc(pool_);
     if (FERRY_UNLIKELY(m == nullptr)) {
         ctr_.tx_alloc_fail.inc();
-        return;
+        return false;
     }
-    const uint32_t len = eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len + na.len());
+    const uint32_t len = eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len + msg.len());
     auto *d = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, static_cast<uint16_t>(len)));
     if (FERRY_UNLIKELY(d == nullptr)) {
         drop(m, ctr_.tx_alloc_fail);
-        return;
+        return false;
     }
     ethernet_frame frame({d, eth_hlen});
     ethernet_repr{eth_dst, cfg_.mac, ether_type::ipv6}.emit(frame);
     ipv6_repr out;
-    out.payload_len = static_cast<uint16_t>(na.len());
+    out.payload_len = static_cast<uint16_t>(msg.len());
     out.next_header = static_cast<uint8_t>(ipv6_next::icmpv6);
-    out.hop_limit = 255;  // §7.1.2: checked by the receiver
-    out.src = *cfg_.addr6;
+    out.hop_limit = 255;  // §7.1.1, §7.1.2: checked by the receiver
+    out.src = src;
     out.dst = dst;
     out.emit({d + eth_hlen, ipv6_repr::header_len});
-    na.emit(out.src, out.dst, {d + eth_hlen + ipv6_repr::header_len, na.len()});
-    ctr_.nd_advertised.inc();
+    msg.emit(out.src, out.dst, {d + eth_hlen + ipv6_repr::header_len, msg.len()});
     ctr_.ipv6_tx.inc();
     transmit(m);
+    return true;
 }
 
 void stack::send_ipv4(rte_mbuf *m, mac_addr dst) noexcept {
@@ -917,35 +929,15 @@ void stack::send_ip(rte_mbuf *m, mac_addr dst) noexcept {
 bool stack::send_solicitation(const ipv6_addr &target) noexcept {
     // RFC 4861 §7.2.2: to the target's solicited-node group, from our
     // address, with our link-layer address so the answer can come straight
-    // back; hop limit 255 (§7.1.1 checks it).
+    // back.
     nd_repr ns;
     ns.type = icmpv6_type::neighbor_solicitation;
     ns.target = target;
     ns.lladdr = cfg_.mac;
-    rte_mbuf *m = rte_pktmbuf_alloc(pool_);
-    if (FERRY_UNLIKELY(m == nullptr)) {
-        ctr_.tx_alloc_fail.inc();
+    if (!send_nd(ns, *cfg_.addr6, target.solicited_node(),
+                 multicast_mac(target.solicited_node())))
         return false;
-    }
-    const uint32_t len = eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len + ns.len());
-    auto *d = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, static_cast<uint16_t>(len)));
-    if (FERRY_UNLIKELY(d == nullptr)) {
-        drop(m, ctr_.tx_alloc_fail);
-        return false;
-    }
-    ipv6_repr out;
-    out.payload_len = static_cast<uint16_t>(ns.len());
-    out.next_header = static_cast<uint8_t>(ipv6_next::icmpv6);
-    out.hop_limit = 255;
-    out.src = *cfg_.addr6;
-    out.dst = target.solicited_node();
-    ethernet_frame frame({d, eth_hlen});
-    ethernet_repr{multicast_mac(out.dst), cfg_.mac, ether_type::ipv6}.emit(frame);
-    out.emit({d + eth_hlen, ipv6_repr::header_len});
-    ns.emit(out.src, out.dst, {d + eth_hlen + ipv6_repr::header_len, ns.len()});
     ctr_.nd_solicitations_sent.inc();
-    ctr_.ipv6_tx.inc();
-    transmit(m);
     return true;
 }
 
@@ -1084,6 +1076,29 @@ void stack::announce(uint64_t) noexcept {
     if (send_arp(arp_op::request, mac_addr::broadcast(), mac_addr{}, cfg_.addr)) {
         ctr_.arp_gratuitous_sent.inc();
     }
+    if (!cfg_.addr6) return;
+    const ipv6_addr &ours = *cfg_.addr6;
+    // RFC 4862 §5.4.2: duplicate address detection, a solicitation for our
+    // address from :: to its solicited-node group, without a link-layer
+    // address option. ferry uses the address at once, as RFC 4429's
+    // optimistic addresses may: a node that has it answers to all-nodes, and
+    // that advertisement (or any other for our address) is counted as a
+    // conflict (input_nd), as arp_conflict is for IPv4.
+    nd_repr ns;
+    ns.type = icmpv6_type::neighbor_solicitation;
+    ns.target = ours;
+    if (send_nd(ns, ipv6_addr{}, ours.solicited_node(), multicast_mac(ours.solicited_node())))
+        ctr_.nd_dad_sent.inc();
+    // RFC 4861 §7.2.6: an unsolicited advertisement to all-nodes, override
+    // set, so that caches holding another MAC for the address (a restart on
+    // another NIC) take ours at once.
+    nd_repr na;
+    na.type = icmpv6_type::neighbor_advertisement;
+    na.target = ours;
+    na.override_ = true;
+    na.lladdr = cfg_.mac;
+    if (send_nd(na, ours, ipv6_addr::all_nodes(), multicast_mac(ipv6_addr::all_nodes())))
+        ctr_.nd_advertised.inc();
 }
 
 void stack::set_mem_pressure(bool on) noexcept {

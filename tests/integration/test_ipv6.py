@@ -50,6 +50,9 @@ def main():
         print("counters:", shown)
         check(p["nd_advertised"] >= 1 and p["icmpv6_echo_replied"] >= 20,
               f"a solicitation answered and 20 echo replies counted: {shown}")
+        check(p["nd_dad_sent"] >= 1 and p["nd_conflict"] == 0,
+              f"duplicate address detection probed {OURS6} at start, no conflict "
+              f"({p['nd_dad_sent']}, {p['nd_conflict']})")
         check(p["nd_drop_invalid"] == 0 and p["icmpv6_drop_bad_checksum"] == 0
               and p["ipv6_drop_malformed"] == 0,
               f"nothing the kernel sent was malformed: {shown}")

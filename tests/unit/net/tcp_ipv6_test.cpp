@@ -316,6 +316,44 @@ TEST_F(TcpIpv6Test, ASolicitationWithTheSendersAddressTeachesItsLinkLayerAddress
     (void)events();
 }
 
+TEST_F(TcpIpv6Test, AtStartTheAddressIsProbedAndAnnouncedAndADuplicateIsCounted) {
+    st_->announce(0);
+    std::vector<frame_out> nd;
+    for (frame_out &f : take_frames())
+        if (f.ethertype == 0x86dd) nd.push_back(f);
+    ASSERT_EQ(nd.size(), 2u);
+    // RFC 4862 §5.4.2: from ::, to our solicited-node group, no option.
+    EXPECT_TRUE(nd[0].src.is_unspecified());
+    EXPECT_EQ(nd[0].dst, our6.solicited_node());
+    EXPECT_EQ(nd[0].hop_limit, 255);
+    ipv6_repr ip;
+    ip.src = nd[0].src;
+    ip.dst = nd[0].dst;
+    ip.hop_limit = 255;
+    nd_repr dad;
+    ASSERT_EQ(nd_repr::parse(ip, nd[0].l4, dad), nd_error::none);
+    EXPECT_EQ(dad.type, icmpv6_type::neighbor_solicitation);
+    EXPECT_EQ(dad.target, our6);
+    EXPECT_FALSE(dad.lladdr.has_value());
+    // RFC 4861 §7.2.6: unsolicited, override, to all-nodes.
+    ip.src = nd[1].src;
+    ip.dst = nd[1].dst;
+    nd_repr na;
+    ASSERT_EQ(nd_repr::parse(ip, nd[1].l4, na), nd_error::none);
+    EXPECT_EQ(nd[1].dst, ipv6_addr::all_nodes());
+    EXPECT_EQ(na.type, icmpv6_type::neighbor_advertisement);
+    EXPECT_TRUE(na.override_ && !na.solicited);
+    EXPECT_EQ(na.target, our6);
+    EXPECT_EQ(na.lladdr, mac_addr({0x02, 0, 0, 0, 0, 0x01}));
+    EXPECT_EQ(count(nc_, "nd_dad_sent"), 1u);
+    // Another node answers for our address: a duplicate, counted, not learned.
+    input_frame(concat({eth_header(bytes{0x33, 0x33, 0, 0, 0, 1}, peer_mac, 0x86dd),
+                        ipv6_header(our6, ipv6_addr::all_nodes(), 58, 32, 255),
+                        nd_message(136, our6, ipv6_addr::all_nodes(), our6, 0x20, 2)}));
+    EXPECT_EQ(count(nc_, "nd_conflict"), 1u);
+    EXPECT_EQ(st_->neighbors().state(our6), neighbor_state::free);
+}
+
 TEST_F(TcpIpv6Test, AnAdvertisementNobodyAskedForChangesNothing) {
     advertise(0x20);  // unsolicited, override
     EXPECT_EQ(count(nc_, "nd_ignored"), 1u);

@@ -114,6 +114,8 @@
     X(nd_learned,                 "neighbour entries set or refreshed from Neighbor Discovery")  \
     X(nd_rx,                      "Neighbor Solicitations and Advertisements received")          \
     X(nd_drop_invalid,            "Neighbor Discovery messages failing RFC 4861 section 7.1's checks") \
+    X(nd_dad_sent,                "duplicate address detection probes sent for our IPv6 address (at port start)") \
+    X(nd_conflict,                "Neighbor Advertisements from another node for our IPv6 address: a duplicate") \
     X(nd_ignored,                 "valid Neighbor Discovery messages not asking for our address") \
     X(nd_advertised,              "Neighbor Advertisements sent for our address")                \
     X(icmpv6_drop_bad_checksum,   "ICMPv6 echo requests with a bad checksum")                    \

@@ -168,7 +168,9 @@ public:
     // arrived here (packets waiting for `ip` leave). Never calls the hook.
     void learn_shared(const ip_addr &ip, mac_addr mac, uint64_t now_ns) noexcept;
 
-    // Gratuitous ARP for cfg.addr (RFC 5227 §3 announcement), sent at port start.
+    // Gratuitous ARP for cfg.addr (RFC 5227 §3 announcement), sent at port
+    // start; with cfg.addr6 also duplicate address detection for it (RFC
+    // 4862 §5.4.2, one probe) and an unsolicited advertisement (RFC 4861 §7.2.6).
     void announce(uint64_t now_ns) noexcept;
 
     [[nodiscard]] const neighbor_table &neighbors() const noexcept { return neigh_; }
@@ -205,6 +207,10 @@ private:
                   uint64_t now_ns) noexcept;
     [[nodiscard]] bool valid_source6(const ipv6_addr &src) const noexcept;
     bool send_solicitation(const ipv6_addr &target) noexcept;
+    // A Neighbor Solicitation or Advertisement in a fresh mbuf, hop limit 255,
+    // queued for tx (ipv6_tx); false (tx_alloc_fail) if no mbuf.
+    bool send_nd(const nd_repr &msg, const ipv6_addr &src, const ipv6_addr &dst,
+                 mac_addr eth_dst) noexcept;
     // An ARP request or a Neighbor Solicitation for `ip`.
     void solicit(const ip_addr &ip) noexcept;
     void resolve_and_send(rte_mbuf *m, const ip_addr &next_hop, uint64_t now_ns) noexcept;

@@ -51,19 +51,25 @@ constexpr uint8_t VIRTIO_NET_HDR_F_DATA_VALID = 2;
 constexpr uint8_t VIRTIO_NET_HDR_GSO_NONE = 0;
 
 // The headers of a segment gso_run may merge: Ethernet + IPv4 without options
-// + TCP, all in the first mbuf, the IPv4 total length matching the frame, and
-// the TCP checksum left to the device. 0 when it is not such a segment.
+// (or the fixed IPv6 header alone) + TCP, all in the first mbuf, the IP
+// length matching the frame, and the TCP checksum left to the device. 0 when
+// it is not such a segment.
 uint32_t tcp_headers(const rte_mbuf *m) noexcept {
-    if ((m->ol_flags & RTE_MBUF_F_TX_TCP_CKSUM) == 0 || m->l2_len != eth_len || m->l3_len != ip_len ||
-        m->data_len < eth_len + ip_len + tcp_min)
+    const uint32_t l3 = m->l3_len;
+    if ((m->ol_flags & RTE_MBUF_F_TX_TCP_CKSUM) == 0 || m->l2_len != eth_len ||
+        (l3 != ip_len && l3 != ip6_len) || m->data_len < eth_len + l3 + tcp_min)
         return 0;
     const auto *d = rte_pktmbuf_mtod(m, const uint8_t *);
     const uint8_t *ip = d + eth_len;
-    if (load_be16(d + 12) != ETH_P_IP || ip[0] != 0x45 || ip[9] != IPPROTO_TCP ||
-        (load_be16(ip + 6) & 0x3fff) != 0 || load_be16(ip + 2) != m->pkt_len - eth_len)
+    if (l3 == ip_len ? load_be16(d + 12) != ETH_P_IP || ip[0] != 0x45 || ip[9] != IPPROTO_TCP ||
+                           (load_be16(ip + 6) & 0x3fff) != 0 ||
+                           load_be16(ip + 2) != m->pkt_len - eth_len
+                     : load_be16(d + 12) != ETH_P_IPV6 || (ip[0] >> 4) != 6 ||
+                           ip[6] != IPPROTO_TCP ||
+                           load_be16(ip + 4) != m->pkt_len - eth_len - ip6_len)
         return 0;
-    const uint32_t hl = eth_len + ip_len + (ip[ip_len + 12] >> 4) * 4u;
-    return hl >= eth_len + ip_len + tcp_min && m->data_len >= hl && m->pkt_len > hl ? hl : 0;
+    const uint32_t hl = eth_len + l3 + (ip[l3 + 12] >> 4) * 4u;
+    return hl >= eth_len + l3 + tcp_min && m->data_len >= hl && m->pkt_len > hl ? hl : 0;
 }
 
 }  // namespace
@@ -151,24 +157,29 @@ uint16_t gso_run(rte_mbuf *const *pkts, uint16_t n) noexcept {
     const uint32_t hl = tcp_headers(a);
     if (hl == 0) return 1;
     const auto *ea = rte_pktmbuf_mtod(a, const uint8_t *);
-    const uint8_t *ia = ea + eth_len, *ta = ia + ip_len;
+    const uint32_t l3 = a->l3_len;  // 20 (IPv4) or 40 (IPv6): tcp_headers checked
+    const uint8_t *ia = ea + eth_len, *ta = ia + l3;
     if (ta[13] != tcp_ack) return 1;
     const uint32_t mss = a->pkt_len - hl;
-    const uint32_t tcp_hl = hl - eth_len - ip_len;
+    const uint32_t tcp_hl = hl - eth_len - l3;
     uint32_t seq = load_be32(ta + 4) + mss;
-    uint32_t ip_total = ip_len + tcp_hl + mss;
+    uint32_t ip_total = l3 + tcp_hl + mss;
     uint16_t k = 1;
     while (k < n && k < gso_max_segments) {
         const rte_mbuf *b = pkts[k];
-        if (tcp_headers(b) != hl) break;
+        if (b->l3_len != l3 || tcp_headers(b) != hl) break;
         const uint32_t len = b->pkt_len - hl;
         if (len > mss || ip_total + len > gso_max_ip_bytes) break;
         const auto *eb = rte_pktmbuf_mtod(b, const uint8_t *);
-        const uint8_t *ib = eb + eth_len, *tb = ib + ip_len;
-        // Equal where every segment tcp_gso_segment() cuts is equal.
-        if (std::memcmp(ea, eb, eth_len) != 0 || std::memcmp(ia, ib, 2) != 0 ||
-            std::memcmp(ia + 6, ib + 6, 4) != 0 || std::memcmp(ia + 12, ib + 12, 8) != 0 ||
-            std::memcmp(ta, tb, 4) != 0 || std::memcmp(ta + 8, tb + 8, 5) != 0 ||
+        const uint8_t *ib = eb + eth_len, *tb = ib + l3;
+        // Equal where every segment tcp_gso_segment() cuts is equal: IPv4
+        // but its length, id and checksum; IPv6 but its payload length.
+        const bool same_ip = l3 == ip_len ? std::memcmp(ia, ib, 2) == 0 &&
+                                                std::memcmp(ia + 6, ib + 6, 4) == 0 &&
+                                                std::memcmp(ia + 12, ib + 12, 8) == 0
+                                          : std::memcmp(ia, ib, 4) == 0 &&
+                                                std::memcmp(ia + 6, ib + 6, 34) == 0;
+        if (std::memcmp(ea, eb, eth_len) != 0 || !same_ip || std::memcmp(ta, tb, 4) != 0 || std::memcmp(ta + 8, tb + 8, 5) != 0 ||
             std::memcmp(ta + 14, tb + 14, 2) != 0 || std::memcmp(ta + 18, tb + 18, tcp_hl - 18) != 0)
             break;
         const uint8_t flags = tb[13];
@@ -358,7 +369,7 @@ uint32_t packet_queue::send_batch(rte_mbuf **pkts, uint16_t n) noexcept {
     mmsghdr msgs[batch];
     virtio_net_hdr vh[batch];
     sockaddr_ll to[batch];
-    uint8_t scratch[batch][eth_len + ip_len + 60];
+    uint8_t scratch[batch][eth_len + ip6_len + 60];  // the longest headers: IPv6, TCP with options
     uint16_t first[batch + 1];
     uint32_t niov = 0;
     uint16_t nmsg = 0, i = 0;
@@ -393,21 +404,30 @@ uint32_t packet_queue::send_batch(rte_mbuf **pkts, uint16_t n) noexcept {
                     skip = 0;
                 }
             }
-            auto *ip = reinterpret_cast<rte_ipv4_hdr *>(s + eth_len);
-            ip->total_length = rte_cpu_to_be_16(static_cast<uint16_t>(hl - eth_len + total));
-            ip->hdr_checksum = 0;
-            ip->hdr_checksum = rte_ipv4_cksum(ip);
-            uint8_t *th = s + eth_len + ip_len;
+            const uint32_t l3 = a->l3_len;
+            uint16_t ph = 0;
+            if (l3 == ip_len) {
+                auto *ip = reinterpret_cast<rte_ipv4_hdr *>(s + eth_len);
+                ip->total_length = rte_cpu_to_be_16(static_cast<uint16_t>(hl - eth_len + total));
+                ip->hdr_checksum = 0;
+                ip->hdr_checksum = rte_ipv4_cksum(ip);
+                // tcp_gso_segment() adjusts this sum by each segment's length.
+                ph = rte_ipv4_phdr_cksum(ip, 0);
+                h.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+            } else {
+                auto *ip6 = reinterpret_cast<rte_ipv6_hdr *>(s + eth_len);
+                ip6->payload_len = rte_cpu_to_be_16(static_cast<uint16_t>(hl - eth_len - ip6_len + total));
+                ph = rte_ipv6_phdr_cksum(ip6, 0);
+                h.gso_type = VIRTIO_NET_HDR_GSO_TCPV6;
+            }
+            uint8_t *th = s + eth_len + l3;
             const auto *last = rte_pktmbuf_mtod(pkts[i + run - 1], const uint8_t *);
-            th[13] = static_cast<uint8_t>(th[13] | (last[eth_len + ip_len + 13] & (tcp_psh | tcp_fin)));
-            // tcp_gso_segment() adjusts this sum by each segment's length.
-            const uint16_t ph = rte_ipv4_phdr_cksum(ip, 0);
+            th[13] = static_cast<uint8_t>(th[13] | (last[eth_len + l3 + 13] & (tcp_psh | tcp_fin)));
             std::memcpy(th + 16, &ph, 2);
             h.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-            h.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
             h.hdr_len = static_cast<uint16_t>(hl);
             h.gso_size = static_cast<uint16_t>(a->pkt_len - hl);
-            h.csum_start = eth_len + ip_len;
+            h.csum_start = static_cast<uint16_t>(eth_len + l3);
             h.csum_offset = 16;
             ctr_.tx_gso_frames.inc();
         } else {

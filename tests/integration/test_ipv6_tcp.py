@@ -25,8 +25,9 @@ Unique local addresses only, in namespaces the test creates and deletes.
     client through a route. With `gateway6` = the kernel side, a client on
     another prefix (fd00:78::5) is answered through it.
 (c) `packet`: the same stack on net_ferry_packet (a veth, the peer's TSO and
-    GSO on): TCPv6 GSO frames from the kernel are cut into segments, 4 x 1 MiB
-    echo and a 4 MiB download over IPv6 arrive intact.
+    GSO on): TCPv6 GSO frames from the kernel are cut into segments, ferry's
+    own segments leave as TCPv6 GSO frames, 4 x 1 MiB echo and a 4 MiB
+    download over IPv6 arrive intact.
 argv: `tcp`, `http` or `packet` runs those parts only (all by default). Every transfer is
 bounded in time (socket timeouts, curl --max-time, the client's deadline).
 """
@@ -293,13 +294,16 @@ def part_packet():
             p = f.port("pk0")
             print("  net_ferry_packet over IPv6:", r.stdout.strip()[-200:],
                   {k: p[k] for k in ("packet_rx_gso_frames", "packet_rx_gso_segments",
-                                     "packet_rx_truncated", "tcp_drop_bad_checksum")})
+                                     "packet_tx_gso_frames", "packet_rx_truncated",
+                                     "tcp_drop_bad_checksum")})
             check("echo_ok=4 errors=[]" in r.stdout and f"source_bytes={4 * MIB}" in r.stdout,
                   "net_ferry_packet: 4 x 1 MiB echo and 4 MiB from source over IPv6, intact")
             check(p["packet_rx_gso_frames"] > 0 and p["packet_rx_truncated"] == 0,
                   f"the peer's TCPv6 GSO frames were cut, none refused "
                   f"({p['packet_rx_gso_frames']} frames, {p['packet_rx_truncated']} truncated)")
             check(p["tcp_drop_bad_checksum"] == 0, "no bad checksum")
+            check(p["packet_tx_gso_frames"] > 0,
+                  f"ferry sent its IPv6 segments as TCPv6 GSO frames ({p['packet_tx_gso_frames']})")
     check(f.exit_code == 0, f"ferry exited 0 (got {f.exit_code})")
 
 

@@ -37,25 +37,38 @@ struct seg_spec {
     uint16_t sport = 8080, dport = 40000;
     bool offload = true;
     bool chained = false;  // payload in a second mbuf
+    bool v6 = false;       // over IPv6 (fd00:77::1 -> fd00:77::2) instead of IPv4
 };
 
 rte_mbuf *segment(const seg_spec &s) {
-    constexpr uint32_t hl = 14 + 20 + 32;  // TCP with NOP NOP timestamps
+    const uint32_t l3 = s.v6 ? 40 : 20;
+    const uint32_t hl = 14 + l3 + 32;  // TCP with NOP NOP timestamps
     rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
     EXPECT_NE(m, nullptr);
-    auto *d = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, hl + (s.chained ? 0 : s.len)));
+    auto *d = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, static_cast<uint16_t>(hl + (s.chained ? 0 : s.len))));
     std::memset(d, 0, hl);
     std::memcpy(d, "\x02\0\0\0\0\x01\x02\0\0\0\0\x02", 12);
-    store_be16(d + 12, 0x0800);
+    store_be16(d + 12, s.v6 ? 0x86dd : 0x0800);
     uint8_t *ip = d + 14;
-    ip[0] = 0x45;
-    store_be16(ip + 2, static_cast<uint16_t>(20 + 32 + s.len));
-    store_be16(ip + 6, 0x4000);  // DF
-    ip[8] = 64;
-    ip[9] = 6;
-    store_be32(ip + 12, 0x0a4d0001);
-    store_be32(ip + 16, 0x0a4d0002);
-    uint8_t *t = ip + 20;
+    if (s.v6) {
+        ip[0] = 0x60;
+        store_be16(ip + 4, static_cast<uint16_t>(32 + s.len));
+        ip[6] = 6;
+        ip[7] = 64;
+        ip[8] = ip[24] = 0xfd;
+        ip[11] = ip[27] = 0x77;
+        ip[23] = 1;
+        ip[39] = 2;
+    } else {
+        ip[0] = 0x45;
+        store_be16(ip + 2, static_cast<uint16_t>(20 + 32 + s.len));
+        store_be16(ip + 6, 0x4000);  // DF
+        ip[8] = 64;
+        ip[9] = 6;
+        store_be32(ip + 12, 0x0a4d0001);
+        store_be32(ip + 16, 0x0a4d0002);
+    }
+    uint8_t *t = ip + l3;
     store_be16(t, s.sport);
     store_be16(t + 2, s.dport);
     store_be32(t + 4, s.seq);
@@ -78,9 +91,9 @@ rte_mbuf *segment(const seg_spec &s) {
         m->pkt_len += s.len;
     }
     if (s.offload) {
-        m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+        m->ol_flags |= (s.v6 ? RTE_MBUF_F_TX_IPV6 : RTE_MBUF_F_TX_IPV4) | RTE_MBUF_F_TX_TCP_CKSUM;
         m->l2_len = 14;
-        m->l3_len = 20;
+        m->l3_len = l3;
     }
     return m;
 }
@@ -110,6 +123,35 @@ TEST_F(GsoRun, FullSegmentsAndAShortPushedTailAreOneFrame) {
     for (int i = 0; i < 4; ++i) next({});
     next({.len = 300, .flags = ack | psh});
     EXPECT_EQ(run(), 5);
+}
+
+TEST_F(GsoRun, Ipv6SegmentsMergeToo) {
+    seg_spec s;
+    s.v6 = true;
+    next(s);
+    next(s);
+    next(s);
+    seg_spec tail = s;
+    tail.len = 500;
+    tail.flags = ack | psh;
+    next(tail);
+    EXPECT_EQ(run(), 4);
+}
+
+TEST_F(GsoRun, IpFamiliesAndIpv6HeadersThatDifferSplit) {
+    seg_spec s;
+    s.v6 = true;
+    next(s);
+    seg_spec v4 = s;
+    v4.v6 = false;
+    next(v4);  // an IPv4 segment of the same flow's numbers: never merged with IPv6
+    EXPECT_EQ(run(), 1);
+    pkts.pop_back();
+    at -= v4.len;
+    next(s);
+    // A different flow label (IPv6 bytes 1..3) is a different header.
+    rte_pktmbuf_mtod(pkts.back(), uint8_t *)[14 + 3] = 7;
+    EXPECT_EQ(run(), 1);
 }
 
 TEST_F(GsoRun, ChainedPayloadsMergeLikeCopiedOnes) {

@@ -55,7 +55,7 @@ struct rte_ring;
     X(rx_gso_frames, "frames larger than a ring frame read whole (a peer's GSO frames)")         \
     X(rx_gso_segments, "the segments those frames were cut into")                                \
     X(rx_truncated, "frames dropped: larger than a ring frame and not readable whole (the "       \
-                    "socket's receive buffer full, or not a TCP/IPv4 GSO frame)")                \
+                    "socket's receive buffer full, or not a TCP GSO frame)")                \
     X(rx_nombuf, "frames dropped: no mbuf")                                                       \
     X(tx_frames, "frames handed to the kernel (a GSO frame counts once)")                         \
     X(tx_segments, "segments those frames carry (what the wire sees without GSO)")                \
@@ -74,16 +74,18 @@ inline constexpr counter_field<packet_counters> packet_counter_fields[] = {
     FERRY_PACKET_COUNTERS(FERRY_PACKET_FIELD)};
 #undef FERRY_PACKET_FIELD
 
-// The largest IPv4 datagram a GSO frame may describe (tot_len is 16 bits).
+// The largest IP datagram a GSO frame may describe (IPv4's tot_len is 16
+// bits; IPv6 frames are held to the same, counting their fixed header).
 inline constexpr uint32_t gso_max_ip_bytes = 65535;
 // At most this many segments go in one GSO frame (each adds iovecs).
 inline constexpr uint16_t gso_max_segments = 44;
 
 // How many of pkts[0..n) leave as one frame starting at pkts[0] (1: alone).
-// Merged are consecutive IPv4 TCP segments of one flow, each with its TCP
-// checksum left to the device (RTE_MBUF_F_TX_TCP_CKSUM, l2_len/l3_len set),
-// that differ only where tcp_gso_segment() makes them differ: identical
-// Ethernet, IPv4 (but for total length, id and checksum) and TCP headers (but
+// Merged are consecutive TCP segments of one flow over IPv4 (no options) or
+// IPv6 (no extension headers), each with its TCP checksum left to the device
+// (RTE_MBUF_F_TX_TCP_CKSUM, l2_len/l3_len set), that differ only where
+// tcp_gso_segment() makes them differ: identical Ethernet, IP (but for IPv4's
+// total length, id and checksum, IPv6's payload length) and TCP headers (but
 // for sequence number, PSH/FIN and checksum: the same ACK, window and option
 // bytes), each starting where the previous one's payload ends; every segment
 // but the last carries exactly the first one's payload length (the GSO size)

@@ -118,13 +118,7 @@ std::optional<std::string> check_gateway6(const ipv6_bytes &gw,
     if (!addr6) return "a gateway6 needs the port's address6";
     if (gw == *addr6) return text + " is the port's own address6";
     if (gw[0] == 0xff) return text + " is a multicast address";
-    const bool link_local = gw[0] == 0xfe && (gw[1] & 0xc0) == 0x80;
-    bool on_prefix = true;
-    for (unsigned bit = 0; bit < len && on_prefix; ++bit) {
-        const uint8_t m = static_cast<uint8_t>(0x80 >> (bit % 8));
-        on_prefix = (gw[bit / 8] & m) == ((*addr6)[bit / 8] & m);
-    }
-    if (!on_prefix && !link_local)
+    if (!ipv6_in_prefix(gw, *addr6, len) && !ipv6_is_link_local(gw))
         return text + " is neither on the port's prefix " + format_ipv6(*addr6) + "/" +
                std::to_string(len) + " nor link-local";
     return std::nullopt;
@@ -447,7 +441,7 @@ private:
                  const ipv6_bytes &b = a->first;
                  const bool zero8 = std::all_of(b.begin(), b.begin() + 8, [](uint8_t x) { return x == 0; });
                  const char *why = b[0] == 0xff         ? "a multicast address"
-                                   : b[0] == 0xfe && (b[1] & 0xc0) == 0x80
+                                   : ipv6_is_link_local(b)
                                        ? "a link-local address (fe80::/10; ferry takes a unique "
                                          "local or global one)"
                                    : zero8 ? "an unspecified, loopback or IPv4-mapped address"

@@ -58,13 +58,8 @@ std::optional<std::string> ipv6_server_unreachable(const std::vector<port_config
         if (*p.address6 == b)
             return "server " + a.to_string() + " is the address6 of port '" + p.name +
                    "' (ferry itself)";
-        bool same = true;
-        for (unsigned bit = 0; bit < p.prefix6_len && same; ++bit) {
-            const uint8_t m = static_cast<uint8_t>(0x80 >> (bit % 8));
-            same = (b[bit / 8] & m) == ((*p.address6)[bit / 8] & m);
-        }
-        const bool link_local = b[0] == 0xfe && (b[1] & 0xc0) == 0x80;
-        if (same || link_local) return std::nullopt;
+        if (ipv6_in_prefix(b, *p.address6, p.prefix6_len) || ipv6_is_link_local(b))
+            return std::nullopt;
     }
     if (routed) return std::nullopt;
     return "server " + a.to_string() +

@@ -70,13 +70,11 @@ std::optional<uint32_t> parse_ipv4(std::string_view s) {
     return addr;
 }
 
-std::optional<std::pair<uint32_t, uint16_t>> parse_ipv4_port(std::string_view s) {
-    const size_t colon = s.rfind(':');
-    if (colon == std::string_view::npos)
-        return std::nullopt;
-    const auto ip = parse_ipv4(s.substr(0, colon));
-    const std::string_view ps = s.substr(colon + 1);
-    if (!ip || ps.empty() || ps.size() > 5 || ps[0] == '0')
+namespace {
+
+// A port: 1..65535, 1..5 decimal digits without leading zeros.
+std::optional<uint16_t> parse_port(std::string_view ps) {
+    if (ps.empty() || ps.size() > 5 || ps[0] == '0')
         return std::nullopt;
     uint32_t port = 0;
     for (char c : ps) {
@@ -86,7 +84,20 @@ std::optional<std::pair<uint32_t, uint16_t>> parse_ipv4_port(std::string_view s)
     }
     if (port > 65535)
         return std::nullopt;
-    return std::pair{*ip, static_cast<uint16_t>(port)};
+    return static_cast<uint16_t>(port);
+}
+
+}  // namespace
+
+std::optional<std::pair<uint32_t, uint16_t>> parse_ipv4_port(std::string_view s) {
+    const size_t colon = s.rfind(':');
+    if (colon == std::string_view::npos)
+        return std::nullopt;
+    const auto ip = parse_ipv4(s.substr(0, colon));
+    const auto port = parse_port(s.substr(colon + 1));
+    if (!ip || !port)
+        return std::nullopt;
+    return std::pair{*ip, *port};
 }
 
 std::optional<std::pair<ip_address, uint16_t>> parse_endpoint(std::string_view s) {
@@ -98,10 +109,9 @@ std::optional<std::pair<ip_address, uint16_t>> parse_endpoint(std::string_view s
     const size_t close = s.find("]:");
     if (close == std::string_view::npos) return std::nullopt;
     const auto a = parse_ipv6(s.substr(1, close - 1));
-    // The port by parse_ipv4_port's rules, on a stand-in address.
-    const auto port = parse_ipv4_port("0.0.0.0" + std::string(s.substr(close + 1)));
+    const auto port = parse_port(s.substr(close + 2));
     if (!a || !port) return std::nullopt;
-    return std::pair{ip_address::v6(*a), port->second};
+    return std::pair{ip_address::v6(*a), *port};
 }
 
 std::optional<std::string_view> unusable_host_reason6(const ipv6_bytes &a) {

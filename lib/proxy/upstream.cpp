@@ -69,11 +69,11 @@ uint16_t worker_proxy::port_for(const ip_address &a) const noexcept {
         // some port has a gateway6, or that it is link-local (then the first
         // port with an IPv6 address).
         for (uint16_t i = 0; i < ports_.size(); ++i)
-            if (ports_[i].addr6 && net::ipv6_addr(a.bytes()).in_subnet(
-                                       net::ipv6_addr(*ports_[i].addr6), ports_[i].prefix6_len))
+            if (ports_[i].addr6 &&
+                ipv6_in_prefix(a.bytes(), *ports_[i].addr6, ports_[i].prefix6_len))
                 return i;
         for (uint16_t i = 0; i < ports_.size(); ++i)
-            if (ports_[i].has_gateway6 && !net::ipv6_addr(a.bytes()).is_link_local()) return i;
+            if (ports_[i].has_gateway6 && !ipv6_is_link_local(a.bytes())) return i;
         for (uint16_t i = 0; i < ports_.size(); ++i)
             if (ports_[i].addr6) return i;
         return 0;

@@ -16,6 +16,22 @@ namespace ferry {
 
 using ipv6_bytes = std::array<uint8_t, 16>;  // network order
 
+// Whether the first `prefix_len` bits of `a` equal `net`'s (lengths above
+// 128 count as 128): `a` lies in net/prefix_len.
+[[nodiscard]] constexpr bool ipv6_in_prefix(const ipv6_bytes &a, const ipv6_bytes &net,
+                                            unsigned prefix_len) noexcept {
+    const unsigned bits = prefix_len > 128 ? 128 : prefix_len;
+    for (unsigned i = 0; i < bits / 8; ++i)
+        if (a[i] != net[i]) return false;
+    if (bits % 8 == 0) return true;
+    const auto mask = static_cast<uint8_t>(0xff00 >> (bits % 8));
+    return (a[bits / 8] & mask) == (net[bits / 8] & mask);
+}
+// fe80::/10 (RFC 4291 §2.5.6).
+[[nodiscard]] constexpr bool ipv6_is_link_local(const ipv6_bytes &a) noexcept {
+    return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+
 // Eight groups of 1-4 hex digits separated by ':', one run of zero groups
 // replaced by "::" (at most once); either case. Form 3 (a dotted IPv4 tail),
 // zone indices ("%eth0") and a prefix length are refused: nullopt, as for

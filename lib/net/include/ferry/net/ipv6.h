@@ -37,6 +37,7 @@
 #include <string_view>
 #include <utility>
 
+#include "ferry/base/ipv6_text.h"
 #include "ferry/net/addr.h"
 #include "ferry/net/checksum.h"
 
@@ -78,9 +79,7 @@ public:
     // ff00::/8
     [[nodiscard]] constexpr bool is_multicast() const noexcept { return b_[0] == 0xff; }
     // fe80::/10
-    [[nodiscard]] constexpr bool is_link_local() const noexcept {
-        return b_[0] == 0xfe && (b_[1] & 0xc0) == 0x80;
-    }
+    [[nodiscard]] constexpr bool is_link_local() const noexcept { return ipv6_is_link_local(b_); }
     // fc00::/7 (RFC 4193)
     [[nodiscard]] constexpr bool is_unique_local() const noexcept { return (b_[0] & 0xfe) == 0xfc; }
     // ::ffff:0:0/96, an IPv4 address in IPv6 form: never on the wire as a
@@ -93,12 +92,7 @@ public:
     // Whether the first `prefix_len` bits equal `net`'s (lengths above 128
     // count as 128).
     [[nodiscard]] constexpr bool in_subnet(const ipv6_addr &net, uint8_t prefix_len) const noexcept {
-        const unsigned bits = prefix_len > 128 ? 128 : prefix_len;
-        for (unsigned i = 0; i < bits / 8; ++i)
-            if (b_[i] != net.b_[i]) return false;
-        if (bits % 8 == 0) return true;
-        const uint8_t mask = static_cast<uint8_t>(0xff00 >> (bits % 8));
-        return (b_[bits / 8] & mask) == (net.b_[bits / 8] & mask);
+        return ipv6_in_prefix(b_, net.b_, prefix_len);
     }
     // RFC 4291 §2.7.1: ff02::1:ff00:0/104 plus the address's low 24 bits, the
     // group a Neighbor Solicitation for this address is sent to.

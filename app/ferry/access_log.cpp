@@ -136,12 +136,6 @@ thread_local time_cache clf_time, iso_time;
 
 }  // namespace
 
-access_log_names access_log_names::of(const config::ferry_config &cfg) {
-    access_log_names n;
-    for (const auto &u : cfg.upstreams) n.upstreams.push_back(u.name);
-    return n;
-}
-
 void format_access_line(std::string &out, config::log_format format, const proxy::access_record &r,
                         unsigned lcore, int64_t realtime_offset_ns, const access_log_names &names) {
     using rec = proxy::access_record;
@@ -154,7 +148,8 @@ void format_access_line(std::string &out, config::log_format format, const proxy
     const std::string_view method = view(r.method, r.method_len);
     const std::string_view target = view(r.target, r.target_len);
     const char *version = r.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
-    const bool has_up = r.upstream >= 0 && size_t(r.upstream) < names.upstreams.size();
+    const std::string_view up_name = names.upstream(r.upstream);
+    const bool has_up = !up_name.empty();
     // The server's address comes in the record: a reload may have added it.
     const bool has_srv = has_up && r.server >= 0;
     std::array<char, ip_address::endpoint_text_max> srv_buf;
@@ -201,7 +196,7 @@ void format_access_line(std::string &out, config::log_format format, const proxy
         else
             append_seconds(out, r.urt_ns);
         out += " up=";
-        out += has_up ? std::string_view(names.upstreams[size_t(r.upstream)]) : "-";
+        out += has_up ? up_name : "-";
         out += " us=";
         out += srv;
         out += " lc=";
@@ -265,7 +260,7 @@ void format_access_line(std::string &out, config::log_format format, const proxy
     append_seconds(out, rt);
     out += ",\"upstream\":";
     if (has_up)
-        append_json_string(out, names.upstreams[size_t(r.upstream)]);
+        append_json_string(out, up_name);
     else
         out += "null";
     out += ",\"upstream_addr\":";
@@ -333,21 +328,22 @@ int64_t monotonic_s() {
 
 }  // namespace
 
-access_log_writer::access_log_writer(const config::ferry_config &cfg, int fd)
+access_log_writer::access_log_writer(const config::ferry_config &cfg, const name_table &upstreams,
+                                     int fd)
     : path_(cfg.http.access_log),
       format_(cfg.http.access_log_format),
-      names_(access_log_names::of(cfg)),
+      names_{&upstreams},
       fd_(fd) {
     buf_.reserve(write_batch + 64 * 1024);
 }
 
 result<std::unique_ptr<access_log_writer>, std::string> access_log_writer::open(
-    const config::ferry_config &cfg) {
+    const config::ferry_config &cfg, const name_table &upstreams) {
     const std::string &path = cfg.http.access_log;
     const int fd = open_log(path);
     if (fd < 0)
         return unexpected{"[http] access_log " + path + ": cannot open: " + errno_text(errno)};
-    std::unique_ptr<access_log_writer> w(new access_log_writer(cfg, fd));  // closes fd
+    std::unique_ptr<access_log_writer> w(new access_log_writer(cfg, upstreams, fd));  // closes fd
     if (std::string e = w->thread_.init(); !e.empty())
         return unexpected{"[http] access_log " + path + ": eventfd: " + e};
     return w;

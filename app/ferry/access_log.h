@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "drain_thread.h"
+#include "ferry/base/name_table.h"
 #include "ferry/base/result.h"
 #include "ferry/config/config.h"
 #include "ferry/proxy/access_log.h"
@@ -27,10 +28,15 @@
 namespace ferry::app {
 
 // What formatting a record needs besides the record: the upstreams' names
-// (a reload keeps them; a server's address comes in the record).
+// by slot (config.h ferry_config::upstreams; the reloader names a slot a
+// reload adds before a record can name it), a server's address comes in the
+// record.
 struct access_log_names {
-    std::vector<std::string> upstreams;  // by upstream index
-    static access_log_names of(const config::ferry_config &cfg);
+    const name_table *upstreams = nullptr;
+    // Upstream slot u's name, "" when unknown.
+    [[nodiscard]] std::string_view upstream(int u) const noexcept {
+        return upstreams != nullptr && u >= 0 ? (*upstreams)[size_t(u)] : std::string_view();
+    }
 };
 
 // Appends one line (ending in '\n') for `r` in the given format; `lcore` is
@@ -50,9 +56,10 @@ public:
     static constexpr size_t write_batch = 256 * 1024;
 
     // Opens cfg.http.access_log (O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-    // 0644). Error text naming the path and the errno text.
+    // 0644). `upstreams` names the upstreams by slot (it must outlive the
+    // writer). Error text naming the path and the errno text.
     static result<std::unique_ptr<access_log_writer>, std::string> open(
-        const config::ferry_config &cfg);
+        const config::ferry_config &cfg, const name_table &upstreams);
 
     // stop().
     ~access_log_writer();
@@ -75,7 +82,7 @@ public:
     [[nodiscard]] const std::string &path() const noexcept { return path_; }
 
 private:
-    access_log_writer(const config::ferry_config &cfg, int fd);
+    access_log_writer(const config::ferry_config &cfg, const name_table &upstreams, int fd);
 
     // One tick of the writer thread: a reopen if SIGHUP asked, then drain().
     void tick() noexcept;

@@ -9,22 +9,24 @@ RTE_LOG_REGISTER(ferry_logtype_events, ferry.events, INFO);
 
 namespace ferry::app {
 
-event_log_writer::event_log_writer(const config::ferry_config &cfg, proxy::shared_state &shared)
-    : names_(access_log_names::of(cfg)), shared_(shared) {
-    // One dense index per server slot, those a reload may add included; a
-    // slot's name is its address, from the config now and from its events
-    // later (an event carries it).
+event_log_writer::event_log_writer(const config::ferry_config &cfg, proxy::shared_state &shared,
+                                   const name_table &upstreams)
+    : names_{&upstreams}, shared_(shared) {
+    // One dense index per server slot of every upstream slot, those a reload
+    // may add included (config.h upstream_capacity); a slot's name is its
+    // address, from the config now and from its events later (an event
+    // carries it).
     size_t n = 0;
-    for (size_t u = 0; u < cfg.upstreams.size(); ++u) {
-        const config::upstream_config &uc = cfg.upstreams[u];
-        const size_t cap = proxy::worker_proxy::slot_capacity(uc);
+    for (size_t u = 0; u < config::upstream_capacity(cfg); ++u) {
+        const size_t cap = config::server_capacity(cfg, u);
         base_.push_back(n);
         caps_.push_back(cap);
         for (size_t s = 0; s < cap; ++s) {
             upstream_of_.push_back(static_cast<uint16_t>(u));
-            server_names_.push_back(
-                s < uc.slots.size() ? config::format_endpoint(uc.slots[s].addr, uc.slots[s].port)
-                                    : "");
+            const config::upstream_config *uc = u < cfg.upstreams.size() ? &cfg.upstreams[u] : nullptr;
+            server_names_.push_back(uc != nullptr && s < uc->slots.size()
+                                        ? config::format_endpoint(uc->slots[s].addr, uc->slots[s].port)
+                                        : "");
         }
         n += cap;
     }
@@ -54,7 +56,7 @@ void event_log_writer::drain() noexcept {
     // the last of them left.
     limiter_->summaries(reactor::reactor::now_ns(), [&](size_t i, uint64_t n, bool down) {
         const logfmt l = logfmt("server changes not logged")
-                             .kv("upstream", names_.upstreams[upstream_of_[i]])
+                             .kv("upstream", names_.upstream(upstream_of_[i]))
                              .kv("server", server_names_[i])
                              .kv("changes", n)
                              .kv("window_seconds", window_ns / 1'000'000'000ull)
@@ -83,7 +85,7 @@ void event_log_writer::line(const proxy::server_event &e) noexcept {
     }
     c.lines.inc();
     logfmt l(down ? "server down" : "server up");
-    l.kv("upstream", names_.upstreams[e.upstream]).kv("server", name);
+    l.kv("upstream", names_.upstream(e.upstream)).kv("server", name);
     if (down) {
         // checks=N: failed health checks in a row; failures=N: failed requests.
         l.kv("cause", proxy::describe_cause(e)).kv(e.check ? "checks" : "failures", e.fails);

@@ -33,7 +33,9 @@ public:
     static constexpr uint32_t burst = 10;
     static constexpr uint64_t window_ns = 60'000'000'000ull;
 
-    event_log_writer(const config::ferry_config &cfg, proxy::shared_state &shared);
+    // `upstreams` names the upstreams by slot (it must outlive the writer).
+    event_log_writer(const config::ferry_config &cfg, proxy::shared_state &shared,
+                     const name_table &upstreams);
     ~event_log_writer();  // stop()
     event_log_writer(const event_log_writer &) = delete;
     event_log_writer &operator=(const event_log_writer &) = delete;

@@ -436,9 +436,14 @@ int run(int argc, char **argv) {
 
     // [http] access_log: opened now, so a path ferry cannot write fails before
     // anything else starts. Without a [[listener]] there is nothing to log.
+    // The upstreams' names by slot, for the log writers; the reloader names
+    // the slots a reload adds.
+    static name_table upstream_names(config::upstream_capacity(l.cfg));
+    for (size_t u = 0; u < l.cfg.upstreams.size(); ++u)
+        upstream_names.name(u, l.cfg.upstreams[u].name);
     std::unique_ptr<access_log_writer> alog;
     if (!l.cfg.http.access_log.empty() && !l.cfg.listeners.empty()) {
-        auto a = access_log_writer::open(l.cfg);
+        auto a = access_log_writer::open(l.cfg, upstream_names);
         if (!a) {
             std::fprintf(stderr, "ferry: %s\n", a.error().c_str());
             return 1;
@@ -477,7 +482,7 @@ int run(int argc, char **argv) {
     static telemetry::process_view view;
     static telemetry::exporter_counters exporter_counters;  // [admin] metrics_address
     app.cfg = l.cfg;
-    app.reload.init(app.cfg, opts.config_path, app.settings, wake_all_workers);
+    app.reload.init(app.cfg, opts.config_path, app.settings, wake_all_workers, &upstream_names);
     app.drivers_dir = drivers_dir;
     // config::wakeup_mode and reactor::wakeup_mode list the same modes in the same order.
     app.settings.mode.store(static_cast<reactor::wakeup_mode>(l.cfg.wakeup));
@@ -593,7 +598,7 @@ int run(int argc, char **argv) {
     }
     if (app.proxy_shared) {
         // One event ring per worker: server down/up lines (event_log.h).
-        events = std::make_unique<event_log_writer>(l.cfg, *app.proxy_shared);
+        events = std::make_unique<event_log_writer>(l.cfg, *app.proxy_shared, upstream_names);
         for (auto &w : app.workers)
             if (w->proxy) w->proxy->set_event_log(events->add_sink());
         if (std::string err = events->start(); !err.empty()) {

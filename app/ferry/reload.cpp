@@ -30,7 +30,9 @@ std::string hex(uint64_t h) {
 }  // namespace
 
 void reloader::init(const config::ferry_config &initial, std::string path,
-                    reactor::settings &settings, void (*wake_all)() noexcept) {
+                    reactor::settings &settings, void (*wake_all)() noexcept,
+                    name_table *upstream_names) {
+    upstream_names_ = upstream_names;
     path_ = std::move(path);
     route_capacity_ = config::route_capacity(initial.routes.size());
     settings_ = &settings;
@@ -157,6 +159,11 @@ void reloader::reload(telemetry::reload_report &out, bool check, const std::stri
     if (next->busy_latency_weight_pct != run.busy_latency_weight_pct)
         settings_->busy_latency_weight_pct.store(next->busy_latency_weight_pct,
                                                  std::memory_order_relaxed);
+    // The names of upstream slots this reload adds, before any record can
+    // name them (name_table.h).
+    if (upstream_names_ != nullptr)
+        for (size_t u = 0; u < next->upstreams.size(); ++u)
+            (void)upstream_names_->name(u, next->upstreams[u].name);
     // Publish: the configuration first, then its generation, which workers
     // compare with theirs once per loop iteration (acquire), then wake them.
     {

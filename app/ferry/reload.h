@@ -2,7 +2,7 @@
 // configuration"): SIGHUP and /ferry/reload re-read the configuration file,
 // validate it completely (the same errors, with file:line:column, as --check),
 // refuse what needs a restart (config/reload.h: the ports, workers, TCP and
-// pool sizes, and the listeners, routes, upstreams and servers themselves),
+// pool sizes, a shared pool's upstream and servers),
 // and swap the rest in on every worker at a safe point: between two
 // iterations of its loop, where the proxy's poller takes the new generation
 // (worker_proxy::reconfigure). A refused or invalid file changes nothing; the
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "drain_thread.h"
+#include "ferry/base/name_table.h"
 #include "ferry/config/config.h"
 #include "ferry/reactor/reactor.h"
 #include "ferry/telemetry/view.h"
@@ -40,9 +41,11 @@ public:
     // re-read); the text there now gives the first hash.
     // `settings` get the file's wakeup settings when a reload changes them
     // (a value the file does not change keeps what telemetry set);
-    // `wake_all` rings every worker after a swap, so sleepers take it at once.
+    // `wake_all` rings every worker after a swap, so sleepers take it at once;
+    // `upstream_names` (the log writers' table, may be null) gets the name of
+    // each upstream slot a reload adds, before the swap.
     void init(const config::ferry_config &initial, std::string path, reactor::settings &settings,
-              void (*wake_all)() noexcept);
+              void (*wake_all)() noexcept, name_table *upstream_names = nullptr);
 
     // Re-reads the file and applies it if it can; `out` says what happened.
     // With `check`, nothing is applied, counted or logged: `out` says what a
@@ -69,6 +72,7 @@ private:
 
     reactor::settings *settings_ = nullptr;
     void (*wake_all_)() noexcept = nullptr;
+    name_table *upstream_names_ = nullptr;
     std::mutex mu_;  // one reload at a time
     std::string path_;
     size_t route_capacity_ = 0;  // the proxies' room for routes (config/reload.h)

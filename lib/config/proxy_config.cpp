@@ -477,6 +477,8 @@ std::optional<error> proxy_reader::read_upstream(const toml::table &t, const std
     }
     u.slot_capacity = static_cast<uint32_t>(
         std::min<size_t>(u.servers.size() + server_slot_headroom, max_server_slots));
+    cfg_.upstream_slot_capacity =
+        static_cast<uint32_t>(cfg_.upstreams.size() + 1 + upstream_slot_headroom);
     cfg_.upstreams.push_back(std::move(u));
     upstream_name_nodes_.push_back(name_node);
     server_nodes_.push_back(std::move(snodes));

@@ -9,9 +9,6 @@ namespace ferry::config {
 namespace {
 
 constexpr const char *restart = "needs a restart; the running configuration is kept";
-constexpr const char *shape =
-    "needs a restart (a reload changes values, not which listeners and upstreams there "
-    "are); the running configuration is kept";
 constexpr const char *shared_shape =
     "needs a restart (a shared pool's connections and the requests other lcores hand over "
     "are numbered by server position); the running configuration is kept";
@@ -117,25 +114,80 @@ std::vector<error> carry_slots(const ferry_config &run, ferry_config &next) {
         }
         l.slot = *slot;
     }
-    for (size_t u = 0; u < next.upstreams.size() && u < run.upstreams.size(); ++u) {
-        const upstream_config &a = run.upstreams[u];
+    // Upstreams by name, each to the position of its slot; a retired
+    // placeholder where a removed one was.
+    // Every name since ferry started is in `running`, by slot.
+    std::vector<std::string> names;
+    for (const upstream_config &u : run.upstreams) names.push_back(u.name);
+    next.upstream_slot_capacity = static_cast<uint32_t>(upstream_capacity(run));
+    std::vector<int> slot_of_pos(next.upstreams.size(), -1);
+    for (size_t i = 0; i < next.upstreams.size(); ++i) {
+        const upstream_config &u = next.upstreams[i];
+        const auto slot = slot_of(names, u.name, next.upstream_slot_capacity);
+        if (!slot) {
+            out.push_back(error{
+                u.where, "upstream[" + std::to_string(i) + "]",
+                "upstream '" + u.name + "' would be upstream name number " +
+                    std::to_string(names.size() + 1) +
+                    " since ferry started, more than the " +
+                    std::to_string(next.upstream_slot_capacity) + " it has room for (" +
+                    std::to_string(upstream_slot_headroom) +
+                    " more than it started with): " + restart});
+            return out;  // next keeps the file's order; the reload is refused
+        }
+        slot_of_pos[i] = *slot;
+    }
+    std::vector<upstream_config> by_slot(names.size());
+    std::vector<int> file_pos(by_slot.size(), -1);  // the slot's upstream in the file
+    for (size_t i = 0; i < next.upstreams.size(); ++i) {
+        by_slot[static_cast<size_t>(slot_of_pos[i])] = std::move(next.upstreams[i]);
+        file_pos[static_cast<size_t>(slot_of_pos[i])] = static_cast<int>(i);
+    }
+    for (size_t k = 0; k < by_slot.size(); ++k) {
+        if (file_pos[k] >= 0) continue;
+        // Not in `next`: in `running` (live or retired), as every slot is.
+        upstream_config &p = by_slot[k];
+        p = run.upstreams[k];
+        p.servers.clear();
+        p.retired = true;
+    }
+    next.upstreams = std::move(by_slot);
+    for (listener_config &l : next.listeners)
+        if (l.default_upstream_index >= 0)
+            l.default_upstream_index = slot_of_pos[static_cast<size_t>(l.default_upstream_index)];
+    for (route_config &r : next.routes)
+        if (r.upstream_index >= 0)
+            r.upstream_index = slot_of_pos[static_cast<size_t>(r.upstream_index)];
+    for (size_t u = 0; u < next.upstreams.size(); ++u) {
         upstream_config &b = next.upstreams[u];
-        if (a.name != b.name) continue;  // not the same upstream: reload_refusals says so
-        b.slots = a.slots;
-        b.slot_capacity = a.slot_capacity;
+        if (b.retired) continue;
+        if (u < run.upstreams.size()) {
+            // The same name had this slot: its servers keep theirs.
+            b.slots = run.upstreams[u].slots;
+            b.slot_capacity = run.upstreams[u].slot_capacity;
+        } else {
+            // Added: the server slots allocated for every added upstream.
+            b.slots.clear();
+            b.slot_capacity = added_upstream_server_slots;
+        }
+        const bool added = u >= run.upstreams.size();
         for (size_t i = 0; i < b.servers.size(); ++i) {
             server_config &s = b.servers[i];
             const auto slot = slot_of(b.slots, server_endpoint{s.addr, s.port}, b.slot_capacity);
             if (!slot) {
                 out.push_back(error{
-                    s.where, "upstream[" + std::to_string(u) + "].server[" + std::to_string(i) + "]",
+                    s.where,
+                    "upstream[" + std::to_string(file_pos[u]) + "].server[" + std::to_string(i) + "]",
                     "server " + format_endpoint(s.addr, s.port) + " of '" + b.name +
                         "' would be its server address number " +
                         std::to_string(b.slots.size() + 1) +
-                        " since ferry started, more than the " +
-                        std::to_string(b.slot_capacity) + " it has room for (" +
-                        std::to_string(server_slot_headroom) +
-                        " more than it started with): " + restart});
+                        (added ? " since a reload added it" : " since ferry started") +
+                        ", more than the " + std::to_string(b.slot_capacity) +
+                        " it has room for (" +
+                        (added ? "as every upstream a reload adds"
+                               : std::to_string(server_slot_headroom) +
+                                     " more than it started with") +
+                        "): " + restart});
                 break;
             }
             s.slot = *slot;
@@ -236,43 +288,52 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
                    "started with):",
                restart);
     }
-    if (run.upstreams.size() != next.upstreams.size()) {
-        refuse(file, "upstream",
-               "the [[upstream]] list changed (" + std::to_string(run.upstreams.size()) + " -> " +
-                   std::to_string(next.upstreams.size()) + "):",
-               shape);
-    } else {
-        for (size_t u = 0; u < next.upstreams.size(); ++u) {
-            const upstream_config &a = run.upstreams[u], &b = next.upstreams[u];
-            const std::string key = "upstream[" + std::to_string(u) + "]";
-            if (a.name != b.name) {
-                refuse(b.where, key + ".name",
-                       "upstream '" + b.name + "' is where '" + a.name + "' was:", shape);
-                continue;
-            }
-            if (a.pool != b.pool || (b.pool == pool_mode::shared &&
-                                     a.shared_connections != b.shared_connections))
+    // Upstreams by name: one with a local pool may be added, removed or
+    // renamed (carry_slots keeps each name's slot); a shared pool stays.
+    auto live = [](const ferry_config &c, const std::string &name) -> const upstream_config * {
+        for (const upstream_config &u : c.upstreams)
+            if (!u.retired && u.name == name) return &u;
+        return nullptr;
+    };
+    for (const upstream_config &a : run.upstreams)
+        if (!a.retired && a.pool == pool_mode::shared && live(next, a.name) == nullptr)
+            refuse(file, "upstream",
+                   "upstream '" + a.name + "', which has a shared pool, was removed or renamed:",
+                   shared_shape);
+    for (size_t u = 0; u < next.upstreams.size(); ++u) {
+        const upstream_config &b = next.upstreams[u];
+        if (b.retired) continue;
+        const std::string key = "upstream[" + std::to_string(u) + "]";
+        const upstream_config *was = live(run, b.name);
+        if (was == nullptr) {
+            if (b.pool == pool_mode::shared)
                 refuse(b.where, key + ".pool",
-                       "upstream '" + b.name + "' changed its pool (pool, shared_connections):",
-                       restart);
-            // A local pool's servers may be added, removed and reordered
-            // (carry_slots keeps each one's state by its address).
-            if (a.pool != pool_mode::shared || b.pool != pool_mode::shared) continue;
-            if (a.servers.size() != b.servers.size()) {
-                refuse(b.where, key + ".server",
-                       "upstream '" + b.name + "' has " + std::to_string(b.servers.size()) +
-                           " servers (was " + std::to_string(a.servers.size()) + "):",
-                       shared_shape);
-                continue;
-            }
-            for (size_t s = 0; s < b.servers.size(); ++s)
-                if (a.servers[s].addr != b.servers[s].addr || a.servers[s].port != b.servers[s].port)
-                    refuse(b.servers[s].where, key + ".server[" + std::to_string(s) + "]",
-                           "server " + format_endpoint(b.servers[s].addr, b.servers[s].port) +
-                               " of '" + b.name + "' is where " +
-                               format_endpoint(a.servers[s].addr, a.servers[s].port) + " was:",
-                           shared_shape);
+                       "upstream '" + b.name + "' is added with a shared pool:", shared_shape);
+            continue;  // added: its servers took slots of their own (carry_slots)
         }
+        const upstream_config &a = *was;
+        if (a.pool != b.pool || (b.pool == pool_mode::shared &&
+                                 a.shared_connections != b.shared_connections))
+            refuse(b.where, key + ".pool",
+                   "upstream '" + b.name + "' changed its pool (pool, shared_connections):",
+                   restart);
+        // A local pool's servers may be added, removed and reordered
+        // (carry_slots keeps each one's state by its address).
+        if (a.pool != pool_mode::shared || b.pool != pool_mode::shared) continue;
+        if (a.servers.size() != b.servers.size()) {
+            refuse(b.where, key + ".server",
+                   "upstream '" + b.name + "' has " + std::to_string(b.servers.size()) +
+                       " servers (was " + std::to_string(a.servers.size()) + "):",
+                   shared_shape);
+            continue;
+        }
+        for (size_t s = 0; s < b.servers.size(); ++s)
+            if (a.servers[s].addr != b.servers[s].addr || a.servers[s].port != b.servers[s].port)
+                refuse(b.servers[s].where, key + ".server[" + std::to_string(s) + "]",
+                       "server " + format_endpoint(b.servers[s].addr, b.servers[s].port) +
+                           " of '" + b.name + "' is where " +
+                           format_endpoint(a.servers[s].addr, a.servers[s].port) + " was:",
+                       shared_shape);
     }
     return out;
 }
@@ -362,8 +423,23 @@ std::vector<std::string> reload_changes(const ferry_config &run, const ferry_con
         c.num(k + "write_timeout_ms", a.write_timeout_ms, b.write_timeout_ms);
         c.num(k + "total_timeout_ms", a.total_timeout_ms, b.total_timeout_ms);
     }
-    for (size_t u = 0; u < next.upstreams.size() && u < run.upstreams.size(); ++u) {
-        const upstream_config &a = run.upstreams[u], &b = next.upstreams[u];
+    // Upstreams by slot (carry_slots): removed, added, and a kept one's values.
+    for (size_t u = 0; u < next.upstreams.size(); ++u) {
+        const upstream_config &b = next.upstreams[u];
+        const upstream_config *was = u < run.upstreams.size() && !run.upstreams[u].retired
+                                         ? &run.upstreams[u]
+                                         : nullptr;
+        if (b.retired) {
+            if (was != nullptr) c.add("upstream[" + std::to_string(u) + "] removed: '" + b.name + "'");
+            continue;
+        }
+        if (was == nullptr) {
+            c.add("upstream[" + std::to_string(u) + "] added: '" + b.name + "' with " +
+                  std::to_string(b.servers.size()) +
+                  (b.servers.size() == 1 ? " server" : " servers"));
+            continue;
+        }
+        const upstream_config &a = *was;
         const std::string k = "upstream[" + std::to_string(u) + "].";
         c.str(k + "balance", to_string(a.balance), to_string(b.balance));
         c.str(k + "hash_key", to_string(a.hash_key), to_string(b.hash_key));

@@ -17,8 +17,10 @@ namespace ferry::proxy {
 
 shared_state::shared_state(const config::ferry_config &cfg)
     : xrows(std::make_unique<xcore_row[]>(max_workers)) {
-    for (const auto &u : cfg.upstreams)
-        health.push_back(std::make_unique<server_health[]>(worker_proxy::slot_capacity(u)));
+    // Every upstream slot, those a reload may add included (config.h
+    // upstream_capacity): the vector never grows while workers read it.
+    for (size_t u = 0; u < config::upstream_capacity(cfg); ++u)
+        health.push_back(std::make_unique<server_health[]>(config::server_capacity(cfg, u)));
 }
 
 worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port_ref> ports,
@@ -80,14 +82,17 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     set_listeners();
     route_ctr_ = std::make_unique<counter[]>(std::max<size_t>(1, listener_cap) *
                                              route_stride_ * 5);
-    for (const auto &uc : cfg.upstreams) {
+    // Every upstream slot, those a reload may add included: telemetry reads
+    // a slot's counters as soon as a configuration names it.
+    for (size_t u = 0; u < config::upstream_capacity(cfg); ++u) {
         auto st = std::make_unique<upstream_state>();
-        const size_t cap = slot_capacity(uc);
+        const size_t cap = config::server_capacity(cfg, u);
         st->idle_head.assign(cap, none);
         st->nidle.assign(cap, 0);
         st->busy.assign(cap, 0);
         st->hc_conn.assign(cap, none);
-        set_servers(*st, uc);
+        st->present.assign(cap, 0);
+        if (u < cfg.upstreams.size()) set_servers(*st, cfg.upstreams[u]);
         ups_.push_back(std::move(st));
         srv_ctr_.push_back(reserve<server_counters>(reserved_base_, cap));
     }
@@ -207,6 +212,9 @@ void worker_proxy::reconfigure(const config::ferry_config &next, uint64_t now) {
     build_edits();
     set_listeners();
     bool checks = false;
+    // Upstreams by slot (config.h ferry_config::upstreams): one a reload
+    // removed is a retired placeholder without servers, so its idle
+    // connections close below and busy ones when their response ends.
     for (size_t u = 0; u < ups_.size() && u < next.upstreams.size(); ++u) {
         const config::upstream_config &uc = next.upstreams[u];
         upstream_state &st = *ups_[u];

@@ -19,6 +19,7 @@ namespace ferry::proxy {
 int worker_proxy::pick_server(int upstream, uint64_t key, uint64_t now, int exclude) noexcept {
     const auto &uc = cfg_->upstreams[upstream];
     upstream_state &us = *ups_[upstream];
+    if (us.view.empty()) return -1;  // retired by a reload: a retry finds no server
     bool any_up = false;
     bool any_ready = false;
     // The view is by position in the configuration; health, load and the

@@ -83,6 +83,7 @@ int dump_routes(const config::ferry_config &c, rte_tel_data *d) {
 int dump_upstreams(const config::ferry_config &c, rte_tel_data *d) {
     rte_tel_data_start_dict(d);
     for (const config::upstream_config &u : c.upstreams) {
+        if (u.retired) continue;  // a reload removed it (config.h)
         rte_tel_data *t = item(d, u.name);
         if (t == nullptr) return -ENOMEM;
         str(t, "balance", std::string(config::to_string(u.balance)));

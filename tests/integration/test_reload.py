@@ -11,14 +11,18 @@ origins on the tap's kernel side, an open-loop client (h2load --h1 --rps) on
     after each one a request sees X-Gen: <n> and the route's new prefix, and
     requests reach only the new servers;
   - reloads 15-17 add a route in front of it (/extra/, X-Extra: yes), which
-    moves it to the second position under load, and a listener on port 8081;
-    reload 18 removes both (8081 then refuses connections);
+    moves it to the second position under load, a listener on port 8081, and
+    an upstream 'x' (one server, 9000) that both lead to; reload 18 removes
+    all three (8081 then refuses connections, /ferry/upstreams lists no x);
+  - reload 19 renames the upstream 'u' to 'v' under load (u removed, v
+    added: its requests in flight finish, new ones go to v);
   - reload 8 is invalid (a TOML syntax error): refused with file:line, logged
     and reported, nothing applied (X-Gen stays, the generation too);
   - reload 13 changes [tcp] (needs a restart): refused with its key, nothing
     applied.
 Then: the client saw 0 failed and 0 errored requests (no reset, no refused
-connection) and only 2xx; the counters say 18 applied, 1 invalid, 1 refused;
+connection) and only 2xx; the access log names the added and the renamed
+upstream; the counters say 18 applied, 1 invalid, 1 refused;
 each worker took 18 configurations over (/ferry/http reconfigured); the
 config hash in /ferry/config is the last applied file's; the Prometheus-style
 totals are in /ferry/reload's answer.
@@ -50,20 +54,30 @@ def server_ports(gen):
     return [p for p in PORTS if p != PORTS[gen % len(PORTS)]]
 
 
+def upstream_name(gen):
+    """The main upstream's name: 'u', renamed 'v' by reload 19."""
+    return "v" if gen >= 19 else "u"
+
+
 def config(gen, prefix="/a/", weight=1, tcp="", extra=False):
+    up = upstream_name(gen)
     servers = "".join(f'  [[upstream.server]]\n  address = "{PEER_ADDR}:{p}"\n'
                       f'  weight = {weight if i == 0 else 1}\n'
                       for i, p in enumerate(server_ports(gen)))
-    # A route added in front of the /a/ route (reloads 15-17), then removed.
-    front = ('[[route]]\npath_prefix = "/extra/"\nupstream = "u"\n'
+    # A route added in front of the /a/ route, a listener and the upstream
+    # 'x' they lead to (reloads 15-17), then removed.
+    front = ('[[route]]\npath_prefix = "/extra/"\nupstream = "x"\n'
              'response_headers.set = { "X-Extra" = "yes" }\n\n') if extra else ""
-    alt = '[[listener]]\nname = "alt"\nport = 8081\ndefault_upstream = "u"\n\n' if extra else ""
+    alt = '[[listener]]\nname = "alt"\nport = 8081\ndefault_upstream = "x"\n\n' if extra else ""
+    x = (f'[[upstream]]\nname = "x"\n  [[upstream.server]]\n  address = "{PEER_ADDR}:{PORTS[0]}"\n\n'
+         if extra else "")
     return (f'[http]\naccess_log = "{ACCESS_LOG}"\n\n'
-            f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "u"\n\n' + alt + front +
-            f'[[route]]\npath_prefix = "{prefix}"\nupstream = "u"\n'
+            f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "{up}"\n\n' + alt +
+            front +
+            f'[[route]]\npath_prefix = "{prefix}"\nupstream = "{up}"\n'
             f'response_timeout_ms = {30000 + gen}\n'
             f'response_headers.set = {{ "X-Gen" = "{gen}" }}\n\n'
-            f'[[upstream]]\nname = "u"\n{servers}\n'
+            f'[[upstream]]\nname = "{up}"\n{servers}\n' + x
             + tcp + tap_port_toml())
 
 
@@ -172,6 +186,11 @@ def main():
                         check(r8081.returncode == 0 and r8081.stdout == "200",
                               f"reload {n}: the listener added on 8081 answers "
                               f"({r8081.returncode}, {r8081.stdout})")
+                        x = ns.run(["curl", "-s", "--max-time", "10",
+                                    f"http://{FERRY_ADDR}:8081/whoami"], check=False, timeout=20)
+                        check(x.stdout == str(PORTS[0]),
+                              f"reload {n}: 8081 leads to the added upstream x, whose server "
+                              f"is {PORTS[0]}: {x.stdout!r}")
                     else:
                         check(r8081.returncode == 7,  # curl: failed to connect
                               f"reload {n}: the listener on 8081 is gone: connection refused "
@@ -179,9 +198,13 @@ def main():
                 # The servers: the new two in /ferry/upstreams, and only they
                 # answer (the removed one's idle connections closed).
                 ups = f.telemetry("/ferry/upstreams")
-                want = {f"{PEER_ADDR}:{p}" for p in server_ports(n)}
-                check({v["server"] for v in ups.values()} == want,
-                      f"reload {n}: /ferry/upstreams lists {sorted(want)}: {sorted(ups)}")
+                want = {f"{upstream_name(n)}/{i}": f"{PEER_ADDR}:{p}"
+                        for i, p in enumerate(server_ports(n))}
+                if 15 <= n <= 17:
+                    want["x/0"] = f"{PEER_ADDR}:{PORTS[0]}"
+                check({k: v["server"] for k, v in ups.items()} == want,
+                      f"reload {n}: /ferry/upstreams lists {want}: "
+                      f"{ {k: v['server'] for k, v in ups.items()} }")
                 who = {int(ns.run(["curl", "-s", "--max-time", "10",
                                    f"http://{FERRY_ADDR}:8080/whoami"], check=False,
                                   timeout=20).stdout or 0) for _ in range(8)}
@@ -220,10 +243,11 @@ def main():
         per_lcore = {k: v["reconfigured"] for k, v in http.items()}
         check(sorted(per_lcore.values()) == [RELOADS - 2] * 2,
               f"each worker took {RELOADS - 2} configurations over: {per_lcore}")
-        # Each applied file removed one server (and added another).
+        # Each applied file removed one server (and added another); 18 also
+        # x's, 19 both of u's (v has its own).
         removed = {k: v["servers_removed"] for k, v in http.items()}
-        check(sorted(removed.values()) == [RELOADS - 2] * 2,
-              f"each worker saw {RELOADS - 2} servers removed: {removed}")
+        check(sorted(removed.values()) == [RELOADS] * 2,
+              f"each worker saw {RELOADS} servers removed: {removed}")
         check("ferry.app: reload applied " in f.log_text(), "reloads are logged")
         # 9000 was no server at start (slot 2 from reload 1): the access log
         # names it by its address, as the others.
@@ -232,6 +256,11 @@ def main():
         named = {p: sum(f" us={PEER_ADDR}:{p} " in line for line in lines) for p in PORTS}
         check(all(n > 0 for n in named.values()),
               f"the access log names every server, the one reload 1 added too: {named}")
+        ups_named = {u: sum(f" up={u} " in line for line in lines) for u in ("u", "v", "x")}
+        check(all(n > 0 for n in ups_named.values()),
+              f"the access log names every upstream, those reloads added too: {ups_named}")
+        check(not any(" up= " in line for line in lines),
+              "no line with an empty upstream name (a slot the log writer could not name)")
 
         # ferry --check --running: what a reload of another file would do,
         # asked of the running ferry; nothing applied.

@@ -72,6 +72,13 @@ std::string with(std::string_view from, std::string_view to) {
     return s;
 }
 
+// `from` (there) replaced by `to` in t.
+void swap(std::string &t, std::string_view from, std::string_view to) {
+    const size_t at = t.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    t.replace(at, from.size(), to);
+}
+
 ferry_config load(const std::string &text) {
     auto r = parse(text, "ferry.toml");
     EXPECT_TRUE(r) << (r ? "" : r.error().to_string());
@@ -286,13 +293,140 @@ TEST(ConfigReload, ASharedPoolsServersKeepTheirPlaces) {
                                          "name = \"app\"\npool = \"shared\"\n[[upstream.server]]");
     const ferry_config a = load(shared_base);
     std::string t = shared_base;
-    t.replace(t.find("10.78.0.3:8080"), 14, "10.78.0.4:8080");
+    swap(t, "10.78.0.3:8080", "10.78.0.4:8080");
     const std::vector<error> r = reload_refusals(a, load(t));
     ASSERT_EQ(r.size(), 1u);
     EXPECT_NE(r[0].to_string().find("key 'upstream[1].server[1]': server 10.78.0.4:8080 of 'app' "
                                     "is where 10.78.0.3:8080 was: needs a restart (a shared pool"),
               std::string::npos)
         << r[0].to_string();
+}
+
+// The upstreams of `c` by slot: "name(servers)", "-name" for a retired one.
+std::string upstreams_of(const ferry_config &c) {
+    std::string out;
+    for (const upstream_config &u : c.upstreams)
+        out += (out.empty() ? "" : " ") + (u.retired ? "-" + u.name : u.name) + "(" +
+               std::to_string(u.servers.size()) + ")";
+    return out;
+}
+
+TEST(ConfigReload, UpstreamsMayBeAddedRemovedAndRenamed) {
+    // 'api' is renamed 'edge' (one server fewer) and made the listener's
+    // default: 'api' keeps its slot as a retired placeholder (its servers'
+    // slots and last values, for requests in flight), 'edge' takes the next
+    // slot, and every route and listener names its upstream by slot.
+    const ferry_config a = load(std::string(base));
+    EXPECT_EQ(upstreams_of(a), "api(2) app(2)");
+    EXPECT_EQ(a.upstream_slot_capacity, 2u + upstream_slot_headroom);
+    std::string t = with("[[upstream]]\nname = \"api\"\n[[upstream.server]]\naddress = \"10.77.0.2:8080\"\n",
+                         "[[upstream]]\nname = \"edge\"\nretries = 3\n");
+    swap(t, "upstream = \"api\"", "upstream = \"edge\"");
+    swap(t, "port = 80\n", "port = 80\ndefault_upstream = \"edge\"\n");
+    ferry_config b = load(t);
+    ASSERT_EQ(upstreams_of(b), "edge(1) app(2)");  // the file's order
+    EXPECT_TRUE(carry_slots(a, b).empty());
+    EXPECT_EQ(upstreams_of(b), "-api(0) app(2) edge(1)");
+    EXPECT_EQ(b.upstreams[0].slots, a.upstreams[0].slots);
+    EXPECT_EQ(b.upstreams[0].response_timeout_ms, a.upstreams[0].response_timeout_ms);
+    EXPECT_EQ(b.routes[0].upstream_index, 2);
+    EXPECT_EQ(b.routes[1].upstream_index, 1);
+    EXPECT_EQ(b.listeners[0].default_upstream_index, 2);
+    EXPECT_EQ(b.upstreams[2].slot_capacity, added_upstream_server_slots);
+    EXPECT_EQ(slots_of(b, 2), "10.77.0.3:8080@0");
+    EXPECT_EQ(b.upstreams[2].retries, 3u);
+    EXPECT_TRUE(reload_refusals(a, b).empty());
+    EXPECT_EQ(reload_changes(a, b),
+              (std::vector<std::string>{"listener[0].default_upstream: \"\" -> \"edge\"",
+                                        "route[0].upstream: \"api\" -> \"edge\"",
+                                        "upstream[0] removed: 'api'",
+                                        "upstream[2] added: 'edge' with 1 server"}));
+    // Back to the start: 'api' in its old slot with its old server slots,
+    // 'edge' retired in its own.
+    ferry_config c = load(std::string(base));
+    EXPECT_TRUE(carry_slots(b, c).empty());
+    EXPECT_EQ(upstreams_of(c), "api(2) app(2) -edge(0)");
+    EXPECT_EQ(slots_of(c, 0), "10.77.0.2:8080@0 10.77.0.3:8080@1");
+    EXPECT_EQ(c.routes[0].upstream_index, 0);
+    EXPECT_EQ(c.routes[1].upstream_index, 1);
+    EXPECT_TRUE(reload_refusals(b, c).empty());
+    EXPECT_EQ(reload_changes(b, c),
+              (std::vector<std::string>{"listener[0].default_upstream: \"edge\" -> \"\"",
+                                        "route[0].upstream: \"edge\" -> \"api\"",
+                                        "upstream[0] added: 'api' with 2 servers",
+                                        "upstream[2] removed: 'edge'"}));
+    // The same again changes nothing; a placeholder stays one.
+    ferry_config d = load(std::string(base));
+    EXPECT_TRUE(carry_slots(c, d).empty());
+    EXPECT_EQ(upstreams_of(d), "api(2) app(2) -edge(0)");
+    EXPECT_TRUE(reload_changes(c, d).empty());
+}
+
+TEST(ConfigReload, UpstreamSlotsAndAnAddedUpstreamsServersUpToTheCapacity) {
+    // Each generation renames 'app': a new name takes a new slot, up to the
+    // headroom; the next is refused at its upstream.
+    ferry_config run = load(std::string(base));
+    for (unsigned i = 0; i < upstream_slot_headroom; ++i) {
+        const std::string name = "app" + std::to_string(i);
+        std::string t = with("name = \"app\"", "name = \"" + name + "\"");
+        swap(t, "upstream = \"app\"", "upstream = \"" + name + "\"");
+        ferry_config next = load(t);
+        ASSERT_TRUE(carry_slots(run, next).empty()) << i;
+        ASSERT_EQ(next.upstreams.size(), 3u + i);
+        EXPECT_EQ(next.upstreams.back().name, name);
+        EXPECT_EQ(next.routes[1].upstream_index, static_cast<int>(2 + i));
+        run = std::move(next);
+    }
+    std::string t = with("name = \"app\"", "name = \"app99\"");
+    swap(t, "upstream = \"app\"", "upstream = \"app99\"");
+    ferry_config last = load(t);
+    const std::vector<error> r = carry_slots(run, last);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].to_string().rfind("ferry.toml:42:1: key 'upstream[1]': upstream 'app99' would "
+                                     "be upstream name number 19 since ferry started, more than "
+                                     "the 18 it has room for",
+                                     0),
+              0u)
+        << r[0].to_string();
+    // An added upstream has added_upstream_server_slots server slots.
+    std::string servers;
+    for (unsigned i = 0; i <= added_upstream_server_slots; ++i)
+        servers += "[[upstream.server]]\naddress = \"10.77.0." + std::to_string(10 + i) + ":80\"\n";
+    ferry_config big = load(std::string(base) + "\n[[upstream]]\nname = \"big\"\n" + servers);
+    const std::vector<error> r2 = carry_slots(load(std::string(base)), big);
+    ASSERT_EQ(r2.size(), 1u);
+    EXPECT_NE(r2[0].to_string().find("server 10.77.0.42:80 of 'big' would be its server address "
+                                     "number 33 since a reload added it, more than the 32"),
+              std::string::npos)
+        << r2[0].to_string();
+}
+
+TEST(ConfigReload, ASharedPoolUpstreamIsNeitherAddedNorRemoved) {
+    const std::string shared_base = with("name = \"app\"\n[[upstream.server]]",
+                                         "name = \"app\"\npool = \"shared\"\n[[upstream.server]]");
+    // 'app' (shared) renamed: removed and added, both refused.
+    std::string t = shared_base;
+    swap(t, "name = \"app\"", "name = \"ap2\"");
+    swap(t, "upstream = \"app\"", "upstream = \"ap2\"");
+    const ferry_config a = load(shared_base);
+    ferry_config b = load(t);
+    EXPECT_TRUE(carry_slots(a, b).empty());
+    std::vector<std::string> r;
+    for (const error &e : reload_refusals(a, b)) r.push_back(e.to_string());
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_NE(r[0].find("key 'upstream': upstream 'app', which has a shared pool, was removed or "
+                        "renamed: needs a restart"),
+              std::string::npos)
+        << r[0];
+    EXPECT_NE(r[1].find("key 'upstream[2].pool': upstream 'ap2' is added with a shared pool: "
+                        "needs a restart"),
+              std::string::npos)
+        << r[1];
+    // A local one added beside the shared one is fine.
+    ferry_config c = load(shared_base + "\n[[upstream]]\nname = \"more\"\n[[upstream.server]]\n"
+                                        "address = \"10.77.0.7:80\"\n");
+    EXPECT_TRUE(carry_slots(a, c).empty());
+    EXPECT_TRUE(reload_refusals(a, c).empty());
 }
 
 TEST(ConfigReload, RoutesMayBeAddedRemovedAndReordered) {

@@ -202,20 +202,14 @@ std::string at_port(std::string_view port) {
     return t;
 }
 
-TEST(Reload, ARemovedServersConnectionsDrainAndClose) {
-    // 'o' moves from 10.0.0.2:8080 to :8081. At the reload one connection to
-    // 8080 is idle and one serves a request: the idle one closes at once
-    // (FIN), the busy one when its response is through; new requests go to
-    // 8081. 8080 comes back in a third generation in its old slot, with its
-    // counts.
-    // The generations outlive the bed; slots carried as the app's reload does.
-    const config::ferry_config first = parsed(bed_config());
-    config::ferry_config moved = parsed(at_port("8081"));
-    ASSERT_TRUE(config::carry_slots(first, moved).empty());
-    ASSERT_EQ(moved.upstreams[0].servers[0].slot, 1);
-    config::ferry_config back = parsed(bed_config());
-    ASSERT_TRUE(config::carry_slots(moved, back).empty());
-    ASSERT_EQ(back.upstreams[0].servers[0].slot, 0);
+// The bed's one server 10.0.0.2:8080 (upstream 0, slot 0) is replaced by
+// `moved`, whose server is 10.0.0.2:8081 at upstream `nu`, slot `ns`, then
+// comes back with `back`. At the first reload one connection to 8080 is idle
+// and one serves a request: the idle one closes at once (FIN), the busy one
+// when its response is through; new requests go to 8081. At the second,
+// 8081's idle connection closes and 8080 goes on with its counts.
+void removed_server_drains(const config::ferry_config &moved, const config::ferry_config &back,
+                           size_t nu, size_t ns) {
     bed_options o;
     o.toml = bed_config();
     o.origin_ports = {8080, 8081};
@@ -245,18 +239,18 @@ TEST(Reload, ARemovedServersConnectionsDrainAndClose) {
     EXPECT_FALSE(bed.conn(c2).closed);
     EXPECT_TRUE(busy.fin);
     EXPECT_EQ(bed.ctr().upstream_retired.get(), 2u);
-    // New requests: the new server.
+    // New requests: the new server, with counters of its own.
     EXPECT_TRUE(get(bed, c1, "/3").ends_with("\r\n\r\nok"));
     ASSERT_EQ(bed.origin_count(), 3u);
     EXPECT_EQ(bed.origin(2)->port, 8081);
     EXPECT_EQ(bed.proxy().server(0, 0).requests.get(), 2u);
-    EXPECT_EQ(bed.proxy().server(0, 1).requests.get(), 1u);
+    EXPECT_EQ(bed.proxy().server(nu, ns).requests.get(), 1u);
     EXPECT_EQ(bed.proxy().server(0, 0).idle.get(), 0u);
     EXPECT_EQ(bed.proxy().server(0, 0).active.get(), 0u);
-    EXPECT_EQ(bed.proxy().server(0, 1).idle.get(), 1u);
+    EXPECT_EQ(bed.proxy().server(nu, ns).idle.get(), 1u);
 
-    // 8080 again, in slot 0: its count goes on from 2; 8081's idle
-    // connection closes.
+    // 8080 again, in slot 0 of upstream 0: its count goes on from 2; 8081's
+    // idle connection closes.
     bed.proxy().reconfigure(back, bed.now());
     bed.pump();
     EXPECT_TRUE(bed.origin(2)->fin);
@@ -264,11 +258,83 @@ TEST(Reload, ARemovedServersConnectionsDrainAndClose) {
     EXPECT_TRUE(get(bed, c1, "/4").ends_with("\r\n\r\nok"));
     EXPECT_EQ(bed.origin(bed.origin_count() - 1)->port, 8080);
     EXPECT_EQ(bed.proxy().server(0, 0).requests.get(), 3u);
+    EXPECT_EQ(bed.proxy().server(nu, ns).idle.get(), 0u);
     EXPECT_EQ(bed.ctr().upstream_aborted.get(), 0u);
     EXPECT_EQ(bed.ctr().client_aborted.get(), 0u);
     EXPECT_EQ(bed.ctr().responses_2xx.get(), 4u);
     bed.close(c1);
     bed.close(c2);
+    bed.advance(200 * ms);
+}
+
+TEST(Reload, ARemovedServersConnectionsDrainAndClose) {
+    // 'o' moves from 10.0.0.2:8080 to :8081 (slot 1), then back to its old
+    // slot (removed_server_drains). The generations outlive the bed; slots carried as the app's reload does.
+    const config::ferry_config first = parsed(bed_config());
+    config::ferry_config moved = parsed(at_port("8081"));
+    ASSERT_TRUE(config::carry_slots(first, moved).empty());
+    ASSERT_EQ(moved.upstreams[0].servers[0].slot, 1);
+    config::ferry_config back = parsed(bed_config());
+    ASSERT_TRUE(config::carry_slots(moved, back).empty());
+    ASSERT_EQ(back.upstreams[0].servers[0].slot, 0);
+    removed_server_drains(moved, back, 0, 1);
+}
+
+// at_port(port) with its upstream named `name` instead of "o".
+std::string named(std::string_view name, std::string_view port) {
+    std::string t = at_port(port);
+    for (size_t at = t.find("\"o\""); at != std::string::npos; at = t.find("\"o\"", at))
+        t.replace(at, 3, "\"" + std::string(name) + "\"");
+    return t;
+}
+
+TEST(Reload, AnUpstreamRemovedDrainsAndOneAddedServes) {
+    // 'o' (10.0.0.2:8080) is renamed 'p' (10.0.0.2:8081): 'o' is removed, a
+    // retired placeholder in slot 0 whose idle connection closes at once and
+    // whose busy one finishes its response; 'p' takes slot 1 and serves the
+    // next requests. Then 'o' comes back to slot 0 with its counts, and 'p''s
+    // idle connection closes.
+    const config::ferry_config first = parsed(bed_config());
+    config::ferry_config renamed = parsed(named("p", "8081"));
+    ASSERT_TRUE(config::carry_slots(first, renamed).empty());
+    ASSERT_EQ(renamed.upstreams.size(), 2u);
+    ASSERT_TRUE(renamed.upstreams[0].retired);
+    ASSERT_EQ(renamed.listeners[0].default_upstream_index, 1);
+    config::ferry_config back = parsed(bed_config());
+    ASSERT_TRUE(config::carry_slots(renamed, back).empty());
+    ASSERT_TRUE(back.upstreams[1].retired);
+    ASSERT_EQ(back.listeners[0].default_upstream_index, 0);
+    removed_server_drains(renamed, back, 1, 0);
+}
+
+TEST(Reload, ARequestOnARemovedUpstreamWhoseServerFailsIsAnsweredNotLost) {
+    // 'o' removed while its origin holds a request; the origin resets it.
+    // The retry finds no server in the retired upstream: it goes to the
+    // same address once more (as for a removed server), and that
+    // connection's failure gets the client a 502, not a hang or a crash.
+    const config::ferry_config first = parsed(bed_config());
+    config::ferry_config renamed = parsed(named("p", "8081"));
+    ASSERT_TRUE(config::carry_slots(first, renamed).empty());
+    bed_options o;
+    o.toml = bed_config();
+    o.origin_ports = {8080, 8081};
+    proxy_bed bed(o);
+    const size_t cl = bed.connect();
+    bed.send(cl, "GET /1 HTTP/1.1\r\nHost: h\r\n\r\n");
+    ASSERT_EQ(bed.origin_count(), 1u);
+    bed.proxy().reconfigure(renamed, bed.now());
+    bed.pump();
+    bed.reset(*bed.origin(0));
+    for (size_t i = 1; i < bed.origin_count(); ++i) bed.reset(*bed.origin(i));
+    bed.advance(100 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 502 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().requests_retried.get(), 1u);
+    // The client stays; its next request goes to 'p'.
+    bed.conn(cl).rx.clear();
+    ASSERT_FALSE(bed.conn(cl).closed);
+    EXPECT_TRUE(get(bed, cl, "/2").ends_with("\r\n\r\nok"));
+    EXPECT_EQ(bed.origin(bed.origin_count() - 1)->port, 8081);
+    bed.close(cl);
     bed.advance(200 * ms);
 }
 

@@ -487,6 +487,11 @@ inline constexpr size_t max_servers = 4096;  // per upstream
 // Listener slots beyond the listeners at start-up, for listeners a reload
 // adds (ferry_config::listener_slot_capacity).
 inline constexpr uint32_t listener_slot_headroom = 16;
+// Upstream slots beyond the upstreams at start-up, for upstreams a reload
+// adds (ferry_config::upstream_slot_capacity), and the server slots each of
+// those has (the servers it comes with plus those later reloads add).
+inline constexpr uint32_t upstream_slot_headroom = 16;
+inline constexpr uint32_t added_upstream_server_slots = 32;
 inline constexpr size_t max_listeners = 1024;
 
 struct route_config {
@@ -562,6 +567,10 @@ struct upstream_config {
     // ferry started with plus server_slot_headroom (a reload that needs more
     // is refused: restart).
     uint32_t slot_capacity = 0;
+    // A placeholder a reload left where an upstream it removed was (config/
+    // reload.h carry_slots): no servers, no route or listener leads to it;
+    // requests in flight there finish with its last values. Listings skip it.
+    bool retired = false;
     source_pos where;                    // the upstream's table
     bool health_checks() const { return !health_check_path.empty(); }
 };
@@ -598,9 +607,28 @@ struct ferry_config {
     std::vector<std::string> listener_slots;
     uint32_t listener_slot_capacity = 0;
     std::vector<route_config> routes;        // file order = match order
+    // By slot: an upstream's position is its identity for ferry's life. The
+    // parse keeps the file's order; a reload (config/reload.h carry_slots)
+    // puts each upstream where its name was, an added one after the others,
+    // and leaves a retired placeholder where a removed one was.
     std::vector<upstream_config> upstreams;
+    // The upstream slots per-upstream state is allocated for: the upstreams
+    // ferry started with plus upstream_slot_headroom.
+    uint32_t upstream_slot_capacity = 0;
     admin_config admin;
 };
+
+// The upstream slots per-upstream state is allocated for, and the server
+// slots of upstream slot `u` (one a reload may add: added_upstream_server_slots).
+[[nodiscard]] inline size_t upstream_capacity(const ferry_config &c) noexcept {
+    return c.upstream_slot_capacity > c.upstreams.size() ? c.upstream_slot_capacity
+                                                         : c.upstreams.size();
+}
+[[nodiscard]] inline size_t server_capacity(const ferry_config &c, size_t u) noexcept {
+    if (u >= c.upstreams.size()) return added_upstream_server_slots;
+    const upstream_config &uc = c.upstreams[u];
+    return uc.slot_capacity > uc.servers.size() ? uc.slot_capacity : uc.servers.size();
+}
 
 // Parses and validates a whole configuration. source_name is used in error positions and
 // copied to ferry_config::source. Returns the first error in document order.

@@ -3,8 +3,11 @@
 //
 // A reload replaces the values of the running configuration; the shape it
 // was started with stays: the same ports, workers, TCP settings and pool
-// sizes (they size what was allocated at start-up), and the same upstreams,
-// in the same order. Listeners may be added, removed, renamed and moved to
+// sizes (they size what was allocated at start-up). Upstreams with a local
+// pool may be added, removed and renamed (carry_slots: per-upstream state is
+// kept by slot, one per name, up to ferry_config::upstream_slot_capacity; a
+// removed one stays as a retired placeholder); those with a shared pool stay.
+// Listeners may be added, removed, renamed and moved to
 // other ports (carry_slots: per-listener counters are kept by slot, one per
 // name, up to ferry_config::listener_slot_capacity), unless ferry started
 // without any (it runs no proxy then). An upstream with a local pool may gain,
@@ -49,12 +52,17 @@ namespace ferry::config {
 
 // Gives each listener of `next` its slot (listener_config::slot): the slot
 // its name had in `running` (or before: a listener that was removed and comes
-// back gets its old slot, and with it its counters), else the next new one;
-// and each server its slot (server_config::slot) the same way, by address,
-// within the upstream of the same position and name. `next` takes over
-// `running`'s slot lists and capacities. Errors: more slots than a capacity
-// (a restart). Before reload_refusals and reload_changes, which compare
-// listeners by name and servers by address, not by slot.
+// back gets its old slot, and with it its counters), else the next new one.
+// Puts each upstream of `next` at the position its name had (every name since
+// ferry started has one in `running`), a new one after them, and a retired
+// placeholder (upstream_config::retired: `running`'s, without servers) where
+// a name `next` lacks is; routes and listeners then name upstreams by that
+// position. Gives each server its slot (server_config::slot) the same way, by
+// address, within its upstream (an added upstream has
+// added_upstream_server_slots). `next` takes over `running`'s slot lists and
+// capacities. Errors: more slots than a capacity (a restart; `next` may be
+// left half done). Before reload_refusals and reload_changes, which compare
+// listeners and upstreams by name and servers by address.
 [[nodiscard]] std::vector<error> carry_slots(const ferry_config &running, ferry_config &next);
 
 // Why `next` cannot replace `running` in place, one error per change that

@@ -325,9 +325,10 @@ protected:
         }
     }
 
-    // The frame in one mbuf, or cut into segments at `cuts`.
+    // The frame in one mbuf, or cut into segments at `cuts`; with `dry`, the
+    // pool has no free mbuf while the stack takes it (built before).
     void input(const bytes &f, uint64_t now = 0, const std::vector<std::size_t> &cuts = {},
-               bool handoff = false) {
+               bool handoff = false, bool dry = false) {
         rte_mbuf *head = nullptr;
         std::size_t from = 0;
         std::vector<std::size_t> ends = cuts;
@@ -343,6 +344,8 @@ protected:
                 ASSERT_EQ(rte_pktmbuf_chain(head, seg), 0);
             from = to;
         }
+        std::optional<pool_dry> held;
+        if (dry) held.emplace(g_pool);
         if (handoff) {
             st_->input_handoff(head, now);
             return;
@@ -670,6 +673,66 @@ TEST_F(Ipv6ExtTest, UdpGetsAParameterProblemCode1AtTheNextHeaderField) {
     expect_param_problem(out[0], 1, 40, late);
     EXPECT_EQ(count("icmpv6_param_problem_sent"), 4u);
     expect_drops({{"ipv6_drop_unknown_next", 4}});
+}
+
+TEST_F(Ipv6ExtTest, WithThePoolDryAnErrorIsNotSentAndNothingLeaks) {
+    // The Parameter Problem needs an mbuf of its own: none, none sent, the
+    // invoking datagram freed and counted as ever (TearDown: no leak).
+    const bytes f = udp_frame();
+    input(f, 0, {}, false, true);
+    EXPECT_TRUE(take().empty());
+    EXPECT_EQ(count("tx_alloc_fail"), 1u);
+    EXPECT_EQ(count("icmpv6_param_problem_sent"), 0u);
+    expect_drops({{"ipv6_drop_unknown_next", 1}});
+    // With mbufs again, the same datagram is answered.
+    input(f, 1'000'000'000);
+    const auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    expect_param_problem(out[0], 1, 6, f);
+}
+
+TEST_F(Ipv6ExtTest, WithThePoolDryAnEchoIsAnsweredInItsOwnMbufAndASolicitationIsNot) {
+    // An echo reply is the request's own mbuf turned around: no allocation.
+    input(frame6(nh_icmp, echo_request()), 0, {}, false, true);
+    EXPECT_EQ(take().size(), 1u);
+    EXPECT_EQ(count("icmpv6_echo_replied"), 1u);
+    // A request whose mbuf is shared (a clone's, refcount 2) must be copied
+    // before it is written: no mbuf for the copy, no reply, freed, counted.
+    {
+        const bytes f = frame6(nh_icmp, echo_request());
+        rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
+        ASSERT_NE(m, nullptr);
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
+        rte_mbuf_refcnt_update(m, 1);  // the other holder
+        {
+            pool_dry held(g_pool);
+            rte_mbuf *b[] = {m};
+            st_->input_burst(b, 0);
+        }
+        EXPECT_EQ(rte_mbuf_refcnt_read(m), 1);  // the stack let its reference go
+        rte_pktmbuf_free(m);
+    }
+    EXPECT_TRUE(take().empty());
+    EXPECT_EQ(count("tx_alloc_fail"), 1u);
+    EXPECT_EQ(count("icmpv6_echo_replied"), 1u);
+    // A solicitation for us: the advertisement needs an mbuf.
+    bytes ns = concat({{135, 0, 0, 0, 0, 0, 0, 0}, addr_bytes(our6), {1, 1}, peer_mac});
+    put16(ns, 2,
+          ref_checksum(concat({pseudo_header(peer6, our6.solicited_node(), ns.size(), 58), ns})));
+    const bytes nsf = frame6(
+        nh_icmp, ns,
+        {.dst = our6.solicited_node(), .eth_dst = {0x33, 0x33, 0xff, 0, 0, 0x01}, .hop = 255});
+    input(nsf, 0, {}, false, true);
+    EXPECT_TRUE(take().empty());
+    EXPECT_EQ(count("tx_alloc_fail"), 2u);
+    EXPECT_EQ(count("nd_advertised"), 0u);
+    EXPECT_EQ(count("nd_learned"), 1u);  // what it taught is kept
+    input(nsf);
+    const auto out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].l4[0], 136);
+    EXPECT_EQ(count("nd_advertised"), 1u);
+    expect_drops({});
 }
 
 TEST_F(Ipv6ExtTest, TheErrorQuotesWhatFitsIn1280BytesFromEverySegment) {

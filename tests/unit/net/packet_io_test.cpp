@@ -326,6 +326,9 @@ protected:
         n = gso_split(b.data(), static_cast<uint32_t>(b.size()), g_pool, out, cap);
         return n;
     }
+    // `b` (a 4-segment GSO frame) against a dry pool, then one mbuf short,
+    // then a full one: nothing cut until all four fit.
+    void empty_pool_case(const std::vector<uint8_t> &b);
     rte_mbuf *out[64] = {};
     uint16_t n = 0;
 };
@@ -414,7 +417,13 @@ TEST_F(GsoSplit, RefusesWhatItCannotCutAndAllocatesNothingThen) {
 }
 
 TEST_F(GsoSplit, AnEmptyPoolTakesNothingAndCutsNothing) {
-    const auto b = gso_frame(4 * 1448, 1448, 0x10);
+    for (const bool v6 : {false, true}) {
+        SCOPED_TRACE(v6 ? "TCPv6" : "TCPv4");
+        empty_pool_case(v6 ? gso_frame6(4 * 1428, 1428, 0x10) : gso_frame(4 * 1448, 1448, 0x10));
+    }
+}
+
+void GsoSplit::empty_pool_case(const std::vector<uint8_t> &b) {
     std::vector<rte_mbuf *> held;
     while (rte_mbuf *m = rte_pktmbuf_alloc(g_pool)) held.push_back(m);
     ASSERT_EQ(rte_mempool_avail_count(g_pool), 0u);
@@ -428,6 +437,8 @@ TEST_F(GsoSplit, AnEmptyPoolTakesNothingAndCutsNothing) {
     EXPECT_EQ(rte_mempool_avail_count(g_pool), 3u);
     for (rte_mbuf *m : held) rte_pktmbuf_free(m);
     EXPECT_EQ(split(b), 4) << "and cuts once mbufs are back";
+    for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(out[i]);
+    n = 0;
 }
 
 }  // namespace

@@ -96,6 +96,13 @@ protected:
         rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
         ASSERT_NE(m, nullptr);
         std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(f.size())), f.data(), f.size());
+        // The exhaustion tests: the pool holds only `spare_` free mbufs
+        // while the stack takes the frame.
+        std::optional<pool_dry> held;
+        if (spare_) {
+            held.emplace(g_pool);
+            held->give_back(*spare_);
+        }
         if (handoff) {
             st_->input_handoff(m, now);
             return;
@@ -162,6 +169,7 @@ protected:
     std::optional<stack> st_;
     std::optional<tcp_layer> layer_;
     std::optional<unsigned> avail0_;
+    std::optional<std::size_t> spare_;  // input_frame: mbufs left free, if set
 };
 
 uint64_t count(const net_counters &nc, std::string_view name) {
@@ -352,6 +360,51 @@ TEST_F(TcpIpv6Test, AtStartTheAddressIsProbedAndAnnouncedAndADuplicateIsCounted)
                         nd_message(136, our6, ipv6_addr::all_nodes(), our6, 0x20, 2)}));
     EXPECT_EQ(count(nc_, "nd_conflict"), 1u);
     EXPECT_EQ(st_->neighbors().state(our6), neighbor_state::free);
+}
+
+TEST_F(TcpIpv6Test, WithThePoolDryNeighbourDiscoveryFailsCountedAndRecovers) {
+    // A SYN from a peer not resolved yet, the pool dry: the SYN-ACK (made
+    // in the SYN's own mbuf) waits in the neighbour table, the solicitation
+    // finds no mbuf (counted). The table's retry a second later solicits
+    // again, the answer releases what waited (the SYN-ACK, and its
+    // retransmission of the same second): the handshake completes.
+    ASSERT_EQ(layer_->listen(80), tcp_layer::listen_result::ok);
+    spare_ = 0;
+    send(tcp_seg(40000, 80, 1000, tcp_flag::syn));
+    spare_.reset();
+    EXPECT_TRUE(take_frames().empty());
+    EXPECT_EQ(count(nc_, "tx_alloc_fail"), 1u);
+    EXPECT_EQ(count(nc_, "nd_solicitations_sent"), 0u);
+    EXPECT_EQ(st_->neighbors().state(peer6), neighbor_state::incomplete);
+    st_->poll_timers(1'100'000'000);
+    auto fr = take_frames();
+    ASSERT_EQ(fr.size(), 1u);
+    EXPECT_EQ(fr[0].dst, peer6.solicited_node());
+    EXPECT_EQ(count(nc_, "nd_solicitations_sent"), 1u);
+    advertise();
+    const auto out = take_tcp();
+    ASSERT_GE(out.size(), 1u);
+    for (const tcp_repr &r : out) EXPECT_EQ(r.flags, tcp_flag::syn | tcp_flag::ack);
+    send(tcp_seg(40000, 80, 1001, tcp_flag::ack, out[0].seq.value() + 1), {}, 1'200'000'000);
+    const auto ev = events();
+    ASSERT_EQ(ev.size(), 1u);
+    layer_->abort(ev[0].h, 1'300'000'000);
+    (void)take_tcp();
+    (void)events();
+}
+
+TEST_F(TcpIpv6Test, WithThePoolDryTheStartProbesAreCountedNotSent) {
+    std::size_t before = 0;
+    {
+        pool_dry held(g_pool);
+        st_->announce(0);  // the ARP announcement, the DAD probe, the advertisement
+        before = take_frames().size();
+    }
+    EXPECT_EQ(before, 0u);
+    EXPECT_EQ(count(nc_, "tx_alloc_fail"), 3u);
+    EXPECT_EQ(count(nc_, "nd_dad_sent"), 0u);
+    EXPECT_EQ(count(nc_, "nd_advertised"), 0u);
+    EXPECT_EQ(count(nc_, "arp_gratuitous_sent"), 0u);
 }
 
 TEST_F(TcpIpv6Test, AnAdvertisementNobodyAskedForChangesNothing) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "ferry/net/ipv6.h"
 #include "ferry/net/stack.h"
@@ -53,6 +54,29 @@ struct frame_out {
     uint8_t next_header = 0, hop_limit = 0;
     ipv6_addr src, dst;
     bytes l4;  // the upper-layer message (extension headers included, if any)
+};
+
+// Every free mbuf of a pool held from construction until give_back() or the
+// end of scope: the pool is dry in between (the exhaustion tests).
+class pool_dry {
+public:
+    explicit pool_dry(rte_mempool *pool) {
+        while (rte_mbuf *m = rte_pktmbuf_alloc(pool)) held_.push_back(m);
+    }
+    ~pool_dry() { give_back(held_.size()); }
+    pool_dry(const pool_dry &) = delete;
+    pool_dry &operator=(const pool_dry &) = delete;
+    // Returns `n` of the held mbufs to the pool (the next `n` allocations
+    // succeed).
+    void give_back(std::size_t n) {
+        for (; n != 0 && !held_.empty(); --n) {
+            rte_pktmbuf_free(held_.back());
+            held_.pop_back();
+        }
+    }
+
+private:
+    std::vector<rte_mbuf *> held_;
 };
 
 inline frame_out parse_frame(const bytes &f) {

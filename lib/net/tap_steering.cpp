@@ -74,32 +74,65 @@ constexpr bpf_insn ld_ind(uint8_t size, uint8_t src, int32_t off) noexcept {
 constexpr bpf_insn jmp_imm(uint8_t op, uint8_t dst, int32_t imm, int16_t off) noexcept {
     return insn(BPF_JMP | op | BPF_K, dst, 0, off, imm);
 }
+// Skip `off` instructions.
+constexpr bpf_insn ja(int16_t off) noexcept {
+    return insn(BPF_JMP | BPF_JA, 0, 0, off, 0);
+}
 constexpr bpf_insn exit_insn() noexcept {
     return insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 }
 
 struct program {
-    static constexpr std::size_t capacity = 64;
+    static constexpr std::size_t capacity = 96;
     std::array<bpf_insn, capacity> insns{};
     std::size_t len = 0;
+    // Every labelled jump lands on a later instruction. Older verifiers
+    // reject any back-edge ("back-edge from insn X to Y"), and forward-only
+    // code needs no loop bound to be proved.
+    bool jumps_forward = true;
 };
 
-// Ethernet II header length: the IPv4 header starts here (no VLAN tag).
+// Ethernet II header length: the IP header starts here (no VLAN tag).
 constexpr int32_t l3 = 14;
 
 // frame_steer_hash (steering.cpp) as eBPF; the C++ it mirrors is quoted on
 // the right. Register use: r0 load results and scratch, r6 the skb, r7 the IP
-// header length, r8 the hash state, r9 the port word.
+// header length (the ports' offset from l3), r8 the hash state, r9 the port
+// word.
+//
+// Layout, every jump forward:
+//
+//   EtherType     IPv4 -> ipv4; not IPv6 -> zero
+//   (IPv6)        checks; r8 = fold(src) ^ fold(dst); r7 = 40; ja ports
+//   ipv4:         checks; r7 = 4 * IHL; r8 = src ^ dst
+//   ports:        the port word, the mixing, return x & 0xffff
+//   zero:         return 0
 constexpr program build_steering_program() noexcept {
     program p;
-    std::array<std::size_t, 16> to_zero{};  // jumps to the "return 0" tail
-    std::size_t n_zero = 0;
-    const auto emit = [&p](bpf_insn i) { p.insns[p.len++] = i; };
-    // Return 0 (queue 0) when `reg <op> imm`.
-    const auto zero_if = [&](uint8_t op, uint8_t reg, int32_t imm) {
-        to_zero[n_zero++] = p.len;
-        emit(jmp_imm(op, reg, imm, 0));
+    // Forward jumps are emitted with offset 0 and patched once their target
+    // is placed.
+    enum label : uint8_t { ipv4, ports, zero, n_labels };
+    // Where each label was placed; 0 until then, which no jump can reach
+    // forward, so a jump to an unplaced label fails the check below too.
+    std::array<std::size_t, n_labels> at{};
+    struct fixup {
+        std::size_t from;  // the jump instruction
+        label to;
     };
+    std::array<fixup, 16> fixups{};
+    std::size_t n_fixups = 0;
+    const auto emit = [&p](bpf_insn i) { p.insns[p.len++] = i; };
+    const auto place = [&](label l) { at[l] = p.len; };
+    const auto jump_to = [&](label l, bpf_insn i) {
+        fixups[n_fixups++] = {p.len, l};
+        emit(i);
+    };
+    // Go to `l` when `reg <op> imm`.
+    const auto jump_if = [&](label l, uint8_t op, uint8_t reg, int32_t imm) {
+        jump_to(l, jmp_imm(op, reg, imm, 0));
+    };
+    // Return 0 (queue 0) when `reg <op> imm`.
+    const auto zero_if = [&](uint8_t op, uint8_t reg, int32_t imm) { jump_if(zero, op, reg, imm); };
     // x ^= x >> shift, on r8 with r0 as scratch.
     const auto xor_shift = [&](uint32_t shift) {
         emit(mov64_reg(r0, r8));
@@ -111,7 +144,27 @@ constexpr program build_steering_program() noexcept {
     // clang-format off
     emit(mov64_reg(r6, r1));                    // LD_ABS/LD_IND find the skb in r6
     emit(ld_abs(BPF_H, 12));                    // EtherType
-    zero_if(BPF_JNE, r0, 0x0800);               //   not IPv4
+    jump_if(ipv4, BPF_JEQ, r0, 0x0800);         //   IPv4: its block below
+    zero_if(BPF_JNE, r0, 0x86dd);               //   neither IPv4 nor IPv6
+
+    // IPv6 (RFC 8200 §3): a fixed 40-byte header.
+    emit(ld_abs(BPF_B, l3));                    // version << 4 | traffic class
+    emit(alu32_imm(BPF_RSH, r0, 4));            // r0 = version
+    zero_if(BPF_JNE, r0, 6);                    //   version != 6
+    emit(ld_abs(BPF_B, l3 + 6));                // next header
+    emit(jmp_imm(BPF_JEQ, r0, 6, 1));           //   TCP: skip the UDP test
+    zero_if(BPF_JNE, r0, 17);                   //   neither: extension headers, ICMPv6, ...
+    emit(ld_abs(BPF_W, l3 + 8));                // source address, word 0
+    emit(mov64_reg(r8, r0));
+    for (int32_t w = 12; w < 40; w += 4) {      // the other 3 source and 4 destination words
+        emit(ld_abs(BPF_W, l3 + w));
+        emit(alu32_reg(BPF_XOR, r8, r0));       // x = fold(ip_a) ^ fold(ip_b)
+    }
+    emit(mov64_imm(r7, 40));                    // the ports follow the fixed header
+    jump_to(ports, ja(0));                      // on to the shared port load
+
+    // IPv4 (RFC 791 §3.1).
+    place(ipv4);
     emit(ld_abs(BPF_B, l3));                    // version << 4 | IHL
     emit(mov64_reg(r7, r0));
     emit(alu32_imm(BPF_AND, r7, 0x0f));         // r7 = IHL
@@ -129,6 +182,9 @@ constexpr program build_steering_program() noexcept {
     emit(mov64_reg(r8, r0));
     emit(ld_abs(BPF_W, l3 + 16));               // destination address
     emit(alu32_reg(BPF_XOR, r8, r0));           // x = ip_a ^ ip_b
+
+    // Both families: the ports at l3 + r7, then the mixing.
+    place(ports);
     emit(ld_ind(BPF_W, r7, l3));                // source port << 16 | destination port
     emit(mov64_reg(r9, r0));
     emit(alu32_imm(BPF_RSH, r9, 16));
@@ -144,18 +200,24 @@ constexpr program build_steering_program() noexcept {
     emit(alu32_imm(BPF_AND, r8, 0xffff));
     emit(mov64_reg(r0, r8));                    // return x & 0xffff
     emit(exit_insn());
+
+    place(zero);
+    emit(mov64_imm(r0, 0));                     // return 0
+    emit(exit_insn());
     // clang-format on
 
-    const std::size_t zero = p.len;
-    emit(mov64_imm(r0, 0));
-    emit(exit_insn());
-    for (std::size_t k = 0; k < n_zero; ++k)
-        p.insns[to_zero[k]].off = static_cast<int16_t>(zero - to_zero[k] - 1);
+    for (std::size_t k = 0; k < n_fixups; ++k) {
+        const fixup f = fixups[k];
+        if (at[f.to] <= f.from)
+            p.jumps_forward = false;
+        p.insns[f.from].off = static_cast<int16_t>(at[f.to] - f.from - 1);
+    }
     return p;
 }
 
 constexpr program steering_program = build_steering_program();
 static_assert(steering_program.len < program::capacity);
+static_assert(steering_program.jumps_forward);
 
 uint64_t ptr_u64(const void *p) noexcept {
     return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));

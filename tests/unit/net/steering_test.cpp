@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/if_packet.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
 #include <net/if_arp.h>
@@ -36,6 +37,7 @@
 #include <vector>
 
 #include "ferry/net/byte_order.h"
+#include "ferry/net/ip_addr.h"
 
 namespace ferry::net {
 namespace {
@@ -262,7 +264,9 @@ TEST(FrameSteerHash, EverythingElseIsZero) {
               flow_steer_hash(f.src, f.sport, f.dst, f.dport))
         << "no DF is not a fragment";
     EXPECT_EQ(frame_steer_hash(make_frame({.f = f, .ethertype = 0x0806}, rng)), 0u) << "ARP";
-    EXPECT_EQ(frame_steer_hash(make_frame({.f = f, .ethertype = 0x86dd}, rng)), 0u) << "IPv6";
+    // An IPv4 header under the IPv6 EtherType: version 4, so not hashed.
+    EXPECT_EQ(frame_steer_hash(make_frame({.f = f, .ethertype = 0x86dd}, rng)), 0u)
+        << "IPv4 body, IPv6 EtherType";
     EXPECT_EQ(frame_steer_hash(make_frame({.f = f, .ethertype = 0x8100}, rng)), 0u) << "VLAN";
     EXPECT_EQ(frame_steer_hash(make_frame({.f = f, .version = 6}, rng)), 0u) << "version";
     EXPECT_EQ(frame_steer_hash(make_frame({.f = flow4{f.src, f.dst, 1, 2, 1}}, rng)), 0u) << "ICMP";
@@ -274,6 +278,129 @@ TEST(FrameSteerHash, EverythingElseIsZero) {
         EXPECT_EQ(frame_steer_hash(std::span(whole).first(n)), 0u) << "truncated to " << n;
     EXPECT_NE(frame_steer_hash(std::span(whole).first(eth_len + 28 + 4)), 0u)
         << "the ports are the last bytes read";
+}
+
+// IPv6 frames (RFC 8200 §3): a fixed 40-byte header, then (for TCP and UDP
+// as Next Header) the ports.
+struct flow6 {
+    ipv6_bytes src{}, dst{};
+    uint16_t sport = 0, dport = 0;
+    uint8_t next = 6;  // Next Header
+};
+
+struct frame6_spec {
+    flow6 f;
+    std::size_t payload = 0;
+    uint16_t ethertype = 0x86dd;
+    uint8_t version = 6;
+};
+
+constexpr std::size_t ip6_len = 40;
+// The shortest IPv6 frame the program hashes: up to and with the ports.
+constexpr std::size_t ip6_need = eth_len + ip6_len + 4;
+
+// Traffic class, flow label and hop limit are random: they are not read.
+// Whatever Next Header says, 20 (TCP) or 8 bytes of "layer 4" follow the
+// fixed header with the ports in their first 4, then `payload` random bytes.
+std::vector<uint8_t> make_frame6(const frame6_spec &s, std::mt19937 &rng) {
+    const std::size_t l4_len = (s.f.next == 6 ? 20 : 8) + s.payload;
+    std::vector<uint8_t> b(eth_len + ip6_len + l4_len);
+    for (auto &x : b)
+        x = static_cast<uint8_t>(rng());
+    const uint8_t dst_mac[6] = {0x02, 0, 0, 0, 0, 0x02}, src_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
+    std::memcpy(b.data(), dst_mac, 6);
+    std::memcpy(b.data() + 6, src_mac, 6);
+    store_be16(b.data() + 12, s.ethertype);
+    uint8_t *ip6 = b.data() + eth_len;
+    ip6[0] = static_cast<uint8_t>((s.version << 4) | (ip6[0] & 0x0f));
+    store_be16(ip6 + 4, static_cast<uint16_t>(l4_len));
+    ip6[6] = s.f.next;
+    std::memcpy(ip6 + 8, s.f.src.data(), 16);
+    std::memcpy(ip6 + 24, s.f.dst.data(), 16);
+    store_be16(ip6 + ip6_len, s.f.sport);
+    store_be16(ip6 + ip6_len + 2, s.f.dport);
+    return b;
+}
+
+// Unique local addresses (RFC 4193, fd00::/8): never IPv4-mapped, which
+// ip_address::fold() would take as IPv4.
+ipv6_bytes random_ula(std::mt19937 &rng) {
+    ipv6_bytes a;
+    for (auto &x : a)
+        x = static_cast<uint8_t>(rng());
+    a[0] = 0xfd;
+    return a;
+}
+
+flow6 random_flow6(std::mt19937 &rng, uint8_t next) {
+    flow6 f;
+    f.src = random_ula(rng);
+    f.dst = random_ula(rng);
+    f.sport = static_cast<uint16_t>(rng());
+    f.dport = static_cast<uint16_t>(rng());
+    f.next = next;
+    return f;
+}
+
+// What ferry computes for the flow's owner: flow_steer_hash of its tcp_tuple.
+uint32_t tuple_hash(const flow6 &f) {
+    return flow_steer_hash(tcp_tuple{ipv6_addr(f.src), ipv6_addr(f.dst), f.sport, f.dport});
+}
+
+TEST(FrameSteerHash, Ipv6PinnedValue) {
+    // fold(fd12:3456:789a:1::10) = 0x85883447 and fold(fd12:3456:789a:2::abcd)
+    // = 0x85889f99; the hash with ports 443 and 51234 from the Python model
+    // that pins the IPv4 values above (with ipaddress.IPv6Address.packed).
+    std::mt19937 rng(11);
+    flow6 f{*parse_ipv6("fd12:3456:789a:1::10"), *parse_ipv6("fd12:3456:789a:2::abcd"), 443, 51234,
+            6};
+    EXPECT_EQ(frame_steer_hash(make_frame6({.f = f}, rng)), 0x9c3bu);
+    f.next = 17;
+    EXPECT_EQ(frame_steer_hash(make_frame6({.f = f}, rng)), 0x9c3bu);
+}
+
+TEST(FrameSteerHash, Ipv6TcpAndUdpHashTheirFoldedFourTuple) {
+    std::mt19937 rng(12);
+    for (int i = 0; i < 2000; ++i) {
+        const uint8_t next = (i & 1) != 0 ? 17 : 6;
+        const flow6 f = random_flow6(rng, next);
+        const auto b = make_frame6({.f = f, .payload = rng() % 32}, rng);
+        ASSERT_EQ(frame_steer_hash(b), tuple_hash(f)) << "next header " << int(next);
+        // The other direction of the flow, and ferry's view from either end.
+        const flow6 back{f.dst, f.src, f.dport, f.sport, next};
+        ASSERT_EQ(frame_steer_hash(make_frame6({.f = back}, rng)), tuple_hash(f));
+        ASSERT_EQ(frame_steer_hash(b),
+                  flow_steer_hash(tcp_tuple{ipv6_addr(f.dst), ipv6_addr(f.src), f.dport, f.sport}));
+    }
+}
+
+TEST(FrameSteerHash, Ipv6EverythingElseIsZero) {
+    std::mt19937 rng(13);
+    const flow6 f = random_flow6(rng, 6);
+    ASSERT_NE(tuple_hash(f), 0u);
+    // RFC 8200 §4: hop-by-hop options (0), routing (43), fragment (44),
+    // destination options (60), no next header (59); ICMPv6 (58), ESP (50).
+    for (uint8_t next : {0, 43, 44, 50, 58, 59, 60, 1, 255}) {
+        flow6 g = f;
+        g.next = next;
+        EXPECT_EQ(frame_steer_hash(make_frame6({.f = g, .payload = 16}, rng)), 0u)
+            << "next header " << int(next);
+    }
+    for (uint8_t version : {0, 4, 5, 7, 15})
+        EXPECT_EQ(frame_steer_hash(make_frame6({.f = f, .version = version}, rng)), 0u)
+            << "version " << int(version);
+    for (uint16_t ethertype : {0x0800, 0x0806, 0x8100, 0x88a8, 0x86de})
+        EXPECT_EQ(frame_steer_hash(make_frame6({.f = f, .ethertype = ethertype}, rng)), 0u)
+            << "EtherType " << ethertype;
+    for (uint8_t next : {6, 17}) {
+        flow6 g = f;
+        g.next = next;
+        const auto whole = make_frame6({.f = g}, rng);
+        for (std::size_t n = 0; n < ip6_need; ++n)
+            EXPECT_EQ(frame_steer_hash(std::span(whole).first(n)), 0u) << "truncated to " << n;
+        EXPECT_EQ(frame_steer_hash(std::span(whole).first(ip6_need)), tuple_hash(g))
+            << "the ports are the last bytes read";
+    }
 }
 
 // ---- The eBPF program, run by the kernel on crafted frames -------------------
@@ -393,6 +520,7 @@ TEST_F(SteeringProgram, FragmentsAndNonTcpUdpReturnZero) {
         expect_program(make_frame({.f = f, .ihl = 5 + unsigned(i % 11), .frag = frag}, rng), 0,
                        "fragment");
     }
+    // 0x86dd: an IPv4 header under the IPv6 EtherType, version 4.
     for (uint16_t ethertype : {0x0806, 0x86dd, 0x8100, 0x88a8, 0x0000, 0xffff})
         for (int i = 0; i < 20; ++i)
             expect_program(make_frame({.f = random_flow(rng, 6), .ethertype = ethertype}, rng), 0,
@@ -458,6 +586,64 @@ TEST_F(SteeringProgram, RandomBytesAgreeWithTheModel) {
     }
 }
 
+TEST_F(SteeringProgram, HashesIpv6TcpAndUdpLikeTheTupleHash) {
+    std::mt19937 rng(14);
+    for (int i = 0; i < 4000; ++i) {
+        const flow6 f = random_flow6(rng, (i & 1) != 0 ? 17 : 6);
+        const auto b = make_frame6({.f = f, .payload = rng() % 64}, rng);
+        const uint32_t want = tuple_hash(f);
+        ASSERT_EQ(frame_steer_hash(b), want);
+        expect_program(b, want, "IPv6 TCP/UDP");
+        if (HasFailure())
+            return;
+    }
+}
+
+TEST_F(SteeringProgram, Ipv6ExtensionHeadersAndOtherNextHeadersReturnZero) {
+    std::mt19937 rng(15);
+    for (uint8_t next : {0, 43, 44, 50, 51, 58, 59, 60, 135, 1, 255})
+        for (int i = 0; i < 20; ++i)
+            expect_program(make_frame6({.f = random_flow6(rng, next), .payload = 16}, rng), 0,
+                           "IPv6 next header neither TCP nor UDP");
+    for (uint8_t version : {0, 4, 5, 7, 15})
+        for (int i = 0; i < 20; ++i)
+            expect_program(make_frame6({.f = random_flow6(rng, 6), .version = version}, rng), 0,
+                           "IP version under 0x86dd");
+}
+
+TEST_F(SteeringProgram, TruncatedIpv6FramesReturnZeroUntilThePortsAreIn) {
+    std::mt19937 rng(16);
+    for (int i = 0; i < 40; ++i) {
+        const flow6 f = random_flow6(rng, (i & 1) != 0 ? 17 : 6);
+        const auto b = make_frame6({.f = f, .payload = 4}, rng);
+        for (std::size_t n = 0; n <= b.size(); ++n) {
+            const auto prefix = std::span(b).first(n);
+            const uint32_t want = n < ip6_need ? 0 : tuple_hash(f);
+            ASSERT_EQ(frame_steer_hash(prefix), want) << n;
+            expect_program(prefix, want, "truncated IPv6");
+        }
+    }
+}
+
+TEST_F(SteeringProgram, RandomBytesAfterAnIpv6EtherTypeAgreeWithTheModel) {
+    // Noise under 0x86dd, with version 6 most of the time and often TCP or
+    // UDP as Next Header, so that every check and the port load are reached
+    // with frames of any length around the 58 bytes needed.
+    std::mt19937 rng(17);
+    for (int i = 0; i < 3000; ++i) {
+        std::vector<uint8_t> b(rng() % 96);
+        for (auto &x : b)
+            x = static_cast<uint8_t>(rng());
+        if (b.size() >= eth_len)
+            store_be16(b.data() + 12, 0x86dd);
+        if (b.size() > eth_len && (i % 4) != 0)
+            b[eth_len] = static_cast<uint8_t>(0x60 | (b[eth_len] & 0x0f));
+        if (b.size() > eth_len + 6 && (i % 3) != 0)
+            b[eth_len + 6] = (i & 1) != 0 ? 6 : 17;
+        expect_program(b, frame_steer_hash(b), "random bytes, IPv6");
+    }
+}
+
 // ---- End to end: a multi-queue tap in a private network namespace ------------
 //
 // A child process unshares its network namespace (everything below lives and
@@ -465,7 +651,8 @@ TEST_F(SteeringProgram, RandomBytesAgreeWithTheModel) {
 // attached then detached, then one IFF_MULTI_QUEUE fd per queue — gives it
 // 10.99.0.1/24 and a static neighbour 10.99.0.2, attaches the program with
 // attach_tap_steering, and sends UDP datagrams and TCP SYNs from many bound
-// source ports. Every frame read from queue q must satisfy
+// source ports, then IPv6 TCP and UDP frames made here through a packet
+// socket. Every frame read from queue q must satisfy
 // q == flow_queue(frame_steer_hash(frame), queues); each datagram must arrive
 // once, on flow_queue(flow_steer_hash(tuple), queues). On an early error
 // return the child just exits: its fds close and the namespace goes with it.
@@ -482,6 +669,7 @@ struct e2e_report {
     unsigned attached = 0;
     unsigned udp_sent = 0, udp_received = 0, udp_on_predicted = 0, udp_duplicates = 0;
     unsigned tcp_sent = 0, tcp_flows_seen = 0, tcp_frames = 0, tcp_frames_on_predicted = 0;
+    unsigned ip6_sent = 0, ip6_received = 0, ip6_on_predicted = 0, ip6_duplicates = 0;
     unsigned arp_frames = 0;
     unsigned frames = 0, frames_on_model_queue = 0;
     unsigned per_queue[max_queues] = {};
@@ -737,6 +925,66 @@ void run_e2e(uint16_t queues, e2e_report &r) {
     for (int s : tcp)
         close(s);
 
+    // IPv6: the namespace has no IPv6 route or neighbour for fd00::/8, so the
+    // frames are built here and sent through a packet socket on the tap. That
+    // is the kernel transmitting them (dev_queue_xmit -> tun_select_queue),
+    // as for a socket's. TCP and UDP under random fd00::/8 addresses must land
+    // on the tuple's queue; every 8th carries a destination options header
+    // (Next Header 60) and must land on queue 0. Each ends in the magic and
+    // its index, and must come out as it went in.
+    {
+        const int ps = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+        if (ps < 0)
+            return set_msg(r, errno_str("AF_PACKET socket"));
+        sockaddr_ll to{};
+        to.sll_family = AF_PACKET;
+        to.sll_protocol = htons(0x86dd);
+        to.sll_ifindex = static_cast<int>(if_nametoindex(tap_name));
+        std::mt19937 rng(18);
+        constexpr unsigned ip6_total = 512;
+        std::vector<std::vector<uint8_t>> sent;
+        std::vector<uint16_t> predicted;
+        std::vector<bool> seen(ip6_total, false);
+        const auto on_frame = [&](uint16_t queue, std::span<const uint8_t> f) {
+            check_frame(queue, f);
+            if (f.size() < ip6_need + 8 || wire::load_be16(f.data() + 12) != 0x86dd ||
+                wire::load_be32(f.data() + f.size() - 8) != magic)
+                return;
+            const uint32_t idx = wire::load_be32(f.data() + f.size() - 4);
+            if (idx >= sent.size() || !std::ranges::equal(f, sent[idx]))
+                return;
+            if (seen[idx]) {
+                ++r.ip6_duplicates;
+                return;
+            }
+            seen[idx] = true;
+            ++r.ip6_received;
+            if (queue == predicted[idx])
+                ++r.ip6_on_predicted;
+        };
+        for (unsigned base = 0; base < ip6_total; base += batch) {
+            for (unsigned i = base; i < base + batch; ++i) {
+                const bool ext = i % 8 == 7;
+                const flow6 f = random_flow6(rng, ext ? 60 : (i & 1) != 0 ? 17 : 6);
+                auto b = make_frame6({.f = f, .payload = 8 + rng() % 32}, rng);
+                store_be32(b.data() + b.size() - 8, magic);
+                store_be32(b.data() + b.size() - 4, i);
+                if (sendto(ps, b.data(), b.size(), 0, reinterpret_cast<const sockaddr *>(&to),
+                           sizeof to) != static_cast<ssize_t>(b.size())) {
+                    close(ps);
+                    return set_msg(r, errno_str("IPv6 frame send"));
+                }
+                predicted.push_back(ext ? 0 : flow_queue(tuple_hash(f), queues));
+                sent.push_back(std::move(b));
+                ++r.ip6_sent;
+            }
+            const unsigned want = base + batch;
+            const auto batch_in = [&] { return r.ip6_received >= want; };
+            drain(q, 1000, batch_in, on_frame);
+        }
+        close(ps);
+    }
+
     // ARP: a datagram to a neighbour nobody knows makes the kernel ask.
     {
         const int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -796,9 +1044,10 @@ TEST_P(TapSteering, KernelPutsEveryFrameOnThePredictedQueue) {
 
     std::printf(
         "[   INFO   ] %u queues: %u/%u UDP datagrams on the predicted queue, %u/%u TCP "
-        "flows seen, %u frames in all (%u ARP), %u on the model's queue; per queue:",
-        queues, r.udp_on_predicted, r.udp_sent, r.tcp_flows_seen, r.tcp_sent, r.frames,
-        r.arp_frames, r.frames_on_model_queue);
+        "flows seen, %u/%u IPv6 frames on the predicted queue, %u frames in all (%u ARP), %u on "
+        "the model's queue; per queue:",
+        queues, r.udp_on_predicted, r.udp_sent, r.tcp_flows_seen, r.tcp_sent, r.ip6_on_predicted,
+        r.ip6_sent, r.frames, r.arp_frames, r.frames_on_model_queue);
     for (uint16_t i = 0; i < queues; ++i)
         std::printf(" %u", r.per_queue[i]);
     std::printf("\n");
@@ -809,6 +1058,9 @@ TEST_P(TapSteering, KernelPutsEveryFrameOnThePredictedQueue) {
     EXPECT_EQ(r.udp_duplicates, 0u);
     EXPECT_EQ(r.tcp_flows_seen, r.tcp_sent);
     EXPECT_EQ(r.tcp_frames_on_predicted, r.tcp_frames);
+    EXPECT_EQ(r.ip6_received, r.ip6_sent);
+    EXPECT_EQ(r.ip6_on_predicted, r.ip6_sent);
+    EXPECT_EQ(r.ip6_duplicates, 0u);
     EXPECT_GE(r.arp_frames, 1u) << "ARP request for 10.99.0.3";
     EXPECT_EQ(r.frames_on_model_queue, r.frames);
     for (uint16_t i = 0; i < queues; ++i)

@@ -12,19 +12,27 @@
 //
 //   queue = (u16)program(frame) % numqueues        (tun_ebpf_select_queue)
 //
-// The program here returns frame_steer_hash(frame), which for IPv4 TCP/UDP is
-// flow_steer_hash() of the frame's 4-tuple, so ferry computes the owner of any
-// flow in software with flow_queue(flow_steer_hash(...), queues) — for a SYN
+// The program here returns frame_steer_hash(frame), which for TCP/UDP over
+// IPv4 or IPv6 is flow_steer_hash() of the frame's 4-tuple (IPv6 addresses
+// folded to 32 bits as ip_address::fold does), so ferry computes the owner of
+// any flow in software with flow_queue(flow_steer_hash(...), queues) — for a SYN
 // it receives as for a connection it opens (it can pick a local port whose
 // return traffic lands on its own queue).
 //
-// Which frames are hashed: Ethernet II with EtherType 0x0800, IP version 4,
-// IHL >= 5 (options are skipped: the ports are read at 14 + 4*IHL), protocol
-// TCP (6) or UDP (17), and not a fragment (MF clear and fragment offset 0;
-// only the first fragment would carry ports, so all fragments of a datagram go
-// to one queue). Everything else — ARP, IPv6, ICMP, VLAN-tagged frames (tag in
-// the data), fragments, bad version or IHL, frames too short to hold the ports
-// — goes to queue 0. The IP total length is not consulted.
+// Which frames are hashed, with the ports read at offset `l4`:
+//  - Ethernet II with EtherType 0x0800, IP version 4, IHL >= 5 (options are
+//    skipped: l4 = 14 + 4*IHL), protocol TCP (6) or UDP (17), and not a
+//    fragment (MF clear and fragment offset 0; only the first fragment would
+//    carry ports, so all fragments of a datagram go to one queue);
+//  - Ethernet II with EtherType 0x86dd, IP version 6, Next Header TCP (6) or
+//    UDP (17) in the fixed header (l4 = 14 + 40). Behind extension headers
+//    (hop-by-hop, routing, fragment, destination options, ...) the ports sit
+//    at an offset only a walk of the chain finds, which the program does not
+//    do: those frames are not hashed, and ferry hands them over in software.
+// Everything else — ARP, ICMP, ICMPv6 (neighbour discovery, MLD), VLAN-tagged
+// frames (tag in the data), fragments, bad version or IHL, frames too short
+// to hold the ports (l4 + 4 bytes) — goes to queue 0. The IP total length and
+// the IPv6 payload length are not consulted.
 //
 // Queue numbers are the kernel's: tun numbers queues in the order their fds
 // attached, and when an attached queue fd closes or detaches the last queue
@@ -73,8 +81,10 @@ namespace ferry::net {
 }
 
 [[nodiscard]] constexpr uint32_t flow_steer_hash(const tcp_tuple &t) noexcept {
-    // IPv6 addresses folded to 32 bits (ip_addr::fold): the tap program
-    // steers IPv6 to queue 0 (hash 0), so their owner is ferry's choice alone.
+    // IPv6 addresses folded to 32 bits (ip_address::fold: the XOR of the
+    // four words), as the tap program folds a TCP/UDP frame's addresses, so an
+    // IPv6 flow arrives on its owner's queue too (extension-header frames
+    // excepted: queue 0, handed over).
     return flow_steer_hash(t.local_addr.fold(), t.local_port, t.remote_addr.fold(),
                            t.remote_port);
 }

@@ -254,10 +254,13 @@ ipv6_ext_walk walk_ipv6_ext(std::span<const uint8_t> dgram, const ipv6_repr &ip)
                 break;
             default:  // fragment
                 // RFC 6946 §4: an atomic fragment (offset 0, M 0) "MUST be
-                // processed in isolation"; a real one awaits reassembly,
-                // which is not built.
+                // processed in isolation"; a real one goes to reassembly
+                // (the stack's, ip_reassembly.h), told where the Fragment
+                // header is and which field names it.
                 if (frag_offset_more(h.data()) != 0) {
                     w.verdict = ipv6_ext_verdict::fragment;
+                    w.offset = static_cast<uint32_t>(off);
+                    w.next_header_at = static_cast<uint32_t>(at);
                     return w;
                 }
                 break;

@@ -17,6 +17,7 @@
 
 namespace ferry::net {
 
+using detail::count_reassembly;
 using detail::eth_hlen;
 using detail::icmp6_error_cap_ns;
 using detail::reset_tx_metadata;
@@ -35,6 +36,7 @@ stack::stack(const iface_config &cfg, rte_mempool *pool, net_counters &counters)
       pool_(pool),
       ctr_(counters),
       neigh_(neighbor_config_of(cfg)),
+      frag6_(reassembly_config{.timeout_ns = 60'000'000'000}),
       subnet_bcast_(cfg.addr.subnet_broadcast(cfg.prefix_len)),
       icmp6_credit_ns_(icmp6_error_cap_ns(cfg)) {}
 
@@ -276,7 +278,7 @@ void stack::input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
     if (ip.ttl < 2) ctr_.ipv4_rx_ttl_below_2.inc();
     uint32_t hlen = static_cast<uint32_t>(pkt.header_len());
     if (ip.is_fragment()) {
-        // RFC 1122 §3.3.2: a host MUST reassemble (ipv4_reassembly.h).
+        // RFC 1122 §3.3.2: a host MUST reassemble (ip_reassembly.h).
         ctr_.ipv4_frag_rx.inc();
         m = reassemble(m, ip, hlen, now_ns);
         if (m == nullptr) return;
@@ -299,30 +301,12 @@ void stack::input_ipv4(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
 // was dropped: counted), else the whole datagram's frame, with `ip` and
 // `hlen` its header's.
 rte_mbuf *stack::reassemble(rte_mbuf *m, ipv4_repr &ip, uint32_t &hlen, uint64_t now_ns) noexcept {
-    const ipv4_reassembly::result r = frag_.input(m, eth_hlen, ip, hlen, now_ns);
-    ctr_.ipv4_frag_drop_evicted.inc(r.evicted);
-    switch (r.what) {
-        case ipv4_reassembly::outcome::held:
-            return nullptr;
-        case ipv4_reassembly::outcome::duplicate:
-            ctr_.ipv4_frag_drop_duplicate.inc();
-            return nullptr;
-        case ipv4_reassembly::outcome::overlap:
-            ctr_.ipv4_frag_drop_overlap.inc();
-            return nullptr;
-        case ipv4_reassembly::outcome::bad:
-            ctr_.ipv4_frag_drop_bad.inc();
-            return nullptr;
-        case ipv4_reassembly::outcome::tiny:
-            ctr_.ipv4_frag_drop_tiny.inc();
-            return nullptr;
-        case ipv4_reassembly::outcome::too_many:
-            ctr_.ipv4_frag_drop_too_many.inc();
-            return nullptr;
-        case ipv4_reassembly::outcome::complete:
-            break;
-    }
-    ctr_.ipv4_frag_reassembled.inc();
+    const ip_reassembly::result r = frag_.input(m, eth_hlen, ip, hlen, now_ns);
+    if (!count_reassembly(r, {ctr_.ipv4_frag_reassembled, ctr_.ipv4_frag_drop_duplicate,
+                              ctr_.ipv4_frag_drop_overlap, ctr_.ipv4_frag_drop_bad,
+                              ctr_.ipv4_frag_drop_tiny, ctr_.ipv4_frag_drop_too_many,
+                              ctr_.ipv4_frag_drop_evicted}))
+        return nullptr;
     rte_mbuf *d = r.frame;
     // The whole datagram's header (the first fragment's, rewritten).
     const ipv4_packet pkt(std::span<uint8_t>(rte_pktmbuf_mtod_offset(d, uint8_t *, eth_hlen),
@@ -647,13 +631,17 @@ void stack::poll_timers(uint64_t now_ns) noexcept {
         }
     });
     if (const uint32_t n = frag_.poll(now_ns); n != 0) ctr_.ipv4_frag_drop_timeout.inc(n);
+    // RFC 8200 §4.5 would have a Time Exceeded (code 1) go to the source when
+    // the first fragment had come ("should"): not sent, counted.
+    if (const uint32_t n = frag6_.poll(now_ns); n != 0) ctr_.ipv6_frag_drop_timeout.inc(n);
     if (tcp_ != nullptr) {
         tcp_->poll_timers(now_ns);
     }
 }
 
 uint64_t stack::next_deadline() const noexcept {
-    const uint64_t n = std::min(neigh_.next_deadline(), frag_.next_deadline());
+    const uint64_t n =
+        std::min({neigh_.next_deadline(), frag_.next_deadline(), frag6_.next_deadline()});
     return tcp_ != nullptr ? std::min(n, tcp_->next_deadline()) : n;
 }
 

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 
+#include "ferry/base/counter.h"
 #include "ferry/net/ethernet.h"
+#include "ferry/net/ip_reassembly.h"
 #include "ferry/net/stack.h"
 
 namespace ferry::net::detail {
@@ -31,6 +33,41 @@ inline void reset_tx_metadata(rte_mbuf *m) noexcept {
     m->tx_offload = 0;
     m->vlan_tci = 0;
     m->vlan_tci_outer = 0;
+}
+
+// One IP version's reassembly counters (ipv4_frag_* or ipv6_frag_*).
+struct frag_counters {
+    ferry::counter &reassembled, &duplicate, &overlap, &bad, &tiny, &too_many, &evicted;
+};
+
+// Counts what the table did with a fragment; true when `r.frame` is a
+// whole datagram to go on with.
+inline bool count_reassembly(const ip_reassembly::result &r, const frag_counters &c) noexcept {
+    c.evicted.inc(r.evicted);
+    using o = ip_reassembly::outcome;
+    switch (r.what) {
+        case o::held:
+            return false;
+        case o::duplicate:
+            c.duplicate.inc();
+            return false;
+        case o::overlap:
+            c.overlap.inc();
+            return false;
+        case o::bad:
+            c.bad.inc();
+            return false;
+        case o::tiny:
+            c.tiny.inc();
+            return false;
+        case o::too_many:
+            c.too_many.inc();
+            return false;
+        case o::complete:
+            break;
+    }
+    c.reassembled.inc();
+    return true;
 }
 
 }  // namespace ferry::net::detail

@@ -18,6 +18,7 @@
 
 namespace ferry::net {
 
+using detail::count_reassembly;
 using detail::eth_hlen;
 using detail::icmp6_error_cap_ns;
 using detail::icmp6_error_cost_ns;
@@ -59,8 +60,8 @@ bool stack::valid_source6(const ipv6_addr &src) const noexcept {
 }
 
 void stack::input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload,
-                       uint64_t now_ns) noexcept {
-    ctr_.ipv6_rx.inc();
+                       uint64_t now_ns, bool whole) noexcept {
+    if (!whole) ctr_.ipv6_rx.inc();
     ipv6_repr ip;
     if (ipv6_repr::parse(payload, ip, rte_pktmbuf_pkt_len(m) - eth_hlen) != ipv6_error::none) {
         drop(m, ctr_.ipv6_drop_malformed);
@@ -80,9 +81,20 @@ void stack::input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
         case ipv6_ext_verdict::no_next:
             drop(m, ctr_.ipv6_drop_no_next);
             return;
-        case ipv6_ext_verdict::fragment:
-            drop(m, ctr_.ipv6_drop_fragment);
+        case ipv6_ext_verdict::fragment: {
+            if (whole) {  // a Fragment header inside a reassembled datagram
+                drop(m, ctr_.ipv6_frag_drop_bad);
+                return;
+            }
+            rte_mbuf *d = reassemble6(m, eth, ip, payload, w, now_ns);
+            if (d == nullptr) return;
+            // The whole datagram, from its (rewritten) fixed header on.
+            input_ipv6(d, eth,
+                       std::span<uint8_t>(rte_pktmbuf_mtod_offset(d, uint8_t *, eth_hlen),
+                                          d->data_len - eth_hlen),
+                       now_ns, true);
             return;
+        }
         case ipv6_ext_verdict::malformed:
             drop(m, ctr_.ipv6_drop_ext_header);
             return;
@@ -140,19 +152,76 @@ void stack::input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t>
     input_icmpv6(m, eth, up, w.offset, payload.subspan(w.offset), now_ns);
 }
 
+rte_mbuf *stack::reassemble6(rte_mbuf *m, const ethernet_repr &eth, const ipv6_repr &ip,
+                             std::span<const uint8_t> dgram, const ipv6_ext_walk &ext,
+                             uint64_t now_ns) noexcept {
+    ctr_.ipv6_frag_rx.inc();
+    // RFC 8200 §4.5: the Fragment header: Next Header, reserved, the
+    // offset in 8-octet units << 3 | res | M, the Identification.
+    const uint8_t *fh = dgram.data() + ext.offset;
+    const uint16_t off_m = wire::load_be16(fh + 2);
+    fragment_desc f;
+    f.src = ip_addr(ip.src);
+    f.dst = ip_addr(ip.dst);
+    f.ident = wire::load_be32(fh + 4);
+    f.offset = off_m & 0xfff8u;
+    f.more = (off_m & 1u) != 0;
+    f.len = ipv6_repr::header_len + ip.payload_len - (ext.offset + 8);
+    f.keep = eth_hlen + ext.offset;  // the fixed header and the unfragmentable part
+    f.skip = f.keep + 8;
+    f.length_base = ext.offset - static_cast<uint32_t>(ipv6_repr::header_len);
+    f.tag = ext.next_header_at << 8 | fh[0];
+    // "If the length of a fragment ... is not a multiple of 8 octets and the
+    // M flag of that fragment is 1, then that fragment must be discarded and
+    // an ICMP Parameter Problem, Code 0, message should be sent to the
+    // source of the fragment, pointing to the Payload Length field"; one
+    // that would make the datagram longer than 65,535 octets likewise,
+    // "pointing to the Fragment Offset field".
+    if ((f.more && f.len % 8 != 0) || f.length_base + f.offset + f.len > 65535) {
+        const bool long_one = f.length_base + f.offset + f.len > 65535;
+        send_param_problem(m, eth, ip, icmpv6_param_code::header_field,
+                           long_one ? ext.offset + 2 : 4, /*multicast_ok=*/false,
+                           /*about_error=*/false, now_ns);
+        drop(m, ctr_.ipv6_frag_drop_bad);
+        return nullptr;
+    }
+    chain_truncate(m, eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len) + ip.payload_len);
+    const ip_reassembly::result r = frag6_.input(m, f, now_ns);
+    if (!count_reassembly(r, {ctr_.ipv6_frag_reassembled, ctr_.ipv6_frag_drop_duplicate,
+                              ctr_.ipv6_frag_drop_overlap, ctr_.ipv6_frag_drop_bad,
+                              ctr_.ipv6_frag_drop_tiny, ctr_.ipv6_frag_drop_too_many,
+                              ctr_.ipv6_frag_drop_evicted}))
+        return nullptr;
+    // What an unfragmented datagram's header says: the payload length, and
+    // the Next Header that named the Fragment header names what followed it.
+    rte_mbuf *d = r.frame;
+    uint8_t *l3 = rte_pktmbuf_mtod_offset(d, uint8_t *, eth_hlen);
+    const uint32_t plen =
+        rte_pktmbuf_pkt_len(d) - eth_hlen - static_cast<uint32_t>(ipv6_repr::header_len);
+    wire::store_be16(l3 + 4, static_cast<uint16_t>(plen));
+    l3[r.tag >> 8] = static_cast<uint8_t>(r.tag & 0xff);
+    return d;
+}
+
 void stack::input_icmpv6(rte_mbuf *m, const ethernet_repr &eth, const ipv6_repr &ip, uint32_t l4,
                          std::span<uint8_t> msg, uint64_t now_ns) noexcept {
     const ipv6_addr &ours = *cfg_.addr6;
-    // Neighbour discovery and echo, each in one segment (a ping of a few KiB
-    // that a NIC splits is not answered yet: counted).
-    if (m->nb_segs != 1 || ip.payload_len < 4) {
+    // The message's first 4 bytes are in the first segment (`msg`), which
+    // holds at least max_header_bytes of the frame.
+    if (ip.payload_len < 4 || msg.size() < 4) {
         drop(m, ctr_.ipv6_drop_unsupported);
         return;
     }
-    msg = msg.first(ip.payload_len);  // the whole message: one segment holds the frame
     const uint8_t type = msg[0];
     if (type == static_cast<uint8_t>(icmpv6_type::neighbor_solicitation) ||
         type == static_cast<uint8_t>(icmpv6_type::neighbor_advertisement)) {
+        // Neighbour discovery in one segment: a message of a few dozen
+        // bytes that came in several is not taken (counted).
+        if (m->nb_segs != 1) {
+            drop(m, ctr_.ipv6_drop_unsupported);
+            return;
+        }
+        msg = msg.first(ip.payload_len);  // the whole message: one segment holds the frame
         ctr_.nd_rx.inc();
         nd_repr nd;
         if (nd_repr::parse(ip, msg, nd) != nd_error::none) {
@@ -170,7 +239,18 @@ void stack::input_icmpv6(rte_mbuf *m, const ethernet_repr &eth, const ipv6_repr 
         drop(m, ctr_.ipv6_drop_unsupported);
         return;
     }
-    if (!icmpv6_checksum_ok(ip.src, ip.dst, msg)) {
+    // The checksum covers the whole message, which may span segments (a
+    // large ping, a reassembled one). `rest` sums all but the type/code and
+    // checksum words, so the reply's checksum follows from it, as for IPv4.
+    const uint32_t msg_off = eth_hlen + l4;
+    const internet_checksum rest = chain_sum(m, msg_off + 4, ip.payload_len - 4);
+    internet_checksum whole;
+    add_ipv6_pseudo_header(whole, ip.src, ip.dst, ip.payload_len,
+                           static_cast<uint8_t>(ipv6_next::icmpv6));
+    whole.add_word(wire::load_be16(msg.data()));
+    whole.add_word(wire::load_be16(msg.data() + 2));
+    whole.add_word(rest.fold());
+    if (whole.fold() != 0xffff) {
         drop(m, ctr_.icmpv6_drop_bad_checksum);
         return;
     }
@@ -179,11 +259,17 @@ void stack::input_icmpv6(rte_mbuf *m, const ethernet_repr &eth, const ipv6_repr 
         drop(m, ctr_.ipv6_drop_not_ours);
         return;
     }
+    // The reply is as long as the request, without its extension headers;
+    // it must fit the MTU since we do not fragment.
+    if (ipv6_repr::header_len + ip.payload_len > cfg_.mtu) {
+        drop(m, ctr_.icmpv6_drop_oversize);
+        return;
+    }
     // `msg` points into `m`: not to be used past here (a copy may replace it).
     m = make_writable(m);
     if (m == nullptr) return;
     constexpr uint32_t fixed_end = eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len);
-    chain_truncate(m, eth_hlen + l4 + ip.payload_len);  // Ethernet padding
+    chain_truncate(m, msg_off + ip.payload_len);  // Ethernet padding
     uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
     if (const uint32_t ext_len = l4 - static_cast<uint32_t>(ipv6_repr::header_len); ext_len != 0) {
         // The reply carries no extension headers (they were the request's
@@ -201,10 +287,14 @@ void stack::input_icmpv6(rte_mbuf *m, const ethernet_repr &eth, const ipv6_repr 
     out.dst = ip.src;
     out.hop_limit = default_ttl;
     out.emit({d + eth_hlen, ipv6_repr::header_len});
-    const std::span<uint8_t> reply(d + fixed_end, ip.payload_len);
+    uint8_t *reply = d + fixed_end;  // its first 4 bytes: in the first segment
     reply[0] = static_cast<uint8_t>(icmpv6_type::echo_reply);
-    const uint16_t sum = icmpv6_checksum(out.src, out.dst, reply);
-    wire::store_be16(reply.data() + 2, sum);
+    internet_checksum sum;
+    add_ipv6_pseudo_header(sum, out.src, out.dst, ip.payload_len,
+                           static_cast<uint8_t>(ipv6_next::icmpv6));
+    sum.add_word(wire::load_be16(reply));  // type and code
+    sum.add_word(rest.fold());
+    wire::store_be16(reply + 2, sum.finish());
     ethernet_frame frame({d, eth_hlen});
     ethernet_repr{eth.src, cfg_.mac, ether_type::ipv6}.emit(frame);
     reset_tx_metadata(m);

@@ -1,8 +1,8 @@
-// ipv4_reassembly on its own: fragments in any order make one frame whose
+// ip_reassembly on its own: fragments in any order make one frame whose
 // bytes and header are those of the unfragmented datagram; duplicates,
 // overlaps, bad lengths, too many fragments, the bounds and the timeout
 // drop what they must and free every mbuf.
-#include "ferry/net/ipv4_reassembly.h"
+#include "ferry/net/ip_reassembly.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@ namespace ferry::net {
 namespace {
 
 using namespace test;
-using outcome = ipv4_reassembly::outcome;
+using outcome = ip_reassembly::outcome;
 constexpr uint32_t eth = 14;
 
 // The datagram's payload byte at offset i.
@@ -57,7 +57,7 @@ frag make(const frag_spec &f) {
     return out;
 }
 
-ipv4_reassembly::result feed(ipv4_reassembly &r, const frag_spec &f, uint64_t now = 0) {
+ip_reassembly::result feed(ip_reassembly &r, const frag_spec &f, uint64_t now = 0) {
     frag x = make(f);
     return r.input(x.m, eth, x.ip, x.hlen, now);
 }
@@ -89,7 +89,7 @@ TEST_F(Reassembly, EveryOrderOfFourFragmentsGivesTheDatagram) {
     const frag_spec parts[] = {{7, 0, 1480}, {7, 1480, 1480}, {7, 2960, 1480}, {7, 4440, 100, false}};
     std::vector<int> order = {0, 1, 2, 3};
     do {
-        ipv4_reassembly r;
+        ip_reassembly r;
         for (size_t k = 0; k < 4; ++k) {
             auto res = feed(r, parts[order[k]]);
             if (k < 3) {
@@ -105,7 +105,7 @@ TEST_F(Reassembly, EveryOrderOfFourFragmentsGivesTheDatagram) {
 }
 
 TEST_F(Reassembly, OptionsOfTheFirstFragmentAndEthernetPaddingOfTheLast) {
-    ipv4_reassembly r;
+    ip_reassembly r;
     EXPECT_EQ(feed(r, {7, 64, 8, false, 0, 30}).what, outcome::held);  // 30 bytes of padding
     auto res = feed(r, {7, 0, 64, true, 8});                           // 8 bytes of options
     ASSERT_EQ(res.what, outcome::complete);
@@ -115,7 +115,7 @@ TEST_F(Reassembly, OptionsOfTheFirstFragmentAndEthernetPaddingOfTheLast) {
 // The port may have marked the first fragment's L4 checksum good (or not
 // checked): that says nothing of the datagram's, which TCP must sum itself.
 TEST_F(Reassembly, TheDatagramsChecksumFlagsAreUnknown) {
-    ipv4_reassembly r;
+    ip_reassembly r;
     frag first = make({7, 0, 64});
     first.m->ol_flags |= RTE_MBUF_F_RX_L4_CKSUM_GOOD | RTE_MBUF_F_RX_IP_CKSUM_GOOD;
     EXPECT_EQ(r.input(first.m, eth, first.ip, first.hlen, 0).what, outcome::held);
@@ -127,7 +127,7 @@ TEST_F(Reassembly, TheDatagramsChecksumFlagsAreUnknown) {
 }
 
 TEST_F(Reassembly, DuplicateIsDroppedAloneOverlapDropsTheDatagram) {
-    ipv4_reassembly r;
+    ip_reassembly r;
     EXPECT_EQ(feed(r, {7, 0, 64}).what, outcome::held);
     auto dup = feed(r, {7, 0, 64});
     EXPECT_EQ(dup.what, outcome::duplicate);
@@ -145,7 +145,7 @@ TEST_F(Reassembly, DuplicateIsDroppedAloneOverlapDropsTheDatagram) {
 }
 
 TEST_F(Reassembly, BadLengthsAndEnds) {
-    ipv4_reassembly r;
+    ip_reassembly r;
     EXPECT_EQ(feed(r, {7, 0, 68}).what, outcome::bad);          // not a multiple of 8, MF set
     EXPECT_EQ(feed(r, {7, 65528, 16, false}).what, outcome::bad);  // past 65535
     EXPECT_EQ(feed(r, {7, 0, 16, true}).what, outcome::tiny);   // first fragment < 64 bytes
@@ -162,12 +162,12 @@ TEST_F(Reassembly, BadLengthsAndEnds) {
 }
 
 TEST_F(Reassembly, MoreThanMaxFragmentsDropsTheDatagram) {
-    ipv4_reassembly r;
-    for (uint32_t i = 1; i <= ipv4_reassembly::max_fragments; ++i)
+    ip_reassembly r;
+    for (uint32_t i = 1; i <= ip_reassembly::max_fragments; ++i)
         ASSERT_EQ(feed(r, {7, i * 64, 64}).what, outcome::held) << i;
     auto res = feed(r, {7, 0, 64});
     EXPECT_EQ(res.what, outcome::too_many);
-    EXPECT_EQ(res.freed, ipv4_reassembly::max_fragments + 1);
+    EXPECT_EQ(res.freed, ip_reassembly::max_fragments + 1);
     EXPECT_EQ(r.frames_held(), 0u);
 }
 
@@ -175,7 +175,7 @@ TEST_F(Reassembly, BoundsEvictTheOldestDatagram) {
     reassembly_config c;
     c.max_datagrams = 4;
     c.max_frames = 6;
-    ipv4_reassembly r(c);
+    ip_reassembly r(c);
     for (uint16_t id = 1; id <= 4; ++id) EXPECT_EQ(feed(r, {id, 64, 64}).what, outcome::held);
     auto res = feed(r, {5, 64, 64});  // a fifth datagram: the first goes
     EXPECT_EQ(res.what, outcome::held);
@@ -194,7 +194,7 @@ TEST_F(Reassembly, BoundsEvictTheOldestDatagram) {
 TEST_F(Reassembly, IncompleteDatagramsExpire) {
     reassembly_config c;
     c.timeout_ns = 30'000'000'000;
-    ipv4_reassembly r(c);
+    ip_reassembly r(c);
     EXPECT_EQ(feed(r, {7, 0, 64}, 1'000).what, outcome::held);
     EXPECT_EQ(feed(r, {8, 0, 64}, 5'000'000'000).what, outcome::held);
     EXPECT_EQ(r.next_deadline(), 30'000'001'000u);
@@ -207,7 +207,7 @@ TEST_F(Reassembly, IncompleteDatagramsExpire) {
 
 TEST_F(Reassembly, DestructorFreesWhatIsHeld) {
     {
-        ipv4_reassembly r;
+        ip_reassembly r;
         for (uint16_t id = 1; id <= 10; ++id) EXPECT_EQ(feed(r, {id, 64, 64}).what, outcome::held);
     }  // TearDown: every mbuf back
 }
@@ -227,10 +227,10 @@ TEST_F(Reassembly, RandomFragmentations) {
             parts.push_back({static_cast<uint16_t>(round), off, len, !last});
             off += len;
         }
-        if (parts.size() > ipv4_reassembly::max_fragments) continue;
+        if (parts.size() > ip_reassembly::max_fragments) continue;
         std::shuffle(parts.begin(), parts.end(), g);
-        ipv4_reassembly r;
-        ipv4_reassembly::result res;
+        ip_reassembly r;
+        ip_reassembly::result res;
         for (size_t k = 0; k < parts.size(); ++k) {
             if (k > 0 && g() % 4 == 0) {
                 EXPECT_EQ(feed(r, parts[k - 1]).what, outcome::duplicate);

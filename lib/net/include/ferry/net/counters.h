@@ -44,7 +44,7 @@
     X(ipv4_drop_bad_length,       "IPv4 datagrams with total length < header length")            \
     X(ipv4_drop_bad_checksum,     "IPv4 datagrams with a bad header checksum")                   \
     X(ipv4_rx_ttl_below_2,        "IPv4 datagrams for us with TTL 0 or 1, delivered (RFC 1122 3.2.1.7)") \
-    X(ipv4_frag_rx,               "IPv4 fragments received (reassembled: ipv4_reassembly.h)")     \
+    X(ipv4_frag_rx,               "IPv4 fragments received (reassembled: ip_reassembly.h)")     \
     X(ipv4_frag_reassembled,      "IPv4 datagrams reassembled from fragments")                   \
     X(ipv4_frag_drop_overlap,     "IPv4 fragments overlapping a held one: dropped with their datagram (RFC 5722)") \
     X(ipv4_frag_drop_bad,         "IPv4 fragments not a multiple of 8, past the end or 65535: dropped with their datagram") \
@@ -102,7 +102,15 @@
     X(ipv6_drop_unsupported,      "ICMPv6 messages not taken: not ND or echo request, or an ND/echo frame in several segments") \
     X(ipv6_drop_ext_header,       "IPv6 datagrams with a malformed extension header: it or an option runs past the payload") \
     X(ipv6_drop_ext_split,        "IPv6 datagrams whose extension headers (or the TCP header after them) run past the first segment") \
-    X(ipv6_drop_fragment,         "IPv6 fragments, not atomic (RFC 8200 4.5): not reassembled, dropped") \
+    X(ipv6_frag_rx,               "IPv6 fragments received, not atomic (RFC 8200 4.5; reassembled: ip_reassembly.h)") \
+    X(ipv6_frag_reassembled,      "IPv6 datagrams reassembled from fragments")                   \
+    X(ipv6_frag_drop_overlap,     "IPv6 fragments overlapping a held one: dropped with their datagram (RFC 5722)") \
+    X(ipv6_frag_drop_bad,         "IPv6 fragments not a multiple of 8, past the end or 65535, or nested: dropped") \
+    X(ipv6_frag_drop_tiny,        "IPv6 first fragments too short for the headers that follow (RFC 7112)") \
+    X(ipv6_frag_drop_duplicate,   "IPv6 fragments that duplicate a held one exactly")            \
+    X(ipv6_frag_drop_too_many,    "IPv6 datagrams of more than 64 fragments, dropped")           \
+    X(ipv6_frag_drop_evicted,     "IPv6 datagrams in reassembly dropped to make room (64 datagrams, 512 fragments)") \
+    X(ipv6_frag_drop_timeout,     "IPv6 datagrams not complete within 60 s, dropped")            \
     X(ipv6_drop_no_next,          "IPv6 datagrams with nothing after their headers (next header 59, RFC 8200 4.7)") \
     X(ipv6_drop_option,           "IPv6 datagrams with an unrecognized option whose action bits say discard (RFC 8200 4.2)") \
     X(ipv6_drop_routing,          "IPv6 datagrams with a routing header with segments left (not a router, RFC 8200 4.4)") \
@@ -119,6 +127,7 @@
     X(nd_ignored,                 "valid Neighbor Discovery messages not asking for our address") \
     X(nd_advertised,              "Neighbor Advertisements sent for our address")                \
     X(icmpv6_drop_bad_checksum,   "ICMPv6 echo requests with a bad checksum")                    \
+    X(icmpv6_drop_oversize,       "ICMPv6 echo requests whose reply would exceed the MTU (no fragmentation)") \
     X(icmpv6_echo_replied,        "ICMPv6 echo requests answered")                               \
     X(icmpv6_param_problem_sent,  "ICMPv6 Parameter Problem messages sent (RFC 4443 3.4)")        \
     X(icmpv6_error_ineligible,    "ICMPv6 errors not sent (RFC 4443 2.4(e)): about an ICMPv6 error, to a group, from no single node") \

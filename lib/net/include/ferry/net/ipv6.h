@@ -246,11 +246,13 @@ enum class ipv6_ext_verdict : uint8_t {
 struct ipv6_ext_walk {
     ipv6_ext_verdict verdict = ipv6_ext_verdict::upper;
     // upper: the upper-layer protocol and where its header starts, counted
-    // from the fixed header's first byte (40 without extension headers).
+    // from the fixed header's first byte (40 without extension headers);
+    // fragment: where the Fragment header starts.
     uint8_t next_header = 0;
     uint32_t offset = ipv6_repr::header_len;
     // upper: where the Next Header field naming it is (6 without extension
-    // headers), the pointer of a Parameter Problem code 1 (RFC 8200 §4).
+    // headers), the pointer of a Parameter Problem code 1 (RFC 8200 §4);
+    // fragment: the field naming the Fragment header.
     uint32_t next_header_at = 6;
     // Whether RFC 8200 asks for a Parameter Problem (unknown_option with
     // action bits 10 or 11, routing, misplaced_hop_by_hop), with its code

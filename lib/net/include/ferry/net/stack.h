@@ -45,7 +45,7 @@
 #include "ferry/net/counters.h"
 #include "ferry/net/ethernet.h"
 #include "ferry/net/ipv4.h"
-#include "ferry/net/ipv4_reassembly.h"
+#include "ferry/net/ip_reassembly.h"
 #include "ferry/net/ipv6.h"
 #include "ferry/net/neighbor.h"
 
@@ -184,9 +184,18 @@ private:
     void input_frame(rte_mbuf *m, uint64_t now_ns) noexcept;
     void input_arp(rte_mbuf *m, std::span<uint8_t> payload, uint64_t now_ns) noexcept;
     // IPv6 (with cfg_.addr6): the extension headers, then TCP, neighbour
-    // discovery, echo, or a Parameter Problem.
+    // discovery, echo, or a Parameter Problem; a fragment to reassembly.
+    // `whole`: `m` is a datagram reassembled here (a Fragment header in it
+    // is one too many).
     void input_ipv6(rte_mbuf *m, const ethernet_repr &eth, std::span<uint8_t> payload,
-                    uint64_t now_ns) noexcept;
+                    uint64_t now_ns, bool whole = false) noexcept;
+    // A fragment (the Fragment header at ext.offset) to reassembly: null
+    // while its datagram is not complete or it was dropped (counted; a
+    // Parameter Problem for a length RFC 8200 §4.5 names), else the whole
+    // datagram's frame, its header rewritten as an unfragmented one's.
+    rte_mbuf *reassemble6(rte_mbuf *m, const ethernet_repr &eth, const ipv6_repr &ip,
+                          std::span<const uint8_t> dgram, const ipv6_ext_walk &ext,
+                          uint64_t now_ns) noexcept;
     // ND and echo, for `ip` (the upper-layer length in its payload_len)
     // with the ICMPv6 message at byte `l4` of the datagram, in `msg`.
     void input_icmpv6(rte_mbuf *m, const ethernet_repr &eth, const ipv6_repr &ip, uint32_t l4,
@@ -249,7 +258,8 @@ private:
     rte_mempool *pool_;
     net_counters &ctr_;
     neighbor_table neigh_;
-    ipv4_reassembly frag_;
+    ip_reassembly frag_;
+    ip_reassembly frag6_;  // RFC 8200 §4.5: 60 s
     tcp_layer *tcp_ = nullptr;
     neighbor_hook neigh_hook_ = nullptr;
     void *neigh_hook_ctx_ = nullptr;

@@ -1,5 +1,7 @@
-// IPv4 fragment reassembly (ipv4_reassembly.h).
-#include "ferry/net/ipv4_reassembly.h"
+// IP fragment reassembly (ip_reassembly.h).
+#include "ferry/net/ip_reassembly.h"
+
+#include <cstring>
 
 #include <algorithm>
 
@@ -7,25 +9,25 @@
 
 namespace ferry::net {
 
-ipv4_reassembly::ipv4_reassembly(const reassembly_config &cfg) noexcept : cfg_(cfg) {
+ip_reassembly::ip_reassembly(const reassembly_config &cfg) noexcept : cfg_(cfg) {
     cfg_.max_datagrams = std::clamp<uint32_t>(cfg_.max_datagrams, 1, table_capacity);
     cfg_.max_frames = std::max<uint32_t>(cfg_.max_frames, 1);
 }
 
-ipv4_reassembly::~ipv4_reassembly() {
+ip_reassembly::~ip_reassembly() {
     for (datagram &d : table_)
         if (d.used) release(d);
 }
 
-ipv4_reassembly::datagram *ipv4_reassembly::find(const ipv4_repr &ip) noexcept {
+ip_reassembly::datagram *ip_reassembly::find(const fragment_desc &f) noexcept {
     for (datagram &d : table_)
-        if (d.used && d.ident == ip.ident && d.src == ip.src && d.dst == ip.dst &&
-            d.protocol == ip.protocol)
+        if (d.used && d.ident == f.ident && d.src == f.src && d.dst == f.dst &&
+            d.protocol == f.protocol)
             return &d;
     return nullptr;
 }
 
-uint32_t ipv4_reassembly::release(datagram &d) noexcept {
+uint32_t ip_reassembly::release(datagram &d) noexcept {
     const uint32_t n = d.n;
     for (uint32_t i = 0; i < d.n; ++i) rte_pktmbuf_free(d.frags[i].m);
     nframes_ -= n;
@@ -35,7 +37,7 @@ uint32_t ipv4_reassembly::release(datagram &d) noexcept {
     return n;
 }
 
-void ipv4_reassembly::evict_oldest(result &r) noexcept {
+void ip_reassembly::evict_oldest(result &r) noexcept {
     datagram *oldest = nullptr;
     for (datagram &d : table_)
         if (d.used && (oldest == nullptr || d.born < oldest->born)) oldest = &d;
@@ -44,16 +46,17 @@ void ipv4_reassembly::evict_oldest(result &r) noexcept {
     ++r.evicted;
 }
 
-ipv4_reassembly::datagram *ipv4_reassembly::create(const ipv4_repr &ip, uint64_t now_ns,
-                                                   result &r) noexcept {
+ip_reassembly::datagram *ip_reassembly::create(const fragment_desc &f, uint64_t now_ns,
+                                               result &r) noexcept {
     while (ndatagrams_ >= cfg_.max_datagrams) evict_oldest(r);
     for (datagram &d : table_) {
         if (d.used) continue;
         d.used = true;
-        d.src = ip.src;
-        d.dst = ip.dst;
-        d.ident = ip.ident;
-        d.protocol = ip.protocol;
+        d.src = f.src;
+        d.dst = f.dst;
+        d.ident = f.ident;
+        d.protocol = f.protocol;
+        d.tag = 0;
         d.deadline = now_ns + cfg_.timeout_ns;
         d.born = births_++;
         d.total = 0;
@@ -66,13 +69,14 @@ ipv4_reassembly::datagram *ipv4_reassembly::create(const ipv4_repr &ip, uint64_t
     return nullptr;  // not reached: max_datagrams <= table_capacity
 }
 
-ipv4_reassembly::result ipv4_reassembly::input(rte_mbuf *m, uint32_t l3_off, const ipv4_repr &ip,
-                                               uint32_t hlen, uint64_t now_ns) noexcept {
+ip_reassembly::result ip_reassembly::input(rte_mbuf *m, const fragment_desc &fd,
+                                           uint64_t now_ns) noexcept {
     result r;
-    const uint32_t off = ip.frag_offset;
-    const uint32_t len = ip.payload_len;
+    const uint32_t off = fd.offset;
+    const uint32_t len = fd.len;
     const uint32_t end = off + len;
-    datagram *d = find(ip);
+    const bool more = fd.more;
+    datagram *d = find(fd);
     auto fail = [&](outcome why) {
         rte_pktmbuf_free(m);
         ++r.freed;
@@ -80,16 +84,16 @@ ipv4_reassembly::result ipv4_reassembly::input(rte_mbuf *m, uint32_t l3_off, con
         r.what = why;
         return r;
     };
-    // RFC 791: every fragment but the last carries a multiple of 8 octets;
-    // none reaches past 65535 octets of datagram, or past the end the last
-    // one set.
-    if ((ip.more_fragments && (len == 0 || len % 8 != 0)) || hlen + end > 65535 ||
-        (d != nullptr && d->have_last && (end > d->total || (!ip.more_fragments && end != d->total))))
+    // RFC 791, RFC 8200 §4.5: every fragment but the last carries a
+    // multiple of 8 octets; none reaches past 65535 octets of datagram, or
+    // past the end the last one set.
+    if ((more && (len == 0 || len % 8 != 0)) || fd.length_base + end > 65535 ||
+        (d != nullptr && d->have_last && (end > d->total || (!more && end != d->total))))
         return fail(outcome::bad);
-    if (!ip.more_fragments && d != nullptr)
+    if (!more && d != nullptr)
         for (uint32_t i = 0; i < d->n; ++i)
             if (uint32_t{d->frags[i].off} + d->frags[i].len > end) return fail(outcome::bad);
-    if (off == 0 && len < min_first_payload && ip.more_fragments) return fail(outcome::tiny);
+    if (off == 0 && len < min_first_payload && more) return fail(outcome::tiny);
     if (d != nullptr) {
         // RFC 5722 §4: an overlap discards the whole datagram; an exact
         // duplicate (a retransmission of the same fragment) only itself.
@@ -110,7 +114,8 @@ ipv4_reassembly::result ipv4_reassembly::input(rte_mbuf *m, uint32_t l3_off, con
         evict_oldest(r);
         if (d != nullptr && (!d->used || d->born != mine)) d = nullptr;  // it was the oldest
     }
-    if (d == nullptr) d = create(ip, now_ns, r);
+    if (d == nullptr) d = create(fd, now_ns, r);
+    if (off == 0) d->tag = fd.tag;
     // Insert in offset order.
     uint32_t at = d->n;
     while (at > 0 && d->frags[at - 1].off > off) {
@@ -118,27 +123,58 @@ ipv4_reassembly::result ipv4_reassembly::input(rte_mbuf *m, uint32_t l3_off, con
         --at;
     }
     d->frags[at] = fragment{m, static_cast<uint16_t>(off), static_cast<uint16_t>(len),
-                            static_cast<uint16_t>(l3_off + hlen), static_cast<uint16_t>(l3_off)};
+                            static_cast<uint16_t>(fd.skip), static_cast<uint16_t>(fd.keep)};
     ++d->n;
     ++nframes_;
     d->have += len;
-    if (!ip.more_fragments) {
+    if (!more) {
         d->have_last = true;
         d->total = end;
     }
     // No overlaps, all inside [0, total): as many bytes as the total is
     // every byte.
     if (!d->have_last || d->have != d->total) return r;
+    r.total = d->total;
+    r.tag = d->tag;
     r.frame = assemble(*d);
     r.what = outcome::complete;
     return r;
 }
 
-rte_mbuf *ipv4_reassembly::assemble(datagram &d) noexcept {
+ip_reassembly::result ip_reassembly::input(rte_mbuf *m, uint32_t l3_off, const ipv4_repr &ip,
+                                           uint32_t hlen, uint64_t now_ns) noexcept {
+    fragment_desc f;
+    f.src = ip_addr(ip.src);
+    f.dst = ip_addr(ip.dst);
+    f.ident = ip.ident;
+    f.protocol = static_cast<uint8_t>(ip.protocol);
+    f.offset = ip.frag_offset;
+    f.len = ip.payload_len;
+    f.more = ip.more_fragments;
+    f.keep = f.skip = l3_off + hlen;
+    f.length_base = hlen;
+    result r = input(m, f, now_ns);
+    if (r.what != outcome::complete) return r;
+    // The header of an unfragmented datagram of this length.
+    ipv4_packet p(std::span<uint8_t>(rte_pktmbuf_mtod_offset(r.frame, uint8_t *, l3_off), hlen));
+    p.set_total_len(static_cast<uint16_t>(hlen + r.total));
+    p.set_flags_frag(p.dont_fragment(), false, 0);
+    p.fill_checksum();
+    return r;
+}
+
+rte_mbuf *ip_reassembly::assemble(datagram &d) noexcept {
     const fragment &first = d.frags[0];  // offset 0: have == total and no gap
     rte_mbuf *head = first.m;
-    // The first frame without its Ethernet padding, then each payload.
+    // The first frame without its Ethernet padding (and without what lies
+    // between the kept headers and the payload: IPv6's Fragment header,
+    // which the headers slide over), then each payload.
     chain_truncate(head, uint32_t{first.skip} + first.len);
+    if (const uint32_t gap = uint32_t{first.skip} - first.keep; gap != 0) {
+        uint8_t *p = rte_pktmbuf_mtod(head, uint8_t *);
+        std::memmove(p + gap, p, first.keep);
+        rte_pktmbuf_adj(head, static_cast<uint16_t>(gap));
+    }
     for (uint32_t i = 1; i < d.n; ++i) {
         const fragment &f = d.frags[i];
         rte_mbuf *m = f.m;
@@ -146,12 +182,6 @@ rte_mbuf *ipv4_reassembly::assemble(datagram &d) noexcept {
         chain_truncate(m, f.len);
         if (rte_pktmbuf_chain(head, m) != 0) rte_pktmbuf_free(m);  // > 65535 segments: never
     }
-    // The header of an unfragmented datagram of this length.
-    const uint32_t hlen = uint32_t{first.skip} - first.l3;
-    ipv4_packet p(std::span<uint8_t>(rte_pktmbuf_mtod_offset(head, uint8_t *, first.l3), hlen));
-    p.set_total_len(static_cast<uint16_t>(hlen + d.total));
-    p.set_flags_frag(p.dont_fragment(), false, 0);
-    p.fill_checksum();
     // What the port said of the first fragment's checksums does not hold for
     // the datagram (a fragment's L4 checksum cannot be checked): unknown, so
     // TCP sums the whole datagram itself.
@@ -163,7 +193,7 @@ rte_mbuf *ipv4_reassembly::assemble(datagram &d) noexcept {
     return head;
 }
 
-uint32_t ipv4_reassembly::poll(uint64_t now_ns) noexcept {
+uint32_t ip_reassembly::poll(uint64_t now_ns) noexcept {
     uint32_t expired = 0;
     if (ndatagrams_ == 0) return 0;  // the common case: no fragments held
     for (datagram &d : table_) {
@@ -175,7 +205,7 @@ uint32_t ipv4_reassembly::poll(uint64_t now_ns) noexcept {
     return expired;
 }
 
-uint64_t ipv4_reassembly::next_deadline() const noexcept {
+uint64_t ip_reassembly::next_deadline() const noexcept {
     uint64_t next = UINT64_MAX;
     // Asked on every loop iteration: the table is 64 records of 1 KiB, one
     // cache line each to look at, and almost always empty.

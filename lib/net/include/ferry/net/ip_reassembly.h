@@ -1,19 +1,25 @@
-// IPv4 fragment reassembly for datagrams addressed to us.
+// IP fragment reassembly for datagrams addressed to us, IPv4 and IPv6 (one
+// table per family and stack).
 //
 // Read first: RFC 791 §3.2 (the reassembly procedure, "Fragmentation and
 // Reassembly"), RFC 815 (holes), RFC 1122 §3.3.2 (a host MUST reassemble, with
 // a timeout of 60-120 s recommended; Linux uses 30 s), RFC 1858 (tiny and
-// overlapping fragment attacks) and RFC 5722 (overlapping fragments: the whole
-// datagram is discarded; Linux applies it to IPv4 too since 4.19).
+// overlapping fragment attacks), RFC 5722 (overlapping fragments: the whole
+// datagram is discarded; Linux applies it to IPv4 too since 4.19) and RFC
+// 8200 §4.5 (IPv6: the Fragment header, the unfragmentable part, 60 s).
 //
 // A datagram is identified by (source, destination, protocol, identification)
-// (RFC 791). Its fragments are kept as the frames they arrived in (no copy),
-// in order of offset; when the last fragment has come (MF clear: the length
-// is known) and the fragments cover it without a gap, they are chained into
-// one frame: the first fragment's Ethernet and IP headers, then every
-// fragment's payload. That frame's IP header says what an unfragmented
-// datagram would (total length, MF and offset clear, checksum), so the stack
-// goes on with it as with any datagram.
+// (RFC 791; IPv6 by source, destination and identification: the protocol is
+// 0). Its fragments are kept as the frames they arrived in (no copy), in order
+// of offset; when the last fragment has come (MF clear: the length is known)
+// and the fragments cover it without a gap, they are chained into one frame:
+// the first fragment's Ethernet and IP headers (for IPv6 its unfragmentable
+// part, without the Fragment header), then every fragment's payload. The
+// IPv4 input() rewrites that frame's header to say what an unfragmented
+// datagram would (total length, MF and offset clear, checksum); for IPv6 the
+// caller does (the payload length and the Next Header that named the
+// Fragment header, which `tag` carries), so the stack goes on with it as with
+// any datagram.
 //
 // Dropped, and the datagram with them (counted by reason): a fragment that
 // overlaps one already held without being an exact duplicate (RFC 5722); a
@@ -34,9 +40,29 @@
 #include <array>
 #include <cstdint>
 
+#include "ferry/net/ip_addr.h"
 #include "ferry/net/ipv4.h"
 
 namespace ferry::net {
+
+// One fragment as the table sees it, whatever the IP version.
+struct fragment_desc {
+    ip_addr src, dst;
+    uint32_t ident = 0;
+    uint8_t protocol = 0;  // IPv4's protocol field; 0 for IPv6
+    uint32_t offset = 0;   // of its payload in the datagram's, bytes
+    uint32_t len = 0;      // its payload bytes
+    bool more = false;     // MF / M: not the last
+    // The frame's bytes before the payload that the whole datagram keeps
+    // (Ethernet and IP headers; IPv6: without the Fragment header), and
+    // where the payload starts (keep, or keep + 8 past IPv6's Fragment
+    // header). Both within the frame's first segment.
+    uint32_t keep = 0, skip = 0;
+    // What the datagram's 65535-byte length counts besides the payload: the
+    // IPv4 header; IPv6's unfragmentable extension headers.
+    uint32_t length_base = 0;
+    uint32_t tag = 0;  // the caller's, kept from the first fragment (result::tag)
+};
 
 struct reassembly_config {
     uint32_t max_datagrams = 64;            // in progress at once (at most table_capacity)
@@ -44,7 +70,7 @@ struct reassembly_config {
     uint64_t timeout_ns = 30'000'000'000;   // Linux's ipfrag_time
 };
 
-class ipv4_reassembly {
+class ip_reassembly {
 public:
     static constexpr uint32_t table_capacity = 64;  // 64 KiB of fragment records
     static constexpr uint32_t max_fragments = 64;       // per datagram
@@ -64,16 +90,24 @@ public:
         rte_mbuf *frame = nullptr;  // complete: the reassembled frame (the caller's now)
         uint32_t freed = 0;         // fragments freed with this call (the new one included)
         uint32_t evicted = 0;       // datagrams evicted to make room
+        // complete: the payload bytes (without the kept headers), and the
+        // first fragment's fragment_desc::tag.
+        uint32_t total = 0;
+        uint32_t tag = 0;
     };
 
-    explicit ipv4_reassembly(const reassembly_config &cfg = {}) noexcept;
-    ~ipv4_reassembly();
-    ipv4_reassembly(const ipv4_reassembly &) = delete;
-    ipv4_reassembly &operator=(const ipv4_reassembly &) = delete;
+    explicit ip_reassembly(const reassembly_config &cfg = {}) noexcept;
+    ~ip_reassembly();
+    ip_reassembly(const ip_reassembly &) = delete;
+    ip_reassembly &operator=(const ip_reassembly &) = delete;
 
     // Takes the fragment frame `m` (ownership passes: it is held, freed or
-    // part of the result). l3_off: where its IP header starts in the frame;
-    // ip: its parsed header (ip.is_fragment()); hlen: its IP header length.
+    // part of the result), described by `f`. A complete frame's headers are
+    // the first fragment's as they came: the caller rewrites them.
+    result input(rte_mbuf *m, const fragment_desc &f, uint64_t now_ns) noexcept;
+    // An IPv4 fragment: l3_off: where its IP header starts in the frame; ip:
+    // its parsed header (ip.is_fragment()); hlen: its IP header length. A
+    // complete frame's header is rewritten as an unfragmented datagram's.
     result input(rte_mbuf *m, uint32_t l3_off, const ipv4_repr &ip, uint32_t hlen,
                  uint64_t now_ns) noexcept;
 
@@ -90,14 +124,15 @@ private:
         rte_mbuf *m = nullptr;
         uint16_t off = 0;   // payload offset in the datagram, bytes
         uint16_t len = 0;   // payload bytes
-        uint16_t skip = 0;  // bytes of the frame before the payload (Ethernet + IP header)
-        uint16_t l3 = 0;    // where the IP header starts in the frame
+        uint16_t skip = 0;  // bytes of the frame before the payload
+        uint16_t keep = 0;  // of those, the headers the datagram keeps (fragment_desc)
     };
     struct datagram {
         bool used = false;
-        ipv4_addr src, dst;
-        uint16_t ident = 0;
-        ip_protocol protocol = ip_protocol::tcp;
+        ip_addr src, dst;
+        uint32_t ident = 0;
+        uint8_t protocol = 0;
+        uint32_t tag = 0;        // the first fragment's fragment_desc::tag
         uint64_t deadline = 0;
         uint64_t born = 0;       // order of arrival, for eviction
         uint32_t total = 0;      // payload length once the last fragment came, else 0
@@ -107,8 +142,8 @@ private:
         std::array<fragment, max_fragments> frags;
     };
 
-    datagram *find(const ipv4_repr &ip) noexcept;
-    datagram *create(const ipv4_repr &ip, uint64_t now_ns, result &r) noexcept;
+    datagram *find(const fragment_desc &f) noexcept;
+    datagram *create(const fragment_desc &f, uint64_t now_ns, result &r) noexcept;
     uint32_t release(datagram &d) noexcept;  // frees its fragments; returns how many
     void evict_oldest(result &r) noexcept;
     rte_mbuf *assemble(datagram &d) noexcept;

@@ -284,6 +284,8 @@ net::port_spec port_spec_of(const config::port_config &c, const config::driver_p
     s.address6 = c.address6;
     s.prefix6_len = c.prefix6_len;
     s.gateway6 = c.gateway6;
+    s.icmp6_errors_per_s = c.icmp6_errors_per_s;
+    s.icmp6_error_burst = c.icmp6_error_burst;
     s.mac = c.mac;
     s.mtu = c.mtu;
     s.mbufs = c.mbufs;
@@ -556,6 +558,8 @@ int run(int argc, char **argv) {
                     ic.addr6 = net::ipv6_addr(*p.spec.address6);
                     if (p.spec.gateway6) ic.gateway6 = net::ipv6_addr(*p.spec.gateway6);
                     ic.prefix6_len = p.spec.prefix6_len;
+                    ic.icmp6_errors_per_s = p.spec.icmp6_errors_per_s;
+                    ic.icmp6_error_burst = p.spec.icmp6_error_burst;
                 }
                 ic.mtu = p.spec.mtu;
                 ic.neighbor_timeout_ns = uint64_t(l.cfg.neighbor_timeout_s) * 1'000'000'000u;

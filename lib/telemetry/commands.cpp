@@ -577,7 +577,7 @@ constexpr command commands[] = {
      "Reload the configuration file as SIGHUP does; with ,check[,<file>] only say what a "
      "reload would do."},
     {"/ferry/config/ports", reader<config_part<dump_ports>>,
-     "Per [[port]] name: profile, address, gateway, address6, gateway6, iface, pci, mtu, mbufs, ring_frames."},
+     "Per [[port]] name: profile, address(6), gateway(6), icmp6_errors_per_s, icmp6_error_burst, iface, pci, mtu, mbufs, ring_frames."},
     {"/ferry/config/listeners", reader<config_part<dump_listeners>>,
      "Per [[listener]] name: port, where it listens (on, address), max_connections, default_upstream."},
     {"/ferry/config/routes", reader<config_part<dump_routes>>,

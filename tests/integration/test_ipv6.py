@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from testbed import (TAP_IFACE, Ferry, Netns, check, require_root,  # noqa: E402
-                     tap_port_toml)
+                     tap_port_toml, wait_for)
 
 OURS6, PEER6 = "fd00:77::1", "fd00:77::2"
 
@@ -19,8 +19,20 @@ OURS6, PEER6 = "fd00:77::1", "fd00:77::2"
 def config(address6):
     port = tap_port_toml()
     if address6:
-        port += f'address6 = "{address6}/64"\n'
+        # ICMPv6 errors: 1 a second, 3 at once, per lcore (RFC 4443 §2.4(f)).
+        port += (f'address6 = "{address6}/64"\n'
+                 'icmp6_errors_per_s = 1\nicmp6_error_burst = 3\n')
     return port
+
+
+UDP_BURST = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+t = time.monotonic()
+for port in range(20000, 20020):
+    s.sendto(b"x", (sys.argv[1], port))
+print(time.monotonic() - t)
+"""
 
 
 def peer_ipv6(ns):
@@ -80,6 +92,24 @@ def main():
               f"14 fragments in, 7 datagrams reassembled, 2 replies too large: {grew}")
         drops = {k: v for k, v in p.items() if k.startswith("ipv6_frag_drop") and v}
         check(not drops, f"no fragment dropped: {drops}")
+        # 20 UDP datagrams (ferry has no UDP: each asks for a Parameter
+        # Problem, RFC 8200 §4) at once: the configured bucket lets 3 per
+        # lcore out plus 1 a second, and counts the rest.
+        ports = f.telemetry("/ferry/config/ports")["tap0"]
+        check(ports["icmp6_errors_per_s"] == 1 and ports["icmp6_error_burst"] == 3,
+              f"/ferry/config/ports shows the ICMPv6 error rate: {ports}")
+        before = f.port()
+        r = ns.run(["python3", "-c", UDP_BURST, OURS6])
+        took = float(r.stdout.strip())
+        p = wait_for(f.port, lambda q: q["icmpv6_param_problem_sent"]
+                     + q["icmpv6_error_rate_limited"] - before["icmpv6_param_problem_sent"]
+                     - before["icmpv6_error_rate_limited"] >= 20, timeout=10)
+        sent = p["icmpv6_param_problem_sent"] - before["icmpv6_param_problem_sent"]
+        limited = p["icmpv6_error_rate_limited"] - before["icmpv6_error_rate_limited"]
+        most = 2 * (3 + int(took) + 1)
+        check(sent + limited == 20 and 3 <= sent <= most,
+              f"20 datagrams: {sent} errors sent (3..{most} in {took:.3f} s), {limited} "
+              "rate-limited")
         # IPv4 on the same port still works.
         r = ns.run(["ping", "-c", "3", "-i", "0.05", "-W", "2", "10.77.0.1"], check=False)
         check("3 packets transmitted, 3 received" in r.stdout, "IPv4 ping beside it")

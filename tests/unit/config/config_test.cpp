@@ -301,6 +301,10 @@ const bad_case bad_cases[] = {
      "t.toml:6:12: key 'port[0].address6': the prefix length must be 1..128, got 0"},
 
     // Ports: sizes.
+    {"icmp6_rate_too_big", port_with("icmp6_errors_per_s = 100001\n"),
+     "t.toml:6:22: key 'port[0].icmp6_errors_per_s': must be in 0..100000, got 100001"},
+    {"icmp6_burst_zero", port_with("icmp6_error_burst = 0\n"),
+     "t.toml:6:21: key 'port[0].icmp6_error_burst': must be in 1..100000, got 0"},
     {"mtu_too_small", port_with("mtu = 67\n"),
      "t.toml:6:7: key 'port[0].mtu': must be in 68..9000, got 67"},
     {"mtu_too_big", port_with("mtu = 9001\n"),
@@ -537,6 +541,17 @@ TEST(config_parse, range_limits_are_inclusive) {
     auto low = parse(port_with("ring_frames = 16\n"), "t.toml");
     ASSERT_TRUE(low.ok()) << low.error().to_string();
     EXPECT_EQ(low->ports[0].ring_frames, 16u);
+    // ICMPv6 errors: 10 a second, 10 at once by default; 0 a second sends none.
+    EXPECT_EQ(low->ports[0].icmp6_errors_per_s, 10u);
+    EXPECT_EQ(low->ports[0].icmp6_error_burst, 10u);
+    auto icmp = parse(port_with("icmp6_errors_per_s = 0\nicmp6_error_burst = 1\n"), "t.toml");
+    ASSERT_TRUE(icmp.ok()) << icmp.error().to_string();
+    EXPECT_EQ(icmp->ports[0].icmp6_errors_per_s, 0u);
+    EXPECT_EQ(icmp->ports[0].icmp6_error_burst, 1u);
+    icmp = parse(port_with("icmp6_errors_per_s = 100000\nicmp6_error_burst = 100000\n"), "t.toml");
+    ASSERT_TRUE(icmp.ok()) << icmp.error().to_string();
+    EXPECT_EQ(icmp->ports[0].icmp6_errors_per_s, 100000u);
+    EXPECT_EQ(icmp->ports[0].icmp6_error_burst, 100000u);
 }
 
 TEST(config_parse, disjoint_subnets_and_distinct_ifaces_are_accepted) {

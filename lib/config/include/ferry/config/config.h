@@ -71,6 +71,10 @@
 //   gateway6 = "fd00:77::fe"        # optional, needs address6: the IPv6 router for every
 //                                   #   destination off its prefix; on the prefix or
 //                                   #   link-local (fe80::/10), not the port's own address
+//   icmp6_errors_per_s = 10         # 0..100000: ICMPv6 errors (Parameter Problems) each
+//                                   #   lcore sends on this port per second on average,
+//                                   #   a token bucket (RFC 4443 2.4(f)); 0 = none at all
+//   icmp6_error_burst = 10          # 1..100000: at most this many at once
 //   mac = "02:00:0a:4d:00:01"       # optional, unicast and not all-zero
 //   mtu = 1500                      # 68..9000
 //   mbufs = 16384                   # 1024..16777216, the port's mbuf pool
@@ -366,6 +370,8 @@ struct port_config {
     std::optional<ipv6_bytes> address6;  // from "a:b::c/len" (ferry/base/ipv6_text.h)
     uint8_t prefix6_len = 0;
     std::optional<ipv6_bytes> gateway6;  // an on-link IPv6 router (needs address6)
+    uint32_t icmp6_errors_per_s = 10;    // RFC 4443 §2.4(f) rate limit, per lcore
+    uint32_t icmp6_error_burst = 10;
     std::optional<std::array<uint8_t, 6>> mac;
     uint16_t mtu = 1500;
     uint32_t mbufs = 16384;

@@ -46,6 +46,11 @@ enum xcore_op : uint16_t {
     // (mbuf null), an IPv6 one as the 16 bytes of `mbuf`'s data (a buffer of
     // the port's pool: such news is rare, a few per peer and minute).
     op_neighbor = 2,
+    // A default router learned (or given up) by the sender's router
+    // discovery (stack::set_router_hook): arg = its lifetime in seconds (0:
+    // no longer a router), flags = port index, the address as the 16 bytes
+    // of `mbuf`'s data.
+    op_router = 3,
 };
 
 struct worker;
@@ -77,7 +82,7 @@ struct worker {
     // Cross-core rings to and from the other workers (null with one worker).
     std::unique_ptr<xcore::outbox> out;
     std::unique_ptr<xcore::inbox> in;
-    uint64_t neighbor_share_dropped = 0;  // bindings not shared: outbox full (rare, harmless)
+    uint64_t neighbor_share_dropped = 0;  // bindings (and routers) not shared: outbox full or no mbuf
     // The reload generation this worker's proxy runs (reload.h), and that
     // configuration, held while the proxy reads it (null: the initial one).
     uint64_t config_generation = 0;
@@ -119,6 +124,7 @@ std::string setup_outboxes(app_state &app);
 // tcp_layer_config::handoff and the stack's neighbor hook for `link`.
 bool handoff_frame(void *link, uint16_t owner, rte_mbuf *m) noexcept;
 void share_neighbor(void *link, const net::ip_addr &ip, net::mac_addr mac) noexcept;
+void share_router(void *link, const net::ipv6_addr &router, uint16_t lifetime_s) noexcept;
 int worker_main(void *arg);
 // Rings every worker's doorbell so sleepers re-read the stop flag and settings.
 void wake_all_workers() noexcept;

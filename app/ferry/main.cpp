@@ -172,6 +172,7 @@ void add_tcp(worker &w, const config::ferry_config &cfg, const net::port &p, net
         tc.handoff = handoff_frame;
         tc.handoff_ctx = link.get();
         st.set_neighbor_hook(share_neighbor, link.get());
+        st.set_router_hook(share_router, link.get());
     }
     tc.flow_key = random_key();
     // RFC 7323 §5.4: per address pair, one key for the process, so that
@@ -286,6 +287,7 @@ net::port_spec port_spec_of(const config::port_config &c, const config::driver_p
     s.gateway6 = c.gateway6;
     s.icmp6_errors_per_s = c.icmp6_errors_per_s;
     s.icmp6_error_burst = c.icmp6_error_burst;
+    s.router_discovery = c.router_discovery;
     s.mac = c.mac;
     s.mtu = c.mtu;
     s.mbufs = c.mbufs;
@@ -560,6 +562,7 @@ int run(int argc, char **argv) {
                     ic.prefix6_len = p.spec.prefix6_len;
                     ic.icmp6_errors_per_s = p.spec.icmp6_errors_per_s;
                     ic.icmp6_error_burst = p.spec.icmp6_error_burst;
+                    ic.router_discovery = p.spec.router_discovery;
                 }
                 ic.mtu = p.spec.mtu;
                 ic.neighbor_timeout_ns = uint64_t(l.cfg.neighbor_timeout_s) * 1'000'000'000u;

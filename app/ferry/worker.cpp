@@ -64,6 +64,16 @@ void on_messages(void *ctx, unsigned from, std::span<xcore::message> msgs, uint6
                     continue;
                 }
                 break;
+            case op_router:
+                if (m.flags < w.stacks.size() && m.mbuf != nullptr) {
+                    std::array<uint8_t, 16> a;
+                    std::memcpy(a.data(), rte_pktmbuf_mtod(m.mbuf, const uint8_t *), 16);
+                    rte_pktmbuf_free(m.mbuf);
+                    w.stacks[m.flags]->learn_router_shared(net::ipv6_addr(a),
+                                                           static_cast<uint16_t>(m.arg), now);
+                    continue;
+                }
+                break;
             default:
                 break;
         }
@@ -87,21 +97,17 @@ bool handoff_frame(void *ctx, uint16_t owner, rte_mbuf *m) noexcept {
     return l.w->out->send(owner, msg);
 }
 
-void share_neighbor(void *ctx, const net::ip_addr &ip, net::mac_addr mac) noexcept {
-    auto &l = *static_cast<port_link *>(ctx);
-    if (!l.w->out || the_app == nullptr) return;
-    xcore::message msg;
-    for (int i = 0; i < 6; ++i) msg.handle = msg.handle << 8 | mac.bytes()[i];
-    msg.opcode = op_neighbor;
-    msg.flags = l.port;
+namespace {
+
+// Sends `msg` to every other worker, with `addr` (an IPv6 address: sixteen
+// bytes do not fit the message) in an mbuf of the port's pool when given.
+// What cannot go (no mbuf, an outbox full) is counted, never waited for.
+void send_to_peers(port_link &l, xcore::message msg, const net::ipv6_addr *addr) noexcept {
     const unsigned n = static_cast<unsigned>(the_app->workers.size());
     for (unsigned peer = 0; peer < n; ++peer) {
         if (peer == l.w->index) continue;
         msg.mbuf = nullptr;
-        if (ip.is_v4()) {
-            msg.arg = ip.v4().value();
-        } else {
-            // Sixteen bytes do not fit the message: they travel in an mbuf.
+        if (addr != nullptr) {
             msg.mbuf = rte_pktmbuf_alloc(l.pool);
             char *d = msg.mbuf ? rte_pktmbuf_append(msg.mbuf, 16) : nullptr;
             if (d == nullptr) {
@@ -109,13 +115,41 @@ void share_neighbor(void *ctx, const net::ip_addr &ip, net::mac_addr mac) noexce
                 ++l.w->neighbor_share_dropped;
                 continue;
             }
-            std::memcpy(d, ip.bytes().data(), 16);
+            std::memcpy(d, addr->bytes().data(), 16);
         }
         if (!l.w->out->send(peer, msg)) {
             if (msg.mbuf) rte_pktmbuf_free(msg.mbuf);
             ++l.w->neighbor_share_dropped;
         }
     }
+}
+
+}  // namespace
+
+void share_neighbor(void *ctx, const net::ip_addr &ip, net::mac_addr mac) noexcept {
+    auto &l = *static_cast<port_link *>(ctx);
+    if (!l.w->out || the_app == nullptr) return;
+    xcore::message msg;
+    for (int i = 0; i < 6; ++i) msg.handle = msg.handle << 8 | mac.bytes()[i];
+    msg.opcode = op_neighbor;
+    msg.flags = l.port;
+    if (ip.is_v4()) {
+        msg.arg = ip.v4().value();
+        send_to_peers(l, msg, nullptr);
+    } else {
+        const net::ipv6_addr a6 = ip.v6();
+        send_to_peers(l, msg, &a6);
+    }
+}
+
+void share_router(void *ctx, const net::ipv6_addr &router, uint16_t lifetime_s) noexcept {
+    auto &l = *static_cast<port_link *>(ctx);
+    if (!l.w->out || the_app == nullptr) return;
+    xcore::message msg;
+    msg.opcode = op_router;
+    msg.flags = l.port;
+    msg.arg = lifetime_s;
+    send_to_peers(l, msg, &router);
 }
 
 std::string create_mesh(app_state &app, unsigned workers) {
@@ -190,7 +224,7 @@ std::string setup_worker(app_state &app, worker &w) {
             const net::port &p = app.ports[i];
             refs.push_back({w.tcp_layers[i].get(), p.pool, p.spec.address, p.spec.prefix_len,
                             p.spec.gateway.has_value(), p.spec.address6, p.spec.prefix6_len,
-                            p.spec.gateway6.has_value()});
+                            p.spec.gateway6.has_value() || (p.spec.address6 && p.spec.router_discovery)});
         }
         // Test knob of the integration test (test_http): every n-th
         // cross-core send of the proxy counts as refused (its backlog path).

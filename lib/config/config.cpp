@@ -468,6 +468,7 @@ private:
              }},
             {"icmp6_errors_per_s", false, r_.integer_into(p.icmp6_errors_per_s, 0, 100000)},
             {"icmp6_error_burst", false, r_.integer_into(p.icmp6_error_burst, 1, 100000)},
+            {"router_discovery", false, r_.boolean_into(p.router_discovery)},
             {"mtu", false, r_.integer_into(p.mtu, 68, 9000)},
             {"mbufs", false, r_.integer_into(p.mbufs, 1024, 1 << 24)},
             {"rx_desc", false, desc_into(p.rx_desc)},

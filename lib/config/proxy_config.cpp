@@ -47,13 +47,14 @@ std::string cidr_text(uint32_t addr, uint8_t len) {
 }
 
 // An IPv6 server must be on a port's IPv6 prefix, link-local, or reachable
-// through some port's gateway6, and not a port's own address; why not, if so.
+// through some port's gateway6 or a router that port's router discovery
+// finds, and not a port's own address; why not, if so.
 std::optional<std::string> ipv6_server_unreachable(const std::vector<port_config> &ports,
                                                    const ip_address &a) {
     const ipv6_bytes &b = a.bytes();
     bool routed = false;
     for (const port_config &p : ports) {
-        routed = routed || p.gateway6.has_value();
+        routed = routed || p.gateway6.has_value() || (p.address6 && p.router_discovery);
         if (!p.address6) continue;
         if (*p.address6 == b)
             return "server " + a.to_string() + " is the address6 of port '" + p.name +
@@ -63,7 +64,7 @@ std::optional<std::string> ipv6_server_unreachable(const std::vector<port_config
     }
     if (routed) return std::nullopt;
     return "server " + a.to_string() +
-           " is on no port's address6 prefix and no port has a gateway6";
+           " is on no port's address6 prefix and no port has a gateway6 or router_discovery";
 }
 
 // A route's path_prefix: starts with '/', visible ASCII, no query or fragment.

@@ -634,6 +634,7 @@ void stack::poll_timers(uint64_t now_ns) noexcept {
     // RFC 8200 §4.5 would have a Time Exceeded (code 1) go to the source when
     // the first fragment had come ("should"): not sent, counted.
     if (const uint32_t n = frag6_.poll(now_ns); n != 0) ctr_.ipv6_frag_drop_timeout.inc(n);
+    poll_routers(now_ns);
     if (tcp_ != nullptr) {
         tcp_->poll_timers(now_ns);
     }
@@ -641,11 +642,12 @@ void stack::poll_timers(uint64_t now_ns) noexcept {
 
 uint64_t stack::next_deadline() const noexcept {
     const uint64_t n =
-        std::min({neigh_.next_deadline(), frag_.next_deadline(), frag6_.next_deadline()});
+        std::min({neigh_.next_deadline(), frag_.next_deadline(), frag6_.next_deadline(),
+                  routers_deadline()});
     return tcp_ != nullptr ? std::min(n, tcp_->next_deadline()) : n;
 }
 
-void stack::announce(uint64_t) noexcept {
+void stack::announce(uint64_t now_ns) noexcept {
     // RFC 5227 §3: an ARP Announcement is a request with sender and target
     // protocol address both ours and a zero target hardware address, broadcast.
     if (send_arp(arp_op::request, mac_addr::broadcast(), mac_addr{}, cfg_.addr)) {
@@ -674,6 +676,7 @@ void stack::announce(uint64_t) noexcept {
     na.lladdr = cfg_.mac;
     if (send_nd(na, ours, ipv6_addr::all_nodes(), multicast_mac(ipv6_addr::all_nodes())))
         ctr_.nd_advertised.inc();
+    solicit_routers(now_ns);
 }
 
 void stack::set_mem_pressure(bool on) noexcept {

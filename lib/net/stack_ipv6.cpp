@@ -213,14 +213,21 @@ void stack::input_icmpv6(rte_mbuf *m, const ethernet_repr &eth, const ipv6_repr 
         return;
     }
     const uint8_t type = msg[0];
-    if (type == static_cast<uint8_t>(icmpv6_type::neighbor_solicitation) ||
-        type == static_cast<uint8_t>(icmpv6_type::neighbor_advertisement)) {
-        // Neighbour discovery in one segment: a message of a few dozen
-        // bytes that came in several is not taken (counted).
-        if (m->nb_segs != 1) {
-            drop(m, ctr_.ipv6_drop_unsupported);
-            return;
-        }
+    const bool nd = type == static_cast<uint8_t>(icmpv6_type::neighbor_solicitation) ||
+                    type == static_cast<uint8_t>(icmpv6_type::neighbor_advertisement);
+    const bool ra = type == static_cast<uint8_t>(icmpv6_type::router_advertisement);
+    // Neighbour and router discovery in one segment: a message of a few
+    // dozen bytes that came in several is not taken (counted).
+    if ((nd || ra) && m->nb_segs != 1) {
+        drop(m, ctr_.ipv6_drop_unsupported);
+        return;
+    }
+    if (ra) {
+        input_ra(ip, msg.first(ip.payload_len), now_ns);
+        rte_pktmbuf_free(m);
+        return;
+    }
+    if (nd) {
         msg = msg.first(ip.payload_len);  // the whole message: one segment holds the frame
         ctr_.nd_rx.inc();
         nd_repr nd;
@@ -511,13 +518,14 @@ void stack::output_ipv6(rte_mbuf *m, const ipv6_addr &dst, uint64_t now_ns) noex
         return;
     }
     // On-link: our prefix and link-local addresses; the rest goes through
-    // the configured router (router discovery, RFC 4861 §6.3, is not built).
+    // the configured router, else one router discovery found.
     const bool on_link = dst.in_subnet(*cfg_.addr6, cfg_.prefix6_len) || dst.is_link_local();
-    if (dst == *cfg_.addr6 || (!on_link && !cfg_.gateway6)) {
+    const std::optional<ipv6_addr> hop = on_link ? std::optional(dst) : router6(now_ns);
+    if (dst == *cfg_.addr6 || !hop) {
         drop(m, ctr_.ipv6_drop_no_route);
         return;
     }
-    resolve_and_send(m, on_link ? dst : *cfg_.gateway6, now_ns);
+    resolve_and_send(m, *hop, now_ns);
 }
 
 }  // namespace ferry::net

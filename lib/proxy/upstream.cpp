@@ -67,14 +67,14 @@ int worker_proxy::pick_server(int upstream, uint64_t key, uint64_t now, int excl
 uint16_t worker_proxy::port_for(const ip_address &a) const noexcept {
     if (a.is_v6()) {
         // The configuration checked that some port's prefix holds it, or
-        // some port has a gateway6, or that it is link-local (then the first
+        // some port has a gateway6 or router discovery, or that it is link-local (then the first
         // port with an IPv6 address).
         for (uint16_t i = 0; i < ports_.size(); ++i)
             if (ports_[i].addr6 &&
                 ipv6_in_prefix(a.bytes(), *ports_[i].addr6, ports_[i].prefix6_len))
                 return i;
         for (uint16_t i = 0; i < ports_.size(); ++i)
-            if (ports_[i].has_gateway6 && !ipv6_is_link_local(a.bytes())) return i;
+            if (ports_[i].routed6 && !ipv6_is_link_local(a.bytes())) return i;
         for (uint16_t i = 0; i < ports_.size(); ++i)
             if (ports_[i].addr6) return i;
         return 0;

@@ -40,6 +40,7 @@ int dump_ports(const config::ferry_config &c, rte_tel_data *d) {
         str(t, "gateway6", p.gateway6 ? format_ipv6(*p.gateway6) : "");
         num(t, "icmp6_errors_per_s", p.icmp6_errors_per_s);
         num(t, "icmp6_error_burst", p.icmp6_error_burst);
+        num(t, "router_discovery", p.router_discovery ? 1 : 0);
         str(t, "iface", p.iface);
         str(t, "pci", p.pci);
         num(t, "mtu", p.mtu);

@@ -389,7 +389,7 @@ const bad_case bad_cases[] = {
     {"server_ipv6_off_link",
      cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"[fd00:77::2]:80\"\n"),
      "t.toml:9:11: key 'upstream[0].server[0].address': server fd00:77::2 is on no port's "
-     "address6 prefix and no port has a gateway6"},
+     "address6 prefix and no port has a gateway6 or router_discovery"},
     {"server_unreachable",
      cfg("[[upstream]]\nname = \"app\"\n[[upstream.server]]\naddress = \"10.9.9.9:80\"\n"),
      "t.toml:9:11: key 'upstream[0].server[0].address': server 10.9.9.9 is on no port's subnet "
@@ -1104,11 +1104,19 @@ TEST(proxy_config, mode_names) {
     EXPECT_EQ(shared->upstreams[0].pool, pool_mode::shared);
 }
 
-TEST(proxy_config, ipv6_servers_off_link_need_a_gateway6) {
+TEST(proxy_config, ipv6_servers_off_link_need_a_gateway6_or_router_discovery) {
     const std::string port6 = std::string(port_tap0) + "address6 = \"fd00:77::1/64\"\n";
     const std::string server = "[[upstream]]\nname = \"app\"\n[[upstream.server]]\n"
                                "address = \"[2001:db8::5]:80\"\n";
-    EXPECT_FALSE(parse(port6 + server, "t.toml"));
+    // Router discovery (on by default) may find a router for it.
+    auto rd = parse(port6 + server, "t.toml");
+    ASSERT_TRUE(rd) << rd.error().to_string();
+    EXPECT_TRUE(rd->ports[0].router_discovery);
+    auto off = parse(port6 + "router_discovery = false\n" + server, "t.toml");
+    ASSERT_FALSE(off);
+    EXPECT_EQ(off.error().to_string(),
+              "t.toml:11:11: key 'upstream[0].server[0].address': server 2001:db8::5 is on no "
+              "port's address6 prefix and no port has a gateway6 or router_discovery");
     auto c = parse(port6 + "gateway6 = \"fe80::1\"\n" + server, "t.toml");
     ASSERT_TRUE(c) << c.error().to_string();
     EXPECT_EQ(c->ports[0].gateway6, parse_ipv6("fe80::1"));

@@ -122,7 +122,9 @@ class Ipv6StackTest : public testing::Test {
 protected:
     void SetUp() override { start(); }
 
-    void start(uint32_t errors_per_s = 10, uint32_t burst = 10) {
+    // `tweak` changes the interface's configuration before the stack is made.
+    void start(uint32_t errors_per_s = 10, uint32_t burst = 10,
+               void (*tweak)(iface_config &) = nullptr) {
         ASSERT_NE(g_pool, nullptr);
         layer_.reset();
         st_.reset();
@@ -133,6 +135,7 @@ protected:
         ic.addr6 = our6;
         ic.icmp6_errors_per_s = errors_per_s;
         ic.icmp6_error_burst = burst;
+        if (tweak != nullptr) tweak(ic);
         nc_.emplace();  // fresh counters for each configuration
         st_.emplace(ic, g_pool, *nc_);
         tcp_layer_config cfg;

@@ -75,6 +75,9 @@
 //                                   #   lcore sends on this port per second on average,
 //                                   #   a token bucket (RFC 4443 2.4(f)); 0 = none at all
 //   icmp6_error_burst = 10          # 1..100000: at most this many at once
+//   router_discovery = true         # with address6 and no gateway6: solicit routers at
+//                                   #   start and route what is off the prefix through
+//                                   #   one a Router Advertisement names (RFC 4861 6.3)
 //   mac = "02:00:0a:4d:00:01"       # optional, unicast and not all-zero
 //   mtu = 1500                      # 68..9000
 //   mbufs = 16384                   # 1024..16777216, the port's mbuf pool
@@ -372,6 +375,7 @@ struct port_config {
     std::optional<ipv6_bytes> gateway6;  // an on-link IPv6 router (needs address6)
     uint32_t icmp6_errors_per_s = 10;    // RFC 4443 §2.4(f) rate limit, per lcore
     uint32_t icmp6_error_burst = 10;
+    bool router_discovery = true;        // RFC 4861 §6.3, without gateway6
     std::optional<std::array<uint8_t, 6>> mac;
     uint16_t mtu = 1500;
     uint32_t mbufs = 16384;

@@ -126,6 +126,12 @@
     X(nd_conflict,                "Neighbor Advertisements from another node for our IPv6 address: a duplicate") \
     X(nd_ignored,                 "valid Neighbor Discovery messages not asking for our address") \
     X(nd_advertised,              "Neighbor Advertisements sent for our address")                \
+    X(nd_rs_sent,                 "Router Solicitations sent (RFC 4861 6.3.7: at start, up to 3, until an advertisement)") \
+    X(nd_ra_rx,                   "Router Advertisements received")                              \
+    X(nd_ra_drop_invalid,         "Router Advertisements failing RFC 4861 6.1.2 (hop limit, source, length, options)") \
+    X(nd_ra_ignored,              "valid Router Advertisements not used: gateway6 set, discovery off, or 4 routers known") \
+    X(nd_router_added,            "default routers learned from Router Advertisements (or from another lcore)") \
+    X(nd_router_removed,          "default routers dropped: lifetime 0 or run out")              \
     X(icmpv6_drop_bad_checksum,   "ICMPv6 echo requests with a bad checksum")                    \
     X(icmpv6_drop_oversize,       "ICMPv6 echo requests whose reply would exceed the MTU (no fragmentation)") \
     X(icmpv6_echo_replied,        "ICMPv6 echo requests answered")                               \

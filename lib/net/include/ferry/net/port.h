@@ -58,6 +58,7 @@ struct port_spec {
     uint8_t prefix6_len = 0;
     std::optional<std::array<uint8_t, 16>> gateway6;  // the IPv6 router, on-link
     uint32_t icmp6_errors_per_s = 10, icmp6_error_burst = 10;  // iface_config's
+    bool router_discovery = true;  // iface_config's (with address6, without gateway6)
     std::optional<std::array<uint8_t, 6>> mac;  // else the device's own
     uint16_t mtu = 1500;
     uint32_t mbufs = 16384;

@@ -73,8 +73,12 @@ struct iface_config {
     std::optional<ipv6_addr> addr6;
     uint8_t prefix6_len = 64;
     // The IPv6 router for destinations off addr6's prefix (on-link itself);
-    // without one they have no route (ipv6_drop_no_route).
+    // without one, a router learned by router discovery (below), else they
+    // have no route (ipv6_drop_no_route).
     std::optional<ipv6_addr> gateway6;
+    // RFC 4861 §6.3 (stack_router.cpp): without gateway6, solicit routers at
+    // start (announce()) and take default routers from advertisements.
+    bool router_discovery = false;
     // RFC 4443 §2.4(f): ICMPv6 error messages "MUST" be rate-limited. A
     // token bucket per stack: on average at most icmp6_errors_per_s a second,
     // at most icmp6_error_burst at once (0: none are sent). What it holds
@@ -170,8 +174,25 @@ public:
 
     // Gratuitous ARP for cfg.addr (RFC 5227 §3 announcement), sent at port
     // start; with cfg.addr6 also duplicate address detection for it (RFC
-    // 4862 §5.4.2, one probe) and an unsolicited advertisement (RFC 4861 §7.2.6).
+    // 4862 §5.4.2, one probe), an unsolicited advertisement (RFC 4861
+    // §7.2.6) and, with router discovery, Router Solicitations (up to 3, 4 s
+    // apart, until an advertisement comes: §6.3.7).
     void announce(uint64_t now_ns) noexcept;
+
+    // Router discovery learned `router` (lifetime 0: it is no longer one)
+    // from an advertisement this stack received: the app passes it to the
+    // other lcores' learn_router_shared() (their queues may never see one).
+    using router_hook = void (*)(void *ctx, const ipv6_addr &router,
+                                 uint16_t lifetime_s) noexcept;
+    void set_router_hook(router_hook h, void *ctx) noexcept {
+        router_hook_ = h;
+        router_hook_ctx_ = ctx;
+    }
+    void learn_router_shared(const ipv6_addr &router, uint16_t lifetime_s,
+                             uint64_t now_ns) noexcept;
+    // The next hop for off-link IPv6 destinations: cfg.gateway6, else the
+    // first default router learned whose lifetime has not run out.
+    [[nodiscard]] std::optional<ipv6_addr> router6(uint64_t now_ns) const noexcept;
 
     [[nodiscard]] const neighbor_table &neighbors() const noexcept { return neigh_; }
     [[nodiscard]] const iface_config &config() const noexcept { return cfg_; }
@@ -214,6 +235,16 @@ private:
     [[nodiscard]] bool icmp6_error_token(uint64_t now_ns) noexcept;
     void input_nd(const ethernet_repr &eth, const ipv6_repr &ip, const nd_repr &nd,
                   uint64_t now_ns) noexcept;
+    // Router discovery (stack_router.cpp): a Router Advertisement (`msg`,
+    // the whole message), the default router list, Router Solicitations.
+    void input_ra(const ipv6_repr &ip, std::span<const uint8_t> msg, uint64_t now_ns) noexcept;
+    void set_router(const ipv6_addr &router, uint16_t lifetime_s, uint64_t now_ns) noexcept;
+    void remove_router(uint32_t i) noexcept;
+    void expire_routers(uint64_t now_ns) noexcept;
+    void solicit_routers(uint64_t now_ns) noexcept;
+    void send_rs(uint64_t now_ns) noexcept;
+    void poll_routers(uint64_t now_ns) noexcept;
+    [[nodiscard]] uint64_t routers_deadline() const noexcept;
     [[nodiscard]] bool valid_source6(const ipv6_addr &src) const noexcept;
     bool send_solicitation(const ipv6_addr &target) noexcept;
     // A Neighbor Solicitation or Advertisement in a fresh mbuf, hop limit 255,
@@ -263,6 +294,19 @@ private:
     tcp_layer *tcp_ = nullptr;
     neighbor_hook neigh_hook_ = nullptr;
     void *neigh_hook_ctx_ = nullptr;
+    router_hook router_hook_ = nullptr;
+    void *router_hook_ctx_ = nullptr;
+    // The default router list (RFC 4861 §6.3.4), in the order first heard.
+    struct default_router {
+        ipv6_addr addr;
+        uint64_t expires_ns = 0;
+    };
+    static constexpr uint32_t max_routers = 4;
+    std::array<default_router, max_routers> routers_{};
+    uint32_t nrouters_ = 0;
+    // Router Solicitations still to send, and when the next one is due.
+    uint32_t rs_left_ = 0;
+    uint64_t rs_next_ns_ = 0;
     std::optional<ipv4_addr> subnet_bcast_;
     // The ICMPv6 error token bucket (RFC 4443 §2.4(f)) as time credit: each
     // error costs 1 s / icmp6_errors_per_s, the credit grows with now_ns up

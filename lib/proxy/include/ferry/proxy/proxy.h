@@ -401,7 +401,7 @@ struct port_ref {
     bool has_gateway = false;
     std::optional<ipv6_bytes> addr6;  // its IPv6 address, if it has one
     uint8_t prefix6_len = 0;
-    bool has_gateway6 = false;
+    bool routed6 = false;  // a gateway6 or router discovery: off-prefix IPv6 goes out here
 };
 
 // Knobs that are not configuration: for tests (the app sets them from its

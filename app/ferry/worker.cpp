@@ -253,8 +253,10 @@ std::string setup_worker(app_state &app, worker &w) {
             // generation read first, then the configuration it published.
             if (const uint64_t g = the_app->reload.generation(); g != wk.config_generation) {
                 std::shared_ptr<const config::ferry_config> next = the_app->reload.snapshot();
-                wk.proxy->reconfigure(*next, now);
-                wk.config = std::move(next);  // the one it replaces may go now
+                // The proxy keeps it (and the ones before, while requests that
+                // started under them are in flight).
+                wk.proxy->reconfigure(next, now);
+                wk.config = std::move(next);
                 wk.config_generation = g;
             }
             return wk.proxy->poll(now);

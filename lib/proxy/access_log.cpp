@@ -128,7 +128,7 @@ void worker_proxy::al_end(client &c, uint16_t status_if_none, bool aborted, uint
         c.t_started = 0;
         const uint16_t status = c.al_status != 0 ? c.al_status : status_if_none;
         if (status >= 100 && status < 600)
-            route_ctr_[route_index(c.listener, c.route, status / 100u)].inc();
+            route_ctr_[route_index(c.listener, c.ctr_route, status / 100u)].inc();
     }
     if (!c.al_open) return;  // never set without a sink
     c.al_open = false;

@@ -133,6 +133,7 @@ bool worker_proxy::client_head(client &c, uint64_t now) noexcept {
 // state changed (go on), false when it was rejected.
 bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noexcept {
     pending_head_end(c);
+    pin(c);  // the request runs under the configuration in force now (reconfigure())
     c.head_len = consumed;
     const http::request &req = c.req;
     c.head_method = req.m == http::method::head;
@@ -143,7 +144,7 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     ++c.requests;
     ctr_.requests.inc();
     c.al_status = 0;  // the per-route counts need it, access log or not
-    c.route = route_none;
+    c.route = c.ctr_route = route_none;
     if (alog_ != nullptr) al_begin(c, req, now);
     c.t_started = c.t_req != 0 ? c.t_req : now;
     c.t_req = 0;
@@ -178,7 +179,7 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
         route_request(cfg_->routes, listener_by_slot_[c.listener],
                       listener_pos_[c.listener] >= 0 ? listener_pos_[c.listener] : -2, host,
                       req.origin_form.empty() ? req.target : req.origin_form, &route);
-    c.route = static_cast<int16_t>(route);
+    c.route = c.ctr_route = static_cast<int16_t>(route);
     if (upstream < 0) {
         ctr_.generated_404.inc();
         if (!answer_keeps(c)) {
@@ -191,7 +192,7 @@ bool worker_proxy::start_request(client &c, uint32_t consumed, uint64_t now) noe
     c.upstream = upstream;
     if (c.al_open) al_rec(c).upstream = static_cast<int16_t>(upstream);
     // The server (hash keys come from this request).
-    const auto &uc = cfg_->upstreams[upstream];
+    const auto &uc = cfg_of(c).upstreams[upstream];
     c.balance_key = uc.balance == config::balance_mode::consistent_hash
                         ? hash_key(uc.hash_key, c.peer_addr.fold(), req.target, host)
                         : 0;
@@ -216,13 +217,14 @@ rte_mbuf *worker_proxy::forward_head(client &c, int upstream, int server, uint16
     http::forward_info fi;
     // An IPv6 client as its plain RFC 5952 text, as nginx's
     // $proxy_add_x_forwarded_for writes it (brackets are Forwarded's, RFC 7239).
-    fi.client_addr = cfg_->http.add_x_forwarded ? std::string_view(addr.data(), addr_len) : "";
+    const config::ferry_config &cf = cfg_of(c);
+    fi.client_addr = cf.http.add_x_forwarded ? std::string_view(addr.data(), addr_len) : "";
     fi.keep_alive = true;
-    fi.via_name = cfg_->http.via;
+    fi.via_name = cf.http.via;
     fi.request_version_minor = c.http10 ? 0 : 1;
     std::array<char, ip_address::endpoint_text_max> hostbuf;
     fi.default_host = std::string_view(hostbuf.data(), srv.addr.format_endpoint(srv.port, hostbuf));
-    fi.edit = request_edit(c.route);
+    fi.edit = request_edit(gen_of(c), c.route);
     fi.upgrade = c.upgrade;
     const size_t hl =
         http::serialize_request_head(c.req, fi, std::span(scratch_.get(), scratch_size));
@@ -243,7 +245,7 @@ rte_mbuf *worker_proxy::forward_head(client &c, int upstream, int server, uint16
 bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int server,
                             uint64_t now) noexcept {
     const http::request &req = c.req;
-    const auto &uc = cfg_->upstreams[upstream];
+    const auto &uc = cfg_of(c).upstreams[upstream];
     // local pool: a connection of this lcore's own pool. shared: the next of
     // the server's N connections, owned by worker k % n.
     upconn *u = nullptr;
@@ -305,7 +307,7 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
     if (owner != lcore_index_) {
         const uint16_t flags = (c.keep_alive ? xf_keep_alive : 0) |
                                (req.m == http::method::head ? xf_head : 0) |
-                               (c.http10 ? xf_http10 : 0) | xf_route(c.route) |
+                               (c.http10 ? xf_http10 : 0) | xf_route(c.ctr_route) |
                                (retryable && c.retry_idempotent ? xf_retry : 0);
         return hand_over(c, head, slot, owner, flags, hport, server, now);
     }
@@ -354,7 +356,7 @@ bool worker_proxy::hand_over(client &c, rte_mbuf *head, uint32_t slot, unsigned 
     }
     if (!(flags & xf_end)) {
         c.state = client::st::body;
-        timers_.arm(c.timer, now + cfg_->http.client_body_timeout_ms * ms);
+        timers_.arm(c.timer, now + cfg_of(c).http.client_body_timeout_ms * ms);
     }
     ++c.xgen;
     c.remote = true;
@@ -381,7 +383,7 @@ bool worker_proxy::begin_body(client &c, upconn &u, uint64_t now) noexcept {
         return true;
     }
     c.state = client::st::body;
-    timers_.arm(c.timer, now + cfg_->http.client_body_timeout_ms * ms);
+    timers_.arm(c.timer, now + cfg_of(c).http.client_body_timeout_ms * ms);
     if (c.buf_len != 0) {
         const buf_body b = body_from_buf(c, u.port, true);
         const auto &fr = b.fr;
@@ -421,8 +423,8 @@ void worker_proxy::client_body(client &c, uint64_t now) noexcept {
         sink.dst = u;
     }
     const uint64_t sent0 = c.framer.wire_bytes();
-    const pump_result r = pump_body(c, sink, cfg_->http.max_body_bytes,
-                                    uint64_t(cfg_->http.client_body_timeout_ms) * ms, 0, now);
+    const pump_result r = pump_body(c, sink, cfg_of(c).http.max_body_bytes,
+                                    uint64_t(cfg_of(c).http.client_body_timeout_ms) * ms, 0, now);
     switch (r.end) {
         case pump_end::blocked:
             // Request bytes went to the upstream: its send inactivity restarts.
@@ -698,6 +700,7 @@ void worker_proxy::free_client(client &c, uint64_t now) noexcept {
         ports_[c.port].layer->abort(c.h, now);
         c.h = net::tcp_handle{};
     }
+    unpin(c);
     c.used = false;
     listener_ctr(c.listener, l_active).dec();
     ctr_.client_closed.inc();

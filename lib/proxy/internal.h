@@ -94,9 +94,15 @@ struct worker_proxy::client : worker_proxy::endpoint {
     enum class st : uint8_t { head, body, wait, closing, tunnel };
     st state = st::head;
     uint16_t listener = 0;
-    // The current request's route (balance.h: an index into the routes,
-    // route_default or route_none), for the per-route counts (al_end).
+    // The current request's route (balance.h: an index into its
+    // configuration's routes, route_default or route_none), and the same
+    // route's index in the configuration in force, for the per-route counts
+    // (al_end) and hand-offs: a reload may move or remove it.
     int16_t route = route_none;
+    int16_t ctr_route = route_none;
+    // The configuration the current request started under (pin()); null
+    // before the first request.
+    config_gen *cgen = nullptr;
     net::ip_addr peer_addr;  // IPv4 or IPv6
     http::request req;   // the head being parsed (valid once hp is done)
     uint32_t up = none;  // the upconn serving the current request

@@ -78,7 +78,10 @@ worker_proxy::worker_proxy(const config::ferry_config &cfg, std::span<const port
     const size_t listener_cap = listener_capacity(cfg);
     listener_ctr_ = std::make_unique<counter[]>((listener_cap + 1) * l_n);
     route_stride_ = config::route_capacity(cfg.routes.size()) + 2;
-    build_edits();
+    gens_.push_back(std::make_unique<config_gen>());
+    cur_ = gens_.back().get();
+    cur_->cfg = &cfg;
+    build_edits(*cur_);
     set_listeners();
     route_ctr_ = std::make_unique<counter[]>(std::max<size_t>(1, listener_cap) *
                                              route_stride_ * 5);
@@ -160,12 +163,12 @@ void worker_proxy::set_servers(upstream_state &st, const config::upstream_config
                                                                    : hash_ring();
 }
 
-void worker_proxy::build_edits() {
-    // Header rules: views into *cfg_ (which outlives the proxy), spans into
-    // each route's own vectors (sized first, so none moves afterwards).
-    edits_.clear();
-    edits_.resize(cfg_->routes.size());
-    for (size_t i = 0; i < cfg_->routes.size(); ++i) {
+void worker_proxy::build_edits(config_gen &g) {
+    // Header rules: views into *g.cfg (which outlives g), spans into each
+    // route's own vectors (sized first, so none moves afterwards).
+    g.edits.clear();
+    g.edits.resize(g.cfg->routes.size());
+    for (size_t i = 0; i < g.cfg->routes.size(); ++i) {
         auto fill = [](const config::header_rules &h, edit_storage &s) {
             for (const std::string &n : h.remove) s.remove.emplace_back(n);
             for (const auto &[n, v] : h.set) s.set.push_back({n, v});
@@ -173,23 +176,67 @@ void worker_proxy::build_edits() {
             s.edit = http::header_edit{s.remove, s.set, s.add};
             s.any = !h.empty();
         };
-        fill(cfg_->routes[i].request_headers, edits_[i].req);
-        fill(cfg_->routes[i].response_headers, edits_[i].resp);
+        fill(g.cfg->routes[i].request_headers, g.edits[i].req);
+        fill(g.cfg->routes[i].response_headers, g.edits[i].resp);
     }
 }
 
+void worker_proxy::pin(client &c) noexcept {
+    if (c.cgen == cur_) return;
+    unpin(c);
+    c.cgen = cur_;
+    ++cur_->pins;
+}
+
+void worker_proxy::unpin(client &c) noexcept {
+    config_gen *g = c.cgen;
+    if (g == nullptr) return;
+    c.cgen = nullptr;
+    // The last request of a replaced configuration is done: it goes (its
+    // header rules with it; the app's hold on the configuration drops).
+    if (--g->pins == 0 && g != cur_) retire(g);
+}
+
+void worker_proxy::retire(config_gen *g) noexcept {
+    for (size_t i = 0; i < gens_.size(); ++i) {
+        if (gens_[i].get() != g) continue;
+        gens_.erase(gens_.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+    }
+    held_.store(static_cast<uint32_t>(gens_.size()), std::memory_order_relaxed);
+}
+
+const config::ferry_config &worker_proxy::cfg_of(const client &c) const noexcept {
+    return *gen_of(c).cfg;
+}
+
+const worker_proxy::config_gen &worker_proxy::gen_of(const client &c) const noexcept {
+    return c.cgen != nullptr ? *c.cgen : *cur_;
+}
+
 void worker_proxy::reconfigure(const config::ferry_config &next, uint64_t now) {
+    adopt(next, nullptr, now);
+}
+
+void worker_proxy::reconfigure(std::shared_ptr<const config::ferry_config> next, uint64_t now) {
+    const config::ferry_config &n = *next;
+    adopt(n, std::move(next), now);
+}
+
+void worker_proxy::adopt(const config::ferry_config &next,
+                         std::shared_ptr<const config::ferry_config> hold, uint64_t now) {
     last_now_ = now;
-    // Routes added, removed or moved (config/reload.h route_map): requests in
-    // flight follow their route to its new position (a removed route's
-    // finish as nobody's: the upstream's timeouts, no rules), and so do its
-    // counters (this lcore writes them alone).
+    // Routes added, removed or moved (config/reload.h route_map): the
+    // counts of requests in flight follow their route to its new position
+    // (a removed route's are nobody's), and so do its counters (this lcore
+    // writes them alone); the requests themselves keep their configuration.
     const std::vector<int> map = config::route_map(*cfg_, next);
     if (!config::routes_in_place(map, next.routes.size())) {
         for (uint32_t i = 0; i < clients_.made(); ++i) {
             client &c = clients_[i];
-            if (c.used && c.route >= 0 && static_cast<size_t>(c.route) < map.size())
-                c.route = static_cast<int16_t>(map[c.route] >= 0 ? map[c.route] : route_none);
+            if (c.used && c.ctr_route >= 0 && static_cast<size_t>(c.ctr_route) < map.size())
+                c.ctr_route = static_cast<int16_t>(map[c.ctr_route] >= 0 ? map[c.ctr_route]
+                                                                         : route_none);
         }
         const size_t listeners = std::max<size_t>(1, listener_capacity(next));
         std::vector<uint64_t> old(map.size() * 5);
@@ -208,8 +255,17 @@ void worker_proxy::reconfigure(const config::ferry_config &next, uint64_t now) {
         }
     }
     relisten(*cfg_, next);
+    // The configuration in force becomes a replaced one: kept while a
+    // request that started under it is in flight.
+    config_gen *prev = cur_;
+    gens_.push_back(std::make_unique<config_gen>());
+    cur_ = gens_.back().get();
+    cur_->hold = std::move(hold);
+    cur_->cfg = &next;
+    build_edits(*cur_);
+    held_.store(static_cast<uint32_t>(gens_.size()), std::memory_order_relaxed);
+    if (prev->pins == 0) retire(prev);
     cfg_ = &next;
-    build_edits();
     set_listeners();
     bool checks = false;
     // Upstreams by slot (config.h ferry_config::upstreams): one a reload

@@ -51,7 +51,7 @@ bool worker_proxy::begin_tunnel(client &c, upconn &u, uint64_t now) noexcept {
     u.total_at = 0;
     timers_.cancel(u.timer);
     c.tunnel_last = now;
-    timers_.arm(c.timer, now + uint64_t(cfg_->http.tunnel_idle_timeout_ms) * ms);
+    timers_.arm(c.timer, now + uint64_t(cfg_of(c).http.tunnel_idle_timeout_ms) * ms);
     // What came after the 101 head (the origin's first bytes), and what the
     // client sent after its request head: each toward the other side.
     bool ok = true;
@@ -83,7 +83,7 @@ worker_proxy::tunnel_dir_end worker_proxy::tunnel_dir(endpoint &src, endpoint &d
     sink.dst = &dst;
     const uint64_t before = src.framer.payload_bytes();
     const pump_result r =
-        pump_body(src, sink, 0, uint64_t(cfg_->http.tunnel_idle_timeout_ms) * ms, 0, now);
+        pump_body(src, sink, 0, uint64_t(cfg_of(c).http.tunnel_idle_timeout_ms) * ms, 0, now);
     if (const uint64_t moved = src.framer.payload_bytes() - before; moved != 0) {
         (up ? ctr_.tunnel_bytes_up : ctr_.tunnel_bytes_down).inc(moved);
         c.tunnel_last = now;
@@ -143,7 +143,7 @@ void worker_proxy::tunnel_end(client &c, upconn *u, bool clean, uint64_t now) no
 }
 
 void worker_proxy::tunnel_timer(client &c, uint64_t now) noexcept {
-    const uint64_t idle = uint64_t(cfg_->http.tunnel_idle_timeout_ms) * ms;
+    const uint64_t idle = uint64_t(cfg_of(c).http.tunnel_idle_timeout_ms) * ms;
     if (now - c.tunnel_last < idle) {
         timers_.arm(c.timer, c.tunnel_last + idle);
         return;

@@ -340,11 +340,14 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     if (until_close || u.dechunk) keep_alive = false;
     http::forward_info fi;
     fi.keep_alive = keep_alive && resp.status >= 200;
-    fi.via_name = cfg_->http.via;
+    // A client of this lcore: its request's configuration; a hand-off from
+    // another's: the one in force here (rreq's route is an index into it).
+    const config_gen &g = cp != nullptr ? gen_of(*cp) : *cur_;
+    fi.via_name = g.cfg->http.via;
     fi.dechunk = u.dechunk;
     fi.upgrade = switching;
     // The route's response rules, on answers only (not on an interim 1xx).
-    if (answer) fi.edit = response_edit(cp != nullptr ? cp->route : rp->route);
+    if (answer) fi.edit = response_edit(g, cp != nullptr ? cp->route : rp->route);
     const size_t hl =
         http::serialize_response_head(resp, fi, std::span(scratch_.get(), scratch_size));
     rte_mbuf *head = hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl),
@@ -564,16 +567,24 @@ bool worker_proxy::replayable(timeout_kind tk) noexcept {
 // ---- upstream timers
 
 uint32_t worker_proxy::timeout_ms(upconn &u, timeout_kind k) noexcept {
-    const auto &uc = cfg_->upstreams[u.upstream];
+    // A request's timeouts are those of the configuration it started under
+    // (a hand-off from another lcore: the one in force here).
+    const config::ferry_config *cf = cfg_;
     int route = route_none;  // a health check's, or nobody's: the upstream's
     if (!u.health) {
         const client *c = u.client != none ? &clients_[u.client] : nullptr;
-        if (c != nullptr && c->used && c->gen == u.client_gen)
+        if (c != nullptr && c->used && c->gen == u.client_gen) {
             route = c->route;
-        else if (const rreq *r = rreq_of(u); r != nullptr)
+            cf = &cfg_of(*c);
+        } else if (const rreq *r = rreq_of(u); r != nullptr) {
             route = r->route;
+        }
     }
-    const config::route_config *rc = route >= 0 ? &cfg_->routes[route] : nullptr;
+    const auto &uc = cf->upstreams[u.upstream];
+    // (A hand-off's route is the sender's index: a reload the two lcores
+    // have not both taken yet may have moved it past this one's routes.)
+    const config::route_config *rc =
+        route >= 0 && static_cast<size_t>(route) < cf->routes.size() ? &cf->routes[route] : nullptr;
     auto pick = [&](uint32_t config::route_config::*own, uint32_t ups) {
         return rc != nullptr && rc->*own != config::route_config::inherit_timeout ? rc->*own : ups;
     };

@@ -10,6 +10,7 @@
 #include <rte_mempool.h>
 #include <rte_version.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -181,6 +182,12 @@ int http(const process_view &v, rte_tel_data *d) {
     }
     if (rte_tel_data_add_dict_container(d, "rejected_by_reason", r, 0) != 0) return -ENOSPC;
     rte_tel_data_add_dict_u64(d, "active_connections", detail::active_connections(sum));
+    // Replaced configurations kept for requests in flight (the most any
+    // lcore holds, the one in force included).
+    uint32_t held = 0;
+    for (const lcore_view &l : v.lcores)
+        if (l.proxy != nullptr) held = std::max(held, l.proxy->configurations_held());
+    rte_tel_data_add_dict_u64(d, "configurations_held", held);
     return 0;
 }
 

@@ -486,6 +486,10 @@ void render_http(exposition &e, const process_view &v) {
              "head buffers held now (heads being read, bytes waiting)");
     for (const lcore_view &l : v.lcores)
         if (l.proxy != nullptr) e.sample(lcore_label(l), l.proxy->head_buffers().in_use());
+    e.family("ferry_http_configurations_held", "gauge",
+             "configurations kept: the one in force and replaced ones requests in flight began under");
+    for (const lcore_view &l : v.lcores)
+        if (l.proxy != nullptr) e.sample(lcore_label(l), l.proxy->configurations_held());
     e.family("ferry_http_head_buffers_touched", "gauge",
              "head buffers ever handed out (made resident)");
     for (const lcore_view &l : v.lcores)

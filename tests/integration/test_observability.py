@@ -482,8 +482,10 @@ def check_telemetry(f, requests_sent, rejected_sent):
         blocks = [d[k] for k in lcore_keys()]
         return all(d["sum"][n] == sum(b[n] for b in blocks) for n in d["sum"])
     h, ok = stable(f, "/ferry/http", http_adds_up)
-    check(set(h) == lcore_keys() | {"sum", "rejected_by_reason", "active_connections"},
+    check(set(h) == lcore_keys() | {"sum", "rejected_by_reason", "active_connections",
+                                    "configurations_held"},
           f"/ferry/http: per lcore, sum, rejected_by_reason, active_connections ({set(h)})")
+    check(h["configurations_held"] == 1, f"one configuration held: {h['configurations_held']}")
     for k in lcore_keys() | {"sum"}:
         check_counter_dict(h[k], f"/ferry/http.{k}", ("requests", "requests_rejected",
                                                       "responses_2xx", "client_accepted",

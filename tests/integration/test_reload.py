@@ -239,7 +239,11 @@ def main():
         # in force is all that is left of 18 (both workers are past it).
         check(c["configs_alive"] == 1, f"/ferry/config: {c['configs_alive']} reloaded "
               "configuration(s) in memory after 18 reloads")
-        http = {k: v for k, v in f.telemetry("/ferry/http").items() if k.startswith("lcore")}
+        whole = f.telemetry("/ferry/http")
+        check(whole["configurations_held"] == 1,
+              "no worker keeps a replaced configuration once its requests are done: "
+              f"{whole['configurations_held']}")
+        http = {k: v for k, v in whole.items() if k.startswith("lcore")}
         per_lcore = {k: v["reconfigured"] for k, v in http.items()}
         check(sorted(per_lcore.values()) == [RELOADS - 2] * 2,
               f"each worker took {RELOADS - 2} configurations over: {per_lcore}")

@@ -95,9 +95,11 @@ TEST(Reload, RequestInFlightFinishes) {
     bed.advance(200 * ms);
 }
 
-TEST(Reload, ARouteAddedInFrontCarriesRequestsInFlightAndCounts) {
+TEST(Reload, ARouteAddedInFrontLeavesRequestsInFlightUnderTheirConfigurationAndMovesCounts) {
     // /z/ added before /a/: /a/ moves from position 0 to 1. A request of /a/
-    // in flight gets /a/'s response rule; /a/'s counts move with it.
+    // in flight finishes under the configuration it started with (/a/'s
+    // rule then: X-Gen 1, not the reload's 7, nor /z/'s); /a/'s counts move
+    // with it.
     const std::string front = "\n[[route]]\npath_prefix = \"/z/\"\nupstream = \"o\"\n"
                               "[route.response_headers]\nset = { \"X-Z\" = \"1\" }\n";
     const config::ferry_config next = parsed(bed_config("", "", front + route_text("7")));
@@ -117,13 +119,77 @@ TEST(Reload, ARouteAddedInFrontCarriesRequestsInFlightAndCounts) {
     bed.send(org, ok_resp);
     const std::string got = bed.conn(cl).rx;
     bed.conn(cl).rx.clear();
-    EXPECT_NE(got.find("\r\nX-Gen: 7\r\n"), std::string::npos) << got;  // /a/'s rule, not /z/'s
+    EXPECT_NE(got.find("\r\nX-Gen: 1\r\n"), std::string::npos) << got;  // its start's rule
     EXPECT_EQ(got.find("X-Z"), std::string::npos) << got;
     EXPECT_EQ(bed.proxy().route_responses(0, 1, 2), 2u);
+    EXPECT_NE(get(bed, cl, "/a/x").find("\r\nX-Gen: 7\r\n"), std::string::npos);
     EXPECT_NE(get(bed, cl, "/z/x").find("\r\nX-Z: 1\r\n"), std::string::npos);
     EXPECT_EQ(bed.proxy().route_responses(0, 0, 2), 1u);
     bed.close(cl);
     bed.advance(200 * ms);
+}
+
+TEST(Reload, RequestsInFlightFinishUnderTheConfigurationTheyStartedWith) {
+    // Before: /a/ sets X-Gen 1 and a request body may pause 10 s. The
+    // reload removes /a/ (its requests would be nobody's: no rule) and
+    // allows 100 ms. A POST of /a/ started before, its body paused for 500
+    // ms after the reload, still goes through and gets X-Gen 1; the next
+    // request runs under the reload's limits (408 after 100 ms).
+    const config::ferry_config next = parsed(bed_config("client_body_timeout_ms = 100\n", "",
+                                                        route_text("2", "/b/")));
+    bed_options o;
+    o.toml = bed_config("client_body_timeout_ms = 10000\n", "", route_text("1"));
+    proxy_bed bed(o);
+    const size_t cl = bed.connect();
+    bed.send(cl, "POST /a/x HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n12345");
+    ASSERT_EQ(bed.origin_count(), 1u);
+    peer_conn &org = *bed.origin();
+    EXPECT_EQ(bed.proxy().configurations_held(), 1u);
+    bed.proxy().reconfigure(next, bed.now());
+    EXPECT_EQ(bed.proxy().configurations_held(), 2u) << "the first is kept for the POST";
+    bed.send(cl, "67");
+    bed.advance(500 * ms);
+    EXPECT_EQ(bed.ctr().timeouts_body.get(), 0u);
+    bed.send(cl, "890");
+    EXPECT_TRUE(org.rx.ends_with("\r\n\r\n1234567890")) << org.rx;
+    org.rx.clear();
+    bed.send(org, ok_resp);
+    std::string got = bed.conn(cl).rx;
+    bed.conn(cl).rx.clear();
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 200 OK\r\n")) << got;
+    EXPECT_NE(got.find("\r\nX-Gen: 1\r\n"), std::string::npos) << got;
+    // The next request on the same connection: the reload's configuration,
+    // and the first one is let go.
+    EXPECT_NE(get(bed, cl, "/b/x").find("\r\nX-Gen: 2\r\n"), std::string::npos);
+    EXPECT_EQ(bed.proxy().configurations_held(), 1u);
+    bed.send(cl, "POST /b/y HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n12345");
+    bed.advance(200 * ms);
+    EXPECT_TRUE(bed.conn(cl).rx.starts_with("HTTP/1.1 408 ")) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.ctr().timeouts_body.get(), 1u);
+    bed.close(cl);
+    bed.advance(200 * ms);
+}
+
+TEST(Reload, AConfigurationIsLetGoWhenItsLastClientCloses) {
+    // Three reloads while one request waits for its origin: the two in the
+    // middle have no request and go at once; the first goes when the
+    // client does (a keep-alive client holds it until its next request).
+    const config::ferry_config a = parsed(config_gen("2")), b = parsed(config_gen("3")),
+                               c = parsed(config_gen("4"));
+    bed_options o;
+    o.toml = config_gen("1");
+    proxy_bed bed(o);
+    const size_t cl = bed.connect();
+    bed.send(cl, "GET /a/x HTTP/1.1\r\nHost: h\r\n\r\n");
+    for (const config::ferry_config *n : {&a, &b, &c}) bed.proxy().reconfigure(*n, bed.now());
+    EXPECT_EQ(bed.proxy().configurations_held(), 2u);
+    bed.send(*bed.origin(), ok_resp);
+    EXPECT_NE(bed.conn(cl).rx.find("\r\nX-Gen: 1\r\n"), std::string::npos) << bed.conn(cl).rx;
+    EXPECT_EQ(bed.proxy().configurations_held(), 2u) << "kept until its next request or close";
+    bed.close(cl);
+    bed.advance(200 * ms);
+    EXPECT_EQ(bed.proxy().configurations_held(), 1u);
+    EXPECT_EQ(&bed.proxy().configuration(), &c);
 }
 
 TEST(Reload, HealthChecksStartAndStop) {

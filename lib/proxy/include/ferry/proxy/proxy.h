@@ -493,15 +493,24 @@ public:
     // accepted (and counted as drain_grace_accepted) until begin_drain().
     void begin_grace() noexcept { grace_ = true; }
     // A reloaded configuration (config/reload.h: the shape of the one in
-    // force, reload_refusals() empty) takes over: from now on every decision
-    // reads its values. Header rules and consistent-hash rings are rebuilt,
-    // active health checks start or stop; requests in flight keep their
-    // route, upstream and server and take the new values from their next
-    // step (a timer armed before keeps its deadline). `next` must stay alive
-    // until the next reconfigure() or the proxy's end (the app's worker holds
-    // it); nothing refers to the one it replaces afterwards. Allocates:
-    // control path, between two polls.
+    // force, reload_refusals() empty) takes over: every request that starts
+    // from now on runs under it. Header rules and consistent-hash rings are
+    // rebuilt, active health checks start or stop, listeners and servers
+    // change. Requests in flight finish under the configuration they
+    // started with (their route, its header rules and timeouts, the body
+    // limits, the upstream's timeouts): the proxy keeps each configuration
+    // and what it built from it until no request of it is left (a request
+    // handed to another worker's shared connection runs under that
+    // worker's). This one: `next` must outlive the proxy (tests); the app
+    // passes ownership with the other. Allocates: control path, between two
+    // polls.
     void reconfigure(const config::ferry_config &next, uint64_t now);
+    void reconfigure(std::shared_ptr<const config::ferry_config> next, uint64_t now);
+    // Configurations kept: the one in force and those requests in flight
+    // started under. Any thread (telemetry).
+    [[nodiscard]] uint32_t configurations_held() const noexcept {
+        return held_.load(std::memory_order_relaxed);
+    }
     [[nodiscard]] const config::ferry_config &configuration() const noexcept { return *cfg_; }
     // Graceful shutdown: stops listening, closes idle clients and idle
     // upstream connections, lets in-flight requests finish (their clients
@@ -887,8 +896,29 @@ private:
     struct route_edits {
         edit_storage req, resp;
     };
-    std::vector<route_edits> edits_;
-    void build_edits();  // edits_ from cfg_'s routes
+    // A configuration and what the proxy built from it, kept while requests
+    // that started under it are in flight (`pins`: clients whose current
+    // request did), so that they finish under it (reconfigure()).
+    struct config_gen {
+        std::shared_ptr<const config::ferry_config> hold;  // null: the caller keeps it
+        const config::ferry_config *cfg = nullptr;
+        std::vector<route_edits> edits;  // per route of *cfg
+        uint32_t pins = 0;
+    };
+    std::vector<std::unique_ptr<config_gen>> gens_;  // back(): the one in force
+    config_gen *cur_ = nullptr;
+    std::atomic<uint32_t> held_{1};  // gens_.size(), for other threads
+    void retire(config_gen *g) noexcept;  // drops g (not cur_) from gens_
+    void adopt(const config::ferry_config &next, std::shared_ptr<const config::ferry_config> hold,
+               uint64_t now);
+    void build_edits(config_gen &g);  // g.edits from g.cfg's routes
+    // c's request runs under the configuration in force; unpin() lets go
+    // (and frees a replaced configuration its last request leaves).
+    void pin(client &c) noexcept;
+    void unpin(client &c) noexcept;
+    // The configuration c's current request runs under, and its rules.
+    [[nodiscard]] const config::ferry_config &cfg_of(const client &c) const noexcept;
+    [[nodiscard]] const config_gen &gen_of(const client &c) const noexcept;
     // listener_by_slot_ and listener_pos_ from cfg_'s listeners.
     void set_listeners();
     // Listens on the (port, TCP port) pairs `next`'s listeners need and
@@ -896,18 +926,20 @@ private:
     void relisten(const config::ferry_config &prev, const config::ferry_config &next) noexcept;
     // st's per-position part and `present` from uc's servers.
     static void set_servers(upstream_state &st, const config::upstream_config &uc);
-    // The rules of `route` (an index into cfg_->routes, or route_default /
+    // The rules of `route` (an index into g's routes, or route_default /
     // route_none) toward the origin or the client; nullptr when it has none.
-    [[nodiscard]] const http::header_edit *request_edit(int route) const noexcept {
-        return edit_of(route, &route_edits::req);
+    [[nodiscard]] static const http::header_edit *request_edit(const config_gen &g,
+                                                               int route) noexcept {
+        return edit_of(g, route, &route_edits::req);
     }
-    [[nodiscard]] const http::header_edit *response_edit(int route) const noexcept {
-        return edit_of(route, &route_edits::resp);
+    [[nodiscard]] static const http::header_edit *response_edit(const config_gen &g,
+                                                                int route) noexcept {
+        return edit_of(g, route, &route_edits::resp);
     }
-    [[nodiscard]] const http::header_edit *edit_of(int route,
-                                                   edit_storage route_edits::*dir) const noexcept {
-        if (route < 0 || static_cast<size_t>(route) >= edits_.size()) return nullptr;
-        const edit_storage &s = edits_[route].*dir;
+    [[nodiscard]] static const http::header_edit *edit_of(const config_gen &g, int route,
+                                                          edit_storage route_edits::*dir) noexcept {
+        if (route < 0 || static_cast<size_t>(route) >= g.edits.size()) return nullptr;
+        const edit_storage &s = g.edits[route].*dir;
         return s.any ? &s.edit : nullptr;
     }
     // route_responses(): (listeners x (routes + 2)) x 5 classes, allocated once.

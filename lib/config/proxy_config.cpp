@@ -609,6 +609,7 @@ std::optional<error> proxy_reader::finish() {
 
     for (size_t i = 0; i < cfg_.routes.size(); ++i) {
         route_config &rt = cfg_.routes[i];
+        rt.id = static_cast<uint32_t>(i);  // a reload's carry_slots gives kept routes theirs
         const route_nodes &nodes = route_nodes_[i];
         const std::string key = index_key("route", i);
         if (!rt.listener.empty()) {
@@ -622,6 +623,7 @@ std::optional<error> proxy_reader::finish() {
             errors.push_back(r_.at(*nodes.upstream, join_key(key, "upstream"),
                                    unknown_name("upstream", rt.upstream, cfg_.upstreams)));
     }
+    cfg_.route_ids = static_cast<uint32_t>(cfg_.routes.size());
 
     // Every server must be reachable: on a port's subnet, or through some port's gateway.
     const bool any_gateway =

@@ -152,6 +152,31 @@ std::vector<error> carry_slots(const ferry_config &run, ferry_config &next) {
         p.retired = true;
     }
     next.upstreams = std::move(by_slot);
+    // Routes: one the reload keeps (route_map: the same match, or edited in
+    // place) keeps its id; a new one takes the next.
+    next.route_ids = run.route_ids;
+    {
+        const std::vector<int> map = route_map(run, next);
+        std::vector<bool> kept(next.routes.size(), false);
+        for (size_t i = 0; i < map.size(); ++i) {
+            if (map[i] < 0) continue;
+            next.routes[static_cast<size_t>(map[i])].id = run.routes[i].id;
+            kept[static_cast<size_t>(map[i])] = true;
+        }
+        for (size_t j = 0; j < next.routes.size(); ++j) {
+            if (kept[j]) continue;
+            if (next.route_ids >= max_routes) {
+                out.push_back(error{next.routes[j].where, "route[" + std::to_string(j) + "]",
+                                    "route " + std::to_string(j) + " would be route number " +
+                                        std::to_string(next.route_ids + 1) +
+                                        " since ferry started, more than the " +
+                                        std::to_string(max_routes) + " it has room for: " +
+                                        restart});
+                return out;
+            }
+            next.routes[j].id = next.route_ids++;
+        }
+    }
     for (listener_config &l : next.listeners)
         if (l.default_upstream_index >= 0)
             l.default_upstream_index = slot_of_pos[static_cast<size_t>(l.default_upstream_index)];
@@ -270,18 +295,9 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
         refuse(next.listeners[0].where, "listener",
                "ferry started without a [[listener]], so without the proxy that serves them:",
                restart);
-    bool shared = false;
-    for (const ferry_config *c : {&run, &next})
-        for (const upstream_config &u : c->upstreams) shared = shared || u.pool == pool_mode::shared;
-    if (shared) {
-        if (!routes_in_place(route_map(run, next), next.routes.size()))
-            refuse(file, "route",
-                   "the [[route]]s were added, removed or reordered (" +
-                       std::to_string(run.routes.size()) + " -> " +
-                       std::to_string(next.routes.size()) + ") while an upstream uses a shared "
-                       "pool (requests handed to another lcore carry a route's position):",
-                   restart);
-    } else if (next.routes.size() > route_capacity) {
+    // Routes may be added, removed and reordered, shared pools or not: a
+    // request handed to another lcore carries its route's id (carry_slots).
+    if (next.routes.size() > route_capacity) {
         refuse(file, "route",
                std::to_string(next.routes.size()) + " [[route]]s, more than the " +
                    std::to_string(route_capacity) + " this ferry has room for (64 more than it "

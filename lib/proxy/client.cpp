@@ -307,7 +307,7 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
     if (owner != lcore_index_) {
         const uint16_t flags = (c.keep_alive ? xf_keep_alive : 0) |
                                (req.m == http::method::head ? xf_head : 0) |
-                               (c.http10 ? xf_http10 : 0) | xf_route(c.ctr_route) |
+                               (c.http10 ? xf_http10 : 0) | xf_route(route_id(c.ctr_route)) |
                                (retryable && c.retry_idempotent ? xf_retry : 0);
         return hand_over(c, head, slot, owner, flags, hport, server, now);
     }

@@ -192,7 +192,7 @@ struct worker_proxy::rreq {
     bool keep_alive = true;         // the client stays open after the response
     bool http10 = false;            // an HTTP/1.0 client (xf_http10)
     bool response_started = false;  // resp_data sent
-    int16_t route = -2;             // the client's route (xf_route; -2: route_none)
+    int16_t route = -2;             // the client's route's id (xf_route; -2: route_none)
     bool broken = false;            // a message of it was dropped (fail_broken)
     uint16_t from = 0;
     uint32_t xgen = 0;

@@ -179,6 +179,20 @@ void worker_proxy::build_edits(config_gen &g) {
         fill(g.cfg->routes[i].request_headers, g.edits[i].req);
         fill(g.cfg->routes[i].response_headers, g.edits[i].resp);
     }
+    g.route_of_id.assign(g.cfg->route_ids, static_cast<int16_t>(route_none));
+    for (size_t i = 0; i < g.cfg->routes.size(); ++i)
+        if (g.cfg->routes[i].id < g.route_of_id.size())
+            g.route_of_id[g.cfg->routes[i].id] = static_cast<int16_t>(i);
+}
+
+int worker_proxy::route_of_id(const config_gen &g, int id) noexcept {
+    if (id < 0) return id;  // route_default, route_none
+    return static_cast<size_t>(id) < g.route_of_id.size() ? g.route_of_id[id] : route_none;
+}
+
+int worker_proxy::route_id(int route) const noexcept {
+    if (route < 0 || static_cast<size_t>(route) >= cfg_->routes.size()) return route;
+    return static_cast<int>(cfg_->routes[route].id);
 }
 
 void worker_proxy::pin(client &c) noexcept {

@@ -347,7 +347,8 @@ worker_proxy::head_next worker_proxy::response_head(upconn &u, client *cp, rreq 
     fi.dechunk = u.dechunk;
     fi.upgrade = switching;
     // The route's response rules, on answers only (not on an interim 1xx).
-    if (answer) fi.edit = response_edit(g, cp != nullptr ? cp->route : rp->route);
+    if (answer)
+        fi.edit = response_edit(g, cp != nullptr ? cp->route : route_of_id(g, rp->route));
     const size_t hl =
         http::serialize_response_head(resp, fi, std::span(scratch_.get(), scratch_size));
     rte_mbuf *head = hl != 0 ? chain_of(scratch_.get(), static_cast<uint32_t>(hl),
@@ -577,7 +578,7 @@ uint32_t worker_proxy::timeout_ms(upconn &u, timeout_kind k) noexcept {
             route = c->route;
             cf = &cfg_of(*c);
         } else if (const rreq *r = rreq_of(u); r != nullptr) {
-            route = r->route;
+            route = route_of_id(*cur_, r->route);  // the route with its id here now
         }
     }
     const auto &uc = cf->upstreams[u.upstream];

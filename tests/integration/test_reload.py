@@ -16,6 +16,11 @@ origins on the tap's kernel side, an open-loop client (h2load --h1 --rps) on
     all three (8081 then refuses connections, /ferry/upstreams lists no x);
   - reload 19 renames the upstream 'u' to 'v' under load (u removed, v
     added: its requests in flight finish, new ones go to v);
+  - a route /sh/ (X-Sh: <n>) leads to an upstream with a shared pool whose
+    two connections belong one to each worker (so about half its requests
+    are handed over), part of the load; /extra/ moves it in 15 and back in
+    18: a hand-over carries the route's id, and every /sh/ answer after
+    each reload has the new rule;
   - reload 8 is invalid (a TOML syntax error): refused with file:line, logged
     and reported, nothing applied (X-Gen stays, the generation too);
   - reload 13 changes [tcp] (needs a restart): refused with its key, nothing
@@ -71,13 +76,20 @@ def config(gen, prefix="/a/", weight=1, tcp="", extra=False):
     alt = '[[listener]]\nname = "alt"\nport = 8081\ndefault_upstream = "x"\n\n' if extra else ""
     x = (f'[[upstream]]\nname = "x"\n  [[upstream.server]]\n  address = "{PEER_ADDR}:{PORTS[0]}"\n\n'
          if extra else "")
+    # A shared pool (two connections, one per worker: half its requests are
+    # handed to the other worker) behind the last route, which moves when
+    # /extra/ comes and goes: the hand-overs carry the route's id.
+    sh = (f'[[upstream]]\nname = "sh"\npool = "shared"\nshared_connections = 2\n'
+          f'  [[upstream.server]]\n  address = "{PEER_ADDR}:{PORTS[1]}"\n\n')
     return (f'[http]\naccess_log = "{ACCESS_LOG}"\n\n'
             f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "{up}"\n\n' + alt +
             front +
             f'[[route]]\npath_prefix = "{prefix}"\nupstream = "{up}"\n'
             f'response_timeout_ms = {30000 + gen}\n'
             f'response_headers.set = {{ "X-Gen" = "{gen}" }}\n\n'
-            f'[[upstream]]\nname = "{up}"\n{servers}\n' + x
+            f'[[route]]\npath_prefix = "/sh/"\nupstream = "sh"\n'
+            f'response_headers.set = {{ "X-Sh" = "{gen}" }}\n\n'
+            f'[[upstream]]\nname = "{up}"\n{servers}\n' + x + sh
             + tcp + tap_port_toml())
 
 
@@ -119,7 +131,7 @@ def main():
         check(gen_of(head_of(ns, "/a/x")) == 0, "before any reload: X-Gen: 0 on /a/")
         # Open loop: 10 connections x 20 req/s for long enough to cover the reloads.
         load = ns.popen(["h2load", "--h1", "-c", "10", "--rps", "20", "-D", "25",
-                         f"http://{FERRY_ADDR}:8080/a/load"],
+                         f"http://{FERRY_ADDR}:8080/a/load", f"http://{FERRY_ADDR}:8080/sh/load"],
                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             time.sleep(0.5)  # the load is running before the first reload (not a wait on state)
@@ -174,6 +186,13 @@ def main():
                 # connection sees it).
                 seen = [gen_of(head_of(ns, prefix + "x")) for _ in range(4)]
                 check(seen == [n] * 4, f"reload {n}: {prefix} answers with X-Gen: {n} ({seen})")
+                # The shared pool's route, wherever it is now: its rule on
+                # both workers' connections (the owner of a handed-over
+                # request finds the route by its id).
+                sh_seen = [re.search(r"^x-sh: (\d+)\r?$", head_of(ns, "/sh/x"), re.I | re.M)
+                           for _ in range(6)]
+                sh_seen = [int(m.group(1)) if m else None for m in sh_seen]
+                check(sh_seen == [n] * 6, f"reload {n}: /sh/ answers with X-Sh: {n} ({sh_seen})")
                 if n >= 14:
                     extra = re.search(r"^x-extra: yes\r?$", head_of(ns, "/extra/x"), re.I | re.M)
                     check((extra is not None) == (15 <= n <= 17),
@@ -200,6 +219,7 @@ def main():
                 ups = f.telemetry("/ferry/upstreams")
                 want = {f"{upstream_name(n)}/{i}": f"{PEER_ADDR}:{p}"
                         for i, p in enumerate(server_ports(n))}
+                want["sh/0"] = f"{PEER_ADDR}:{PORTS[1]}"
                 if 15 <= n <= 17:
                     want["x/0"] = f"{PEER_ADDR}:{PORTS[0]}"
                 check({k: v["server"] for k, v in ups.items()} == want,
@@ -243,6 +263,9 @@ def main():
         check(whole["configurations_held"] == 1,
               "no worker keeps a replaced configuration once its requests are done: "
               f"{whole['configurations_held']}")
+        check(whole["sum"]["xcore_requests_out"] > 0,
+              f"requests were handed to the shared pool's other worker: "
+              f"{whole['sum']['xcore_requests_out']}")
         http = {k: v for k, v in whole.items() if k.startswith("lcore")}
         per_lcore = {k: v["reconfigured"] for k, v in http.items()}
         check(sorted(per_lcore.values()) == [RELOADS - 2] * 2,

@@ -192,6 +192,55 @@ TEST(Reload, AConfigurationIsLetGoWhenItsLastClientCloses) {
     EXPECT_EQ(&bed.proxy().configuration(), &c);
 }
 
+// The route id (xf_route) of the last request head handed to worker 1, after
+// sending GETs of `path` on fresh clients until one is handed over; -3 if
+// none was within 4 tries.
+int handed_route(proxy_bed &bed, taking_peer &peer, std::string_view path,
+                 std::vector<size_t> &clients) {
+    for (int i = 0; i < 4; ++i) {
+        const size_t before = peer.got.size();
+        const size_t cl = bed.connect();
+        clients.push_back(cl);
+        bed.send(cl, "GET " + std::string(path) + " HTTP/1.1\r\nHost: h\r\n\r\n");
+        for (size_t k = before; k < peer.got.size(); ++k)
+            if (peer.got[k].opcode == op_req_head) return route_of_flags(peer.got[k].flags);
+    }
+    return -3;
+}
+
+TEST(Reload, AHandedOverRequestCarriesItsRoutesIdWhichAReloadDoesNotChange) {
+    // A shared pool with one connection per worker: requests alternate
+    // between worker 0's and a hand-over to worker 1. /a/ is route 0 (id 0);
+    // a reload adds /z/ in front: /a/ is at position 1 now, still id 0, and
+    // /z/ has id 1. Worker 1 finds the route by id whatever its positions.
+    const std::string shared = "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n";
+    const config::ferry_config first = parsed(bed_config("", shared, route_text("1")));
+    config::ferry_config next = parsed(bed_config(
+        "", shared, "\n[[route]]\npath_prefix = \"/z/\"\nupstream = \"o\"\n" + route_text("7")));
+    ASSERT_TRUE(config::carry_slots(first, next).empty());
+    ASSERT_TRUE(config::reload_refusals(first, next).empty());
+    ASSERT_EQ(next.routes[1].id, 0u);
+    ASSERT_EQ(next.routes[0].id, 1u);
+    taking_peer peer;
+    bed_options o;
+    o.toml = bed_config("", shared, route_text("1"));
+    o.workers = 2;
+    o.send = &taking_peer::send;
+    o.send_ctx = &peer;
+    {
+        proxy_bed bed(o);
+        std::vector<size_t> clients;
+        EXPECT_EQ(handed_route(bed, peer, "/a/x", clients), 0);
+        bed.proxy().reconfigure(next, bed.now());
+        EXPECT_EQ(handed_route(bed, peer, "/a/y", clients), 0) << "/a/'s id, not its position 1";
+        EXPECT_EQ(handed_route(bed, peer, "/z/y", clients), 1);
+        EXPECT_EQ(handed_route(bed, peer, "/other", clients), route_default);
+        for (size_t cl : clients) bed.reset(bed.conn(cl));
+        peer.drop();  // before the bed counts mbufs
+        bed.advance(200 * ms);
+    }
+}
+
 TEST(Reload, HealthChecksStartAndStop) {
     const config::ferry_config checks =
         parsed(config_gen("1", "/a/", "health_check_path = \"/health\"\n"));

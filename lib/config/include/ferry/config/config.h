@@ -527,6 +527,11 @@ struct route_config {
                read_timeout_ms != inherit_timeout || write_timeout_ms != inherit_timeout ||
                total_timeout_ms != inherit_timeout;
     }
+    // Stable across reloads (config/reload.h carry_slots): a route a reload
+    // keeps (route_map) keeps its id, a new one takes the next unused id
+    // (ferry_config::route_ids). A request handed to another worker carries
+    // its route's id, so routes may change while an upstream has a shared pool.
+    uint32_t id = 0;
     source_pos where;               // the route's table
 };
 
@@ -625,6 +630,8 @@ struct ferry_config {
     // The upstream slots per-upstream state is allocated for: the upstreams
     // ferry started with plus upstream_slot_headroom.
     uint32_t upstream_slot_capacity = 0;
+    // Route ids handed out since ferry started (route_config::id): the next new one.
+    uint32_t route_ids = 0;
     admin_config admin;
 };
 

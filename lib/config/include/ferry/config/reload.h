@@ -15,10 +15,9 @@
 // slot, one per address, up to upstream_config::slot_capacity); one with a
 // shared pool keeps its servers in order (its connections and cross-core
 // messages are numbered by position). Routes may be added, removed and reordered (route_map() carries
-// each one's requests in flight and counters to its new position) up to
-// route_capacity(), unless an upstream uses a shared pool: then requests
-// handed to another lcore carry a route's position, and the routes keep
-// their number and order. Everything else is applied: the wakeup
+// each one's counters to its new position) up to route_capacity(); each keeps
+// an id across reloads (carry_slots, route_config::id), which requests handed
+// to another lcore's shared connection carry. Everything else is applied: the wakeup
 // settings, [http] timeouts and limits that size nothing, via and
 // X-Forwarded-*, each listener's max_connections and default_upstream, each
 // route's match (listener, host, path_prefix), upstream, header rules and

@@ -371,8 +371,9 @@ inline constexpr uint16_t xf_keep_alive = 2;  // req_head: the client stays open
 inline constexpr uint16_t xf_head = 4;        // req_head: a HEAD request
 inline constexpr uint16_t xf_retry = 8;       // req_head: idempotent without body
 inline constexpr uint16_t xf_http10 = 16;     // req_head: an HTTP/1.0 client (no chunked to it)
-// req_head: bits 5..15 hold the request's route + 2 (route_none = -2 ..
-// config::max_routes - 1), for the route's response header rules on B.
+// req_head: bits 5..15 hold the request's route id + 2 (route_config::id,
+// stable across reloads; route_none = -2 .. config::max_routes - 1), for the
+// route's response header rules and timeouts on B.
 inline constexpr unsigned xf_route_shift = 5;
 [[nodiscard]] constexpr uint16_t xf_route(int route) noexcept {
     return static_cast<uint16_t>(static_cast<unsigned>(route + 2) << xf_route_shift);
@@ -903,8 +904,14 @@ private:
         std::shared_ptr<const config::ferry_config> hold;  // null: the caller keeps it
         const config::ferry_config *cfg = nullptr;
         std::vector<route_edits> edits;  // per route of *cfg
+        std::vector<int16_t> route_of_id;  // route_config::id -> position (route_none: gone)
         uint32_t pins = 0;
     };
+    // The position in g's routes of the route with id `id` (a hand-over's
+    // route, xf_route); route_default and route_none stay as they are.
+    [[nodiscard]] static int route_of_id(const config_gen &g, int id) noexcept;
+    // The id of route `route` (a position in the configuration in force).
+    [[nodiscard]] int route_id(int route) const noexcept;
     std::vector<std::unique_ptr<config_gen>> gens_;  // back(): the one in force
     config_gen *cur_ = nullptr;
     std::atomic<uint32_t> held_{1};  // gens_.size(), for other threads

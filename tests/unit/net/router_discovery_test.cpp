@@ -262,6 +262,23 @@ TEST_F(RouterDiscoveryTest, InvalidOrUnwantedAdvertisementsChangeNothing) {
     expect_drops({{"nd_ra_drop_invalid", 0}});
 }
 
+TEST_F(RouterDiscoveryTest, WithThePoolDryASolicitationIsCountedAndTheNextOneStillGoes) {
+    {
+        pool_dry dry(g_pool);
+        st_->announce(0);
+        EXPECT_EQ(count("nd_rs_sent"), 0u);
+        EXPECT_GE(count("tx_alloc_fail"), 1u);
+    }
+    EXPECT_TRUE(take_v6().empty());
+    st_->poll_timers(4 * sec);
+    EXPECT_EQ(solicitations(take_v6()), 1u) << "the second of the three";
+    st_->poll_timers(8 * sec);
+    EXPECT_EQ(solicitations(take_v6()), 1u);
+    st_->poll_timers(12 * sec);
+    EXPECT_EQ(solicitations(take_v6()), 0u);
+    EXPECT_EQ(count("nd_rs_sent"), 2u);
+}
+
 struct hook_log {
     std::vector<std::pair<ipv6_addr, uint16_t>> calls;
     static void record(void *ctx, const ipv6_addr &r, uint16_t lifetime) noexcept {

@@ -250,7 +250,8 @@ def part_http(tmp):
               f"wrk: no non-2xx ({non2xx.group(0) if non2xx else 'none reported'})")
         # The tap's steering program hashes IPv6 TCP frames as ferry does, so
         # the segments of wrk's flows arrive on their owner's queue: about
-        # none is handed over (when IPv6 all went to queue 0, half were).
+        # none is handed over (when all IPv6 went to queue 0, every segment
+        # of a flow lcore 1 owns was).
         p = f.port()
         seg, out = p["tcp_rx"] - before["tcp_rx"], p["tcp_handoff_out"] - before["tcp_handoff_out"]
         print(f"  hand-offs during wrk: {out} of {seg} segments")

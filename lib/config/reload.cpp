@@ -10,8 +10,9 @@ namespace {
 
 constexpr const char *restart = "needs a restart; the running configuration is kept";
 constexpr const char *shared_shape =
-    "needs a restart (a shared pool's connections and the requests other lcores hand over "
-    "are numbered by server position); the running configuration is kept";
+    "needs a restart (every lcore lays out a shared pool's connections, and numbers the "
+    "requests other lcores hand over, by upstream from start-up); the running configuration "
+    "is kept";
 
 std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
@@ -333,23 +334,9 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
             refuse(b.where, key + ".pool",
                    "upstream '" + b.name + "' changed its pool (pool, shared_connections):",
                    restart);
-        // A local pool's servers may be added, removed and reordered
-        // (carry_slots keeps each one's state by its address).
-        if (a.pool != pool_mode::shared || b.pool != pool_mode::shared) continue;
-        if (a.servers.size() != b.servers.size()) {
-            refuse(b.where, key + ".server",
-                   "upstream '" + b.name + "' has " + std::to_string(b.servers.size()) +
-                       " servers (was " + std::to_string(a.servers.size()) + "):",
-                   shared_shape);
-            continue;
-        }
-        for (size_t s = 0; s < b.servers.size(); ++s)
-            if (a.servers[s].addr != b.servers[s].addr || a.servers[s].port != b.servers[s].port)
-                refuse(b.servers[s].where, key + ".server[" + std::to_string(s) + "]",
-                       "server " + format_endpoint(b.servers[s].addr, b.servers[s].port) +
-                           " of '" + b.name + "' is where " +
-                           format_endpoint(a.servers[s].addr, a.servers[s].port) + " was:",
-                       shared_shape);
+        // Servers may be added, removed and reordered, local pool or
+        // shared (carry_slots keeps each one's state, and a shared pool's
+        // connections, by its address's slot).
     }
     return out;
 }

@@ -305,6 +305,7 @@ void worker_proxy::adopt(const config::ferry_config &next,
             }
         }
     }
+    reconfigure_shared(now);
     if (lcore_index_ == 0 && !draining_) {
         if (!checks)
             timers_.cancel(health_timer_);

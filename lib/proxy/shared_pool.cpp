@@ -23,6 +23,9 @@ void worker_proxy::init_shared() {
     has_shared_ = false;
     shared_base_.assign(nup, 0);
     shared_rr_.assign(nup, {});
+    // Laid out by server slot (config.h server_config::slot), for every
+    // slot the upstream may have over ferry's life, so that a reload may
+    // add and remove servers: every worker numbers them alike.
     uint32_t id = 0;
     for (size_t ui = 0; ui < nup; ++ui) {
         const auto &uc = cfg_->upstreams[ui];
@@ -31,8 +34,9 @@ void worker_proxy::init_shared() {
         shared_base_[ui] = id;
         // Each lcore starts at its own k, so the lcores' first requests
         // spread over the connections (and over the owners).
-        shared_rr_[ui].assign(uc.servers.size(), lcore_index_ % uc.shared_connections);
-        id += static_cast<uint32_t>(uc.servers.size()) * uc.shared_connections;
+        const size_t cap = slot_capacity(uc);
+        shared_rr_[ui].assign(cap, lcore_index_ % uc.shared_connections);
+        id += static_cast<uint32_t>(cap) * uc.shared_connections;
     }
     nslots_ = id;
     reserved_shared_ = 0;
@@ -41,7 +45,7 @@ void worker_proxy::init_shared() {
     for (size_t ui = 0; ui < nup; ++ui) {
         const auto &uc = cfg_->upstreams[ui];
         if (uc.pool != config::pool_mode::shared) continue;
-        for (uint32_t s = 0; s < uc.servers.size(); ++s)
+        for (uint32_t s = 0; s < slot_capacity(uc); ++s)
             for (uint32_t k = 0; k < uc.shared_connections; ++k) {
                 shared_slot &sl = slots_[shared_base_[ui] + s * uc.shared_connections + k];
                 sl.upstream = static_cast<int>(ui);
@@ -88,6 +92,28 @@ void worker_proxy::init_shared() {
     xfail_ = reserve<xfail_entry>(reserved_shared_, cross ? max_clients_ + max_rreqs_ : 1);
     nxfail_ = 0;
     inflight_to_.assign(nworkers_, 0);
+}
+
+bool worker_proxy::slot_known(const shared_slot &sl) const noexcept {
+    return static_cast<size_t>(sl.server) < cfg_->upstreams[sl.upstream].slots.size();
+}
+
+void worker_proxy::reconfigure_shared(uint64_t now) noexcept {
+    if (!has_shared_) return;
+    for (uint32_t si = 0; si < nslots_; ++si) {
+        shared_slot &sl = slots_[si];
+        if (sl.q == nullptr) continue;
+        // A removed server's idle shared connection closes now; a busy one
+        // when its job ends (shared_release).
+        if (!ups_[sl.upstream]->present[sl.server] && sl.conn != none) {
+            upconn &u = upconns_[sl.conn];
+            if (u.used && u.state == upconn::st::idle && u.client == none && u.rq == none) {
+                ctr_.upstream_retired.inc();
+                close_upconn(u, false, now);
+            }
+        }
+        if (sl.qn != 0) kick(si);  // jobs that waited for this configuration
+    }
 }
 
 worker_proxy::rreq *worker_proxy::rreq_of(upconn &u) noexcept {
@@ -166,6 +192,13 @@ void worker_proxy::run_kicks(uint64_t now) noexcept {
                 (u->eof || !u->h.valid() || u->in_n != 0)) {
                 close_upconn(*u, true, now);
                 continue;
+            }
+            if (u == nullptr && !slot_known(sl)) {
+                // A server a reload added, handed over by a worker that took
+                // the reload first: its address comes with this worker's
+                // next reconfigure(), which kicks the slot again.
+                ctr_.shared_waiting_reload.inc();
+                break;
             }
             if (u == nullptr) {
                 u = open_shared(si, now);
@@ -268,7 +301,10 @@ void worker_proxy::attach(uint32_t si, upconn &u, const job &j, uint64_t now) no
 // (the slot reopens for the next job).
 void worker_proxy::shared_release(upconn &u, bool reusable, uint64_t now) noexcept {
     u.cred_mask = 0;
-    if (!reusable || u.eof || !u.h.valid() || u.slot == none) {
+    // A reload removed its server: it has drained, and ends with a FIN.
+    const bool retired = !ups_[u.upstream]->present[u.server];
+    if (retired && reusable) ctr_.upstream_retired.inc();
+    if (!reusable || retired || u.eof || !u.h.valid() || u.slot == none) {
         u.state = upconn::st::body;
         close_upconn(u, must_abort(u, reusable), now);
         return;

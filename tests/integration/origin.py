@@ -124,7 +124,7 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(200, b"ok\n")
         elif path == "/count":
             self.reply(200, str(accepted).encode())
-        elif path == "/whoami":
+        elif path == "/whoami" or path.endswith("/whoami"):  # under a route's prefix too
             self.reply(200, str(self.server.server_address[1]).encode())
         else:
             hdrs = "".join(f"{k}: {v}\n" for k, v in self.headers.items())

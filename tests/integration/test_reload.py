@@ -17,10 +17,11 @@ origins on the tap's kernel side, an open-loop client (h2load --h1 --rps) on
   - reload 19 renames the upstream 'u' to 'v' under load (u removed, v
     added: its requests in flight finish, new ones go to v);
   - a route /sh/ (X-Sh: <n>) leads to an upstream with a shared pool whose
-    two connections belong one to each worker (so about half its requests
-    are handed over), part of the load; /extra/ moves it in 15 and back in
-    18: a hand-over carries the route's id, and every /sh/ answer after
-    each reload has the new rule;
+    two connections per server belong one to each worker (so about half
+    its requests are handed over), part of the load; its servers change
+    with every reload as u's do, and /extra/ moves its route in 15 and back
+    in 18: a hand-over carries the route's id, every /sh/ answer after each
+    reload has the new rule, and only the new servers answer;
   - reload 8 is invalid (a TOML syntax error): refused with file:line, logged
     and reported, nothing applied (X-Gen stays, the generation too);
   - reload 13 changes [tcp] (needs a restart): refused with its key, nothing
@@ -79,8 +80,11 @@ def config(gen, prefix="/a/", weight=1, tcp="", extra=False):
     # A shared pool (two connections, one per worker: half its requests are
     # handed to the other worker) behind the last route, which moves when
     # /extra/ comes and goes: the hand-overs carry the route's id.
+    # Its servers change with every reload as u's do (shared connections
+    # are laid out by server slot).
     sh = (f'[[upstream]]\nname = "sh"\npool = "shared"\nshared_connections = 2\n'
-          f'  [[upstream.server]]\n  address = "{PEER_ADDR}:{PORTS[1]}"\n\n')
+          + "".join(f'  [[upstream.server]]\n  address = "{PEER_ADDR}:{p}"\n'
+                    for p in server_ports(gen)) + "\n")
     return (f'[http]\naccess_log = "{ACCESS_LOG}"\n\n'
             f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "{up}"\n\n' + alt +
             front +
@@ -219,7 +223,8 @@ def main():
                 ups = f.telemetry("/ferry/upstreams")
                 want = {f"{upstream_name(n)}/{i}": f"{PEER_ADDR}:{p}"
                         for i, p in enumerate(server_ports(n))}
-                want["sh/0"] = f"{PEER_ADDR}:{PORTS[1]}"
+                want.update({f"sh/{i}": f"{PEER_ADDR}:{p}"
+                             for i, p in enumerate(server_ports(n))})
                 if 15 <= n <= 17:
                     want["x/0"] = f"{PEER_ADDR}:{PORTS[0]}"
                 check({k: v["server"] for k, v in ups.items()} == want,
@@ -230,6 +235,12 @@ def main():
                                   timeout=20).stdout or 0) for _ in range(8)}
                 check(who <= set(server_ports(n)),
                       f"reload {n}: requests reach only {server_ports(n)}: {sorted(who)}")
+                sh_who = {int(ns.run(["curl", "-s", "--max-time", "10",
+                                      f"http://{FERRY_ADDR}:8080/sh/whoami"], check=False,
+                                     timeout=20).stdout or 0) for _ in range(8)}
+                check(sh_who <= set(server_ports(n)),
+                      f"reload {n}: the shared pool's requests reach only {server_ports(n)}: "
+                      f"{sorted(sh_who)}")
                 other = "/a2/x" if prefix == "/a/" else "/a/x"
                 check(gen_of(head_of(ns, other)) is None,
                       f"reload {n}: {other} no longer matches the route (default upstream)")
@@ -270,11 +281,13 @@ def main():
         per_lcore = {k: v["reconfigured"] for k, v in http.items()}
         check(sorted(per_lcore.values()) == [RELOADS - 2] * 2,
               f"each worker took {RELOADS - 2} configurations over: {per_lcore}")
-        # Each applied file removed one server (and added another); 18 also
-        # x's, 19 both of u's (v has its own).
+        # Each applied file removed one server of u (and added another); 18
+        # also x's, 19 both of u's (v has its own): 20; and one of sh's
+        # every time: 18 more.
         removed = {k: v["servers_removed"] for k, v in http.items()}
-        check(sorted(removed.values()) == [RELOADS] * 2,
-              f"each worker saw {RELOADS} servers removed: {removed}")
+        want_removed = RELOADS + (RELOADS - 2)
+        check(sorted(removed.values()) == [want_removed] * 2,
+              f"each worker saw {want_removed} servers removed: {removed}")
         check("ferry.app: reload applied " in f.log_text(), "reloads are logged")
         # 9000 was no server at start (slot 2 from reload 1): the access log
         # names it by its address, as the others.

@@ -288,16 +288,27 @@ TEST(ConfigReload, ListenerSlotsUpToTheCapacityAndNotFromNone) {
         << r2[0].to_string();
 }
 
-TEST(ConfigReload, ASharedPoolsServersKeepTheirPlaces) {
+TEST(ConfigReload, ASharedPoolsServersMayChangeAndKeepTheirSlots) {
+    // A shared pool's connections are laid out by server slot: a server
+    // replaced by another takes a new slot; one that stays keeps its own.
     const std::string shared_base = with("name = \"app\"\n[[upstream.server]]",
                                          "name = \"app\"\npool = \"shared\"\n[[upstream.server]]");
     const ferry_config a = load(shared_base);
+    EXPECT_EQ(slots_of(a, 1), "10.78.0.2:8080@0 10.78.0.3:8080@1");
     std::string t = shared_base;
     swap(t, "10.78.0.3:8080", "10.78.0.4:8080");
-    const std::vector<error> r = reload_refusals(a, load(t));
+    ferry_config b = load(t);
+    ASSERT_TRUE(carry_slots(a, b).empty());
+    EXPECT_TRUE(reload_refusals(a, b).empty());
+    EXPECT_EQ(slots_of(b, 1), "10.78.0.2:8080@0 10.78.0.4:8080@2");
+    // Its pool and connection count still need a restart.
+    std::string u = shared_base;
+    swap(u, "pool = \"shared\"", "pool = \"shared\"\nshared_connections = 3");
+    ferry_config c = load(u);
+    ASSERT_TRUE(carry_slots(a, c).empty());
+    const std::vector<error> r = reload_refusals(a, c);
     ASSERT_EQ(r.size(), 1u);
-    EXPECT_NE(r[0].to_string().find("key 'upstream[1].server[1]': server 10.78.0.4:8080 of 'app' "
-                                    "is where 10.78.0.3:8080 was: needs a restart (a shared pool"),
+    EXPECT_NE(r[0].to_string().find("changed its pool (pool, shared_connections)"),
               std::string::npos)
         << r[0].to_string();
 }

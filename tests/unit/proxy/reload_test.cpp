@@ -241,6 +241,64 @@ TEST(Reload, AHandedOverRequestCarriesItsRoutesIdWhichAReloadDoesNotChange) {
     }
 }
 
+TEST(Reload, ASharedPoolsServerReplacedClosesItsIdleConnectionAndTheNewOneServes) {
+    // Shared connections are laid out by server slot: :8080 (slot 0) is
+    // replaced by :8081 (slot 1). Worker 0's idle connection to :8080
+    // closes with the reload; its next request opens one to :8081.
+    taking_peer peer;
+    const std::string shared = "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n";
+    const config::ferry_config first = parsed(bed_config("", shared));
+    std::string t = bed_config("", shared);
+    t.replace(t.find("10.0.0.2:8080"), 13, "10.0.0.2:8081");
+    config::ferry_config next = parsed(t);
+    ASSERT_TRUE(config::carry_slots(first, next).empty());
+    ASSERT_TRUE(config::reload_refusals(first, next).empty());
+    ASSERT_EQ(next.upstreams[0].servers[0].slot, 1u);
+    bed_options o;
+    o.toml = bed_config("", shared);
+    o.workers = 2;
+    o.send = &taking_peer::send;
+    o.send_ctx = &peer;
+    o.origin_ports = {8080, 8081};
+    {
+        proxy_bed bed(o);
+        std::vector<size_t> clients;
+        // GETs on fresh clients until one takes worker 0's own connection
+        // (the others are handed to worker 1 and left there).
+        auto local_get = [&]() -> peer_conn * {
+            for (int i = 0; i < 4; ++i) {
+                const size_t before = bed.origin_count();
+                const size_t cl = bed.connect();
+                clients.push_back(cl);
+                bed.send(cl, simple_get);
+                for (size_t k = 0; k < bed.origin_count(); ++k)
+                    if (!bed.origin(k)->closed && !bed.origin(k)->rx.empty()) {
+                        peer_conn *org = bed.origin(k);
+                        org->rx.clear();
+                        bed.send(*org, ok5);
+                        EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello"));
+                        return org;
+                    }
+                (void)before;
+            }
+            return nullptr;
+        };
+        peer_conn *old = local_get();
+        ASSERT_NE(old, nullptr);
+        EXPECT_EQ(old->port, 8080);
+        bed.proxy().reconfigure(next, bed.now());
+        bed.pump();
+        EXPECT_EQ(bed.ctr().upstream_retired.get(), 1u);
+        EXPECT_TRUE(old->fin || old->closed) << "the removed server's idle connection closes";
+        peer_conn *fresh = local_get();
+        ASSERT_NE(fresh, nullptr);
+        EXPECT_EQ(fresh->port, 8081);
+        for (size_t cl : clients) bed.reset(bed.conn(cl));
+        peer.drop();  // before the bed counts mbufs
+        bed.advance(200 * ms);
+    }
+}
+
 TEST(Reload, HealthChecksStartAndStop) {
     const config::ferry_config checks =
         parsed(config_gen("1", "/a/", "health_check_path = \"/health\"\n"));

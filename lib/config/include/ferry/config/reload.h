@@ -10,11 +10,10 @@
 // Listeners may be added, removed, renamed and moved to
 // other ports (carry_slots: per-listener counters are kept by slot, one per
 // name, up to ferry_config::listener_slot_capacity), unless ferry started
-// without any (it runs no proxy then). An upstream with a local pool may gain,
-// lose and reorder servers (carry_slots: per-server state is kept by
-// slot, one per address, up to upstream_config::slot_capacity); one with a
-// shared pool keeps its servers in order (its connections and cross-core
-// messages are numbered by position). Routes may be added, removed and reordered (route_map() carries
+// without any (it runs no proxy then). An upstream may gain, lose and reorder
+// servers (carry_slots: per-server state, and a shared pool's connections,
+// are kept by slot, one per address, up to upstream_config::slot_capacity);
+// one with a shared pool is neither added nor removed. Routes may be added, removed and reordered (route_map() carries
 // each one's counters to its new position) up to route_capacity(); each keeps
 // an id across reloads (carry_slots, route_config::id), which requests handed
 // to another lcore's shared connection carry. Everything else is applied: the wakeup

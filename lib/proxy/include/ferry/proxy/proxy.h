@@ -272,6 +272,7 @@ namespace ferry::proxy {
     X(events_dropped,           "server down/up events dropped: the lcore's event ring was full (writer behind)") \
     X(drain_grace_accepted,     "connections accepted during drain_grace_ms after SIGTERM (readiness already 503)") \
     X(reconfigured,             "reloaded configurations this lcore took over (SIGHUP, /ferry/reload)") \
+    X(shared_waiting_reload,    "shared-pool jobs held for a server a reload added that this lcore had not taken yet") \
     X(servers_removed,          "upstream servers a reload removed (this lcore's count of them)")       \
     X(upstream_retired,         "upstream connections closed with a FIN because a reload removed their server") \
     X(reload_listen,            "ports this lcore began or stopped listening on because a reload added, moved or removed a listener") \
@@ -589,6 +590,12 @@ private:
     struct endpoint;
     struct upstream_state;
     struct shared_slot;
+    // Whether this worker's configuration has the address of sl's server
+    // (a reload another worker took first may have added it).
+    [[nodiscard]] bool slot_known(const shared_slot &sl) const noexcept;
+    // After a reload: a removed server's idle shared connections close, and
+    // slots with jobs waiting are kicked.
+    void reconfigure_shared(uint64_t now) noexcept;
     struct job {
         uint32_t idx = 0;  // client or rreq slot
         uint32_t gen = 0;  // its generation when queued

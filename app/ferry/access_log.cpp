@@ -367,7 +367,7 @@ std::string access_log_writer::start() {
     FERRY_LOG(INFO, ferry_logtype_app, "app", "%s",
               logfmt("access log opened")
                   .kv("path", path_)
-                  .kv("format", config::to_string(format_))
+                  .kv("format", config::to_string(format_.load(std::memory_order_relaxed)))
                   .kv("ring_records", sinks_.empty() ? 0u : sinks_[0]->capacity())
                   .c_str());
     return "";
@@ -400,6 +400,7 @@ void access_log_writer::tick() noexcept {
 
 void access_log_writer::drain() noexcept {
     const int64_t offset = realtime_ns() - static_cast<int64_t>(reactor::reactor::now_ns());
+    const config::log_format format = format_.load(std::memory_order_relaxed);
     // Small batches, so that slots go back to a busy producer early.
     constexpr uint32_t batch = 256;
     for (auto &s : sinks_) {
@@ -408,7 +409,7 @@ void access_log_writer::drain() noexcept {
         // the ring full cannot hold the others back.
         for (uint32_t done = 0; done < s->capacity();) {
             const uint32_t n = s->consume(batch, [&](const proxy::access_record &r) {
-                format_access_line(buf_, format_, r, lcore, offset, names_);
+                format_access_line(buf_, format, r, lcore, offset, names_);
                 ++pending_lines_;
             });
             if (n == 0)

@@ -14,6 +14,7 @@
 // every write appends.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -80,6 +81,9 @@ public:
     static void request_reopen() noexcept;
 
     [[nodiscard]] const std::string &path() const noexcept { return path_; }
+    // The line format: a reload may change it (reloader::init's target);
+    // records the thread formats from then on take it. Any thread.
+    [[nodiscard]] std::atomic<config::log_format> &format() noexcept { return format_; }
 
 private:
     access_log_writer(const config::ferry_config &cfg, const name_table &upstreams, int fd);
@@ -92,7 +96,7 @@ private:
     void reopen() noexcept;
 
     std::string path_;
-    config::log_format format_;
+    std::atomic<config::log_format> format_;
     access_log_names names_;
     int fd_ = -1;
     std::vector<std::unique_ptr<proxy::access_log_sink>> sinks_;

@@ -487,6 +487,7 @@ int run(int argc, char **argv) {
     static telemetry::exporter_counters exporter_counters;  // [admin] metrics_address
     app.cfg = l.cfg;
     app.reload.init(app.cfg, opts.config_path, app.settings, wake_all_workers, &upstream_names);
+    app.reload.set_access_log_format(alog ? &alog->format() : nullptr);
     app.drivers_dir = drivers_dir;
     // config::wakeup_mode and reactor::wakeup_mode list the same modes in the same order.
     app.settings.mode.store(static_cast<reactor::wakeup_mode>(l.cfg.wakeup));

@@ -159,6 +159,9 @@ void reloader::reload(telemetry::reload_report &out, bool check, const std::stri
     if (next->busy_latency_weight_pct != run.busy_latency_weight_pct)
         settings_->busy_latency_weight_pct.store(next->busy_latency_weight_pct,
                                                  std::memory_order_relaxed);
+    if (access_log_format_ != nullptr &&
+        next->http.access_log_format != run.http.access_log_format)
+        access_log_format_->store(next->http.access_log_format, std::memory_order_relaxed);
     // The names of upstream slots this reload adds, before any record can
     // name them (name_table.h).
     if (upstream_names_ != nullptr)

@@ -46,6 +46,11 @@ public:
     // each upstream slot a reload adds, before the swap.
     void init(const config::ferry_config &initial, std::string path, reactor::settings &settings,
               void (*wake_all)() noexcept, name_table *upstream_names = nullptr);
+    // The access log writer's line format (null: no access log), set when a
+    // reload changes [http] access_log_format.
+    void set_access_log_format(std::atomic<config::log_format> *format) noexcept {
+        access_log_format_ = format;
+    }
 
     // Re-reads the file and applies it if it can; `out` says what happened.
     // With `check`, nothing is applied, counted or logged: `out` says what a
@@ -73,6 +78,7 @@ private:
     reactor::settings *settings_ = nullptr;
     void (*wake_all_)() noexcept = nullptr;
     name_table *upstream_names_ = nullptr;
+    std::atomic<config::log_format> *access_log_format_ = nullptr;
     std::mutex mu_;  // one reload at a time
     std::string path_;
     size_t route_capacity_ = 0;  // the proxies' room for routes (config/reload.h)

@@ -287,7 +287,6 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
     http_fixed("client_head_buffers", h0.client_head_buffers == h1.client_head_buffers);
     http_fixed("max_pending_heads", h0.max_pending_heads == h1.max_pending_heads);
     http_fixed("access_log", h0.access_log == h1.access_log);
-    http_fixed("access_log_format", h0.access_log_format == h1.access_log_format);
 
     // Listeners may be added, removed, renamed and moved (carry_slots keeps
     // each one's counters by name), but a ferry that started without any runs
@@ -305,27 +304,43 @@ std::vector<error> reload_refusals(const ferry_config &run, const ferry_config &
                    "started with):",
                restart);
     }
-    // Upstreams by name: one with a local pool may be added, removed or
-    // renamed (carry_slots keeps each name's slot); a shared pool stays.
+    // Upstreams by name: one may be added, removed or renamed (carry_slots
+    // keeps each name's slot; a removed one's stays as a retired
+    // placeholder). A name keeps its pool and shared_connections for life
+    // (each worker lays out a shared pool's connections for its slot), and
+    // an upstream is added with a shared pool only to a ferry that has had
+    // one from the start (the cross-core machinery exists then).
     auto live = [](const ferry_config &c, const std::string &name) -> const upstream_config * {
         for (const upstream_config &u : c.upstreams)
             if (!u.retired && u.name == name) return &u;
         return nullptr;
     };
-    for (const upstream_config &a : run.upstreams)
-        if (!a.retired && a.pool == pool_mode::shared && live(next, a.name) == nullptr)
-            refuse(file, "upstream",
-                   "upstream '" + a.name + "', which has a shared pool, was removed or renamed:",
-                   shared_shape);
+    bool had_shared = false;
+    for (const upstream_config &a : run.upstreams) had_shared = had_shared || a.pool == pool_mode::shared;
     for (size_t u = 0; u < next.upstreams.size(); ++u) {
         const upstream_config &b = next.upstreams[u];
         if (b.retired) continue;
         const std::string key = "upstream[" + std::to_string(u) + "]";
+        // In `next`'s slot order (carry_slots): the same slot in `run`, if
+        // the name had one, retired or not.
+        const upstream_config *slot_was = u < run.upstreams.size() &&
+                                                  run.upstreams[u].name == b.name
+                                              ? &run.upstreams[u]
+                                              : nullptr;
+        if (slot_was != nullptr && slot_was->retired &&
+            (slot_was->pool != b.pool || (b.pool == pool_mode::shared &&
+                                          slot_was->shared_connections != b.shared_connections)))
+            refuse(b.where, key + ".pool",
+                   "upstream '" + b.name + "' comes back with another pool (pool, "
+                   "shared_connections) than it had:",
+                   shared_shape);
         const upstream_config *was = live(run, b.name);
         if (was == nullptr) {
-            if (b.pool == pool_mode::shared)
+            if (b.pool == pool_mode::shared && !had_shared)
                 refuse(b.where, key + ".pool",
-                       "upstream '" + b.name + "' is added with a shared pool:", shared_shape);
+                       "upstream '" + b.name + "' is added with a shared pool to a ferry that "
+                       "started without one:",
+                       restart);
             continue;  // added: its servers took slots of their own (carry_slots)
         }
         const upstream_config &a = *was;
@@ -351,6 +366,8 @@ std::vector<std::string> reload_changes(const ferry_config &run, const ferry_con
     c.num("ferry.busy_latency_weight_pct", run.busy_latency_weight_pct,
           next.busy_latency_weight_pct);
     const http_config &h0 = run.http, &h1 = next.http;
+    c.str("http.access_log_format", std::string(to_string(h0.access_log_format)),
+          std::string(to_string(h1.access_log_format)));
     c.num("http.client_header_timeout_ms", h0.client_header_timeout_ms, h1.client_header_timeout_ms);
     c.num("http.client_idle_timeout_ms", h0.client_idle_timeout_ms, h1.client_idle_timeout_ms);
     c.num("http.client_body_timeout_ms", h0.client_body_timeout_ms, h1.client_body_timeout_ms);

@@ -283,7 +283,10 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
             if (on_conn) close_upconn(*ou, true, now);
         }
         const uint32_t slot = m.arg;
-        if (slot >= nslots_ || slots_[slot].q == nullptr) {
+        // Past our slots: a shared upstream the sender's reload added, which
+        // this worker takes at its next iteration: the request waits for it.
+        const bool later = slot >= nslots_ && has_shared_;
+        if (!later && (slot >= nslots_ || slots_[slot].q == nullptr)) {
             ctr_.xcore_stale.inc();
             xcore::release(m);
             xsend(from, op_resp_error, m.handle, 0, 502, nullptr);
@@ -296,8 +299,9 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
             xsend(from, op_resp_error, m.handle, 0, 503, nullptr);
             return;
         }
-        const shared_slot &sl = slots_[slot];
-        const auto &uc = cfg_->upstreams[sl.upstream];
+        // (Retries come from the upstream's configuration: none for a
+        // request that waits for it.)
+        const uint32_t retries = later ? 0 : cfg_->upstreams[slots_[slot].upstream].retries;
         const uint32_t idx = free_rreqs_[--nfree_rreqs_];
         rreq &r = rreqs_[idx];
         r.used = true;
@@ -319,9 +323,9 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
         r.credit = xcore_window;
         r.retries_left = 0;
         r.retry_head = nullptr;
-        if ((m.flags & xf_retry) && uc.retries > 0) {
+        if ((m.flags & xf_retry) && retries > 0) {
             r.retry_head = gate() ? rte_pktmbuf_clone(m.mbuf, m.mbuf->pool) : nullptr;
-            if (r.retry_head != nullptr) r.retries_left = uc.retries;
+            if (r.retry_head != nullptr) r.retries_left = retries;
         }
         r.qh = 0;
         r.q[0] = m.mbuf;
@@ -329,6 +333,11 @@ void worker_proxy::on_owner_message(unsigned from, xcore::message &m, uint64_t n
         m.mbuf = nullptr;
         rreq_of_[key] = idx;
         ++nrreqs_;
+        if (later) {
+            ctr_.shared_waiting_reload.inc();
+            pending_rreqs_.emplace_back(idx, r.agen);  // reserved: at most max_rreqs_
+            return;
+        }
         if (!shared_submit(slot, job{idx, r.agen, true}, false)) {
             ctr_.shared_queue_full.inc();
             r.queued = false;

@@ -269,6 +269,7 @@ void worker_proxy::adopt(const config::ferry_config &next,
         }
     }
     relisten(*cfg_, next);
+    grow_shared(next);
     // The configuration in force becomes a replaced one: kept while a
     // request that started under it is in flight.
     config_gen *prev = cur_;

@@ -61,10 +61,13 @@ void worker_proxy::init_shared() {
     kick_list_.clear();
     kick_list_.reserve(2 * size_t(nslots_) + 16);
     const bool cross = has_shared_ && nworkers_ > 1;
-    max_rreqs_ = cross && owned != 0
-                     ? std::min<uint32_t>(owned * (shared_fifo_cap + 1), 4 * max_clients_)
-                     : 0;
+    // At least one connection's worth even when this worker owns none yet:
+    // a reload may add a shared upstream whose connections it owns.
+    max_rreqs_ = cross ? std::min<uint32_t>(std::max<uint32_t>(owned, 1) * (shared_fifo_cap + 1),
+                                            4 * max_clients_)
+                       : 0;
     rreqs_ = reserve<rreq>(reserved_shared_, std::max<uint32_t>(1, max_rreqs_));
+    pending_rreqs_.reserve(max_rreqs_);
     free_rreqs_ = reserve<uint32_t>(reserved_shared_, std::max<uint32_t>(1, max_rreqs_));
     nfree_rreqs_ = 0;
     nrreqs_ = 0;
@@ -98,7 +101,60 @@ bool worker_proxy::slot_known(const shared_slot &sl) const noexcept {
     return static_cast<size_t>(sl.server) < cfg_->upstreams[sl.upstream].slots.size();
 }
 
+void worker_proxy::grow_shared(const config::ferry_config &next) {
+    const size_t old_n = shared_base_.size();
+    const size_t nup = next.upstreams.size();
+    if (nup <= old_n) return;
+    shared_base_.resize(nup, 0);
+    shared_rr_.resize(nup);
+    uint32_t add = 0;
+    for (size_t ui = old_n; ui < nup; ++ui) {
+        const auto &uc = next.upstreams[ui];
+        if (uc.retired || uc.pool != config::pool_mode::shared) continue;
+        add += static_cast<uint32_t>(slot_capacity(uc)) * uc.shared_connections;
+    }
+    if (add == 0) return;
+    auto grown = std::make_unique<shared_slot[]>(size_t(nslots_) + add);
+    reserved_shared_ += size_t(add) * sizeof(shared_slot);
+    for (uint32_t i = 0; i < nslots_; ++i) grown[i] = std::move(slots_[i]);
+    uint32_t id = nslots_;
+    for (size_t ui = old_n; ui < nup; ++ui) {
+        const auto &uc = next.upstreams[ui];
+        if (uc.retired || uc.pool != config::pool_mode::shared) continue;
+        const size_t cap = slot_capacity(uc);
+        shared_base_[ui] = id;
+        shared_rr_[ui].assign(cap, lcore_index_ % uc.shared_connections);
+        for (uint32_t sv = 0; sv < cap; ++sv)
+            for (uint32_t k = 0; k < uc.shared_connections; ++k) {
+                shared_slot &sl = grown[id++];
+                sl.upstream = static_cast<int>(ui);
+                sl.server = static_cast<int>(sv);
+                sl.k = k;
+                sl.owner = k % nworkers_;
+                if (sl.owner == lcore_index_) sl.q = reserve<job>(reserved_shared_, shared_fifo_cap);
+            }
+    }
+    slots_ = std::move(grown);
+    nslots_ = id;
+    has_shared_ = true;
+    kick_list_.reserve(2 * size_t(nslots_) + 16);
+}
+
 void worker_proxy::reconfigure_shared(uint64_t now) noexcept {
+    // Requests that waited for this worker to take the reload that added
+    // their shared upstream.
+    for (const auto &[idx, agen] : pending_rreqs_) {
+        rreq &r = rreqs_[idx];
+        if (!r.used || r.agen != agen || !r.queued) continue;  // aborted meanwhile
+        if (r.slot >= nslots_ || slots_[r.slot].q == nullptr ||
+            !shared_submit(r.slot, job{idx, r.agen, true}, false)) {
+            ctr_.shared_queue_full.inc();
+            r.queued = false;
+            xsend(r.from, op_resp_error, r.handle, 0, 503, nullptr);
+            free_rreq(r);
+        }
+    }
+    pending_rreqs_.clear();
     if (!has_shared_) return;
     for (uint32_t si = 0; si < nslots_; ++si) {
         shared_slot &sl = slots_[si];

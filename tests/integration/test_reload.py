@@ -12,8 +12,9 @@ origins on the tap's kernel side, an open-loop client (h2load --h1 --rps) on
     requests reach only the new servers;
   - reloads 15-17 add a route in front of it (/extra/, X-Extra: yes), which
     moves it to the second position under load, a listener on port 8081, and
-    an upstream 'x' (one server, 9000) that both lead to; reload 18 removes
-    all three (8081 then refuses connections, /ferry/upstreams lists no x);
+    an upstream 'x' with a shared pool (one server, 9000) that both lead to;
+    reload 18 removes all three (8081 then refuses connections,
+    /ferry/upstreams lists no x);
   - reload 19 renames the upstream 'u' to 'v' under load (u removed, v
     added: its requests in flight finish, new ones go to v);
   - a route /sh/ (X-Sh: <n>) leads to an upstream with a shared pool whose
@@ -25,7 +26,9 @@ origins on the tap's kernel side, an open-loop client (h2load --h1 --rps) on
   - reload 8 is invalid (a TOML syntax error): refused with file:line, logged
     and reported, nothing applied (X-Gen stays, the generation too);
   - reload 13 changes [tcp] (needs a restart): refused with its key, nothing
-    applied.
+    applied;
+  - reload 20 also switches the access log to JSON: the next request's line
+    is a JSON object.
 Then: the client saw 0 failed and 0 errored requests (no reset, no refused
 connection) and only 2xx; the access log names the added and the renamed
 upstream; the counters say 18 applied, 1 invalid, 1 refused;
@@ -34,6 +37,7 @@ config hash in /ferry/config is the last applied file's; the Prometheus-style
 totals are in /ferry/reload's answer.
 """
 
+import json
 import os
 import re
 import shutil
@@ -75,7 +79,10 @@ def config(gen, prefix="/a/", weight=1, tcp="", extra=False):
     front = ('[[route]]\npath_prefix = "/extra/"\nupstream = "x"\n'
              'response_headers.set = { "X-Extra" = "yes" }\n\n') if extra else ""
     alt = '[[listener]]\nname = "alt"\nport = 8081\ndefault_upstream = "x"\n\n' if extra else ""
-    x = (f'[[upstream]]\nname = "x"\n  [[upstream.server]]\n  address = "{PEER_ADDR}:{PORTS[0]}"\n\n'
+    # x has a shared pool: added (15) and removed (18) by reload as a
+    # local one is.
+    x = (f'[[upstream]]\nname = "x"\npool = "shared"\nshared_connections = 2\n'
+         f'  [[upstream.server]]\n  address = "{PEER_ADDR}:{PORTS[0]}"\n\n'
          if extra else "")
     # A shared pool (two connections, one per worker: half its requests are
     # handed to the other worker) behind the last route, which moves when
@@ -85,7 +92,9 @@ def config(gen, prefix="/a/", weight=1, tcp="", extra=False):
     sh = (f'[[upstream]]\nname = "sh"\npool = "shared"\nshared_connections = 2\n'
           + "".join(f'  [[upstream.server]]\n  address = "{PEER_ADDR}:{p}"\n'
                     for p in server_ports(gen)) + "\n")
-    return (f'[http]\naccess_log = "{ACCESS_LOG}"\n\n'
+    # The last reload switches the access log to JSON lines.
+    fmt = 'access_log_format = "json"\n' if gen == RELOADS else ""
+    return (f'[http]\naccess_log = "{ACCESS_LOG}"\n{fmt}\n'
             f'[[listener]]\nname = "web"\nport = 8080\ndefault_upstream = "{up}"\n\n' + alt +
             front +
             f'[[route]]\npath_prefix = "{prefix}"\nupstream = "{up}"\n'
@@ -244,6 +253,21 @@ def main():
                 other = "/a2/x" if prefix == "/a/" else "/a/x"
                 check(gen_of(head_of(ns, other)) is None,
                       f"reload {n}: {other} no longer matches the route (default upstream)")
+                if n == RELOADS:
+                    # The access log's format changed with the file: the
+                    # next request's line is a JSON object.
+                    tag = f"/a/json-after-{n}"
+                    head_of(ns, tag)
+
+                    def json_line():
+                        with open(ACCESS_LOG) as log:
+                            for line in log:
+                                if tag in line and line.startswith("{"):
+                                    return json.loads(line)
+                        return None
+                    rec = wait_for(json_line, "a JSON access-log line after the format changed")
+                    check(tag in rec["request"],
+                          f"reload {n}: access_log_format json applies: {rec['request']!r}")
             out, _ = load.communicate(timeout=60)
         finally:
             if load.poll() is None:

@@ -412,32 +412,54 @@ TEST(ConfigReload, UpstreamSlotsAndAnAddedUpstreamsServersUpToTheCapacity) {
         << r2[0].to_string();
 }
 
-TEST(ConfigReload, ASharedPoolUpstreamIsNeitherAddedNorRemoved) {
+// base, plus an upstream 'more' with a shared pool.
+std::string plain_with_shared_more() {
+    return std::string(base) + "\n[[upstream]]\nname = \"more\"\npool = \"shared\"\n"
+                               "[[upstream.server]]\naddress = \"10.77.0.7:80\"\n";
+}
+
+TEST(ConfigReload, ASharedPoolUpstreamMayBeAddedRemovedAndRenamed) {
     const std::string shared_base = with("name = \"app\"\n[[upstream.server]]",
                                          "name = \"app\"\npool = \"shared\"\n[[upstream.server]]");
-    // 'app' (shared) renamed: removed and added, both refused.
+    // 'app' (shared) renamed: removed (a retired placeholder keeps its slot
+    // and pool) and added in a slot of its own.
     std::string t = shared_base;
     swap(t, "name = \"app\"", "name = \"ap2\"");
     swap(t, "upstream = \"app\"", "upstream = \"ap2\"");
     const ferry_config a = load(shared_base);
     ferry_config b = load(t);
-    EXPECT_TRUE(carry_slots(a, b).empty());
+    ASSERT_TRUE(carry_slots(a, b).empty());
+    EXPECT_TRUE(reload_refusals(a, b).empty());
+    EXPECT_EQ(upstreams_of(b), "api(2) -app(0) ap2(2)");
+    EXPECT_EQ(b.upstreams[1].pool, pool_mode::shared);
+    // 'app' back, with the pool it had: its old slot.
+    ferry_config c = load(shared_base);
+    ASSERT_TRUE(carry_slots(b, c).empty());
+    EXPECT_TRUE(reload_refusals(b, c).empty());
+    // Back with another pool, or another number of connections: a restart
+    // (each worker laid out its slot's connections).
+    std::string local = shared_base;
+    swap(local, "pool = \"shared\"\n", "");
+    ferry_config d = load(local);
+    ASSERT_TRUE(carry_slots(b, d).empty());
     std::vector<std::string> r;
-    for (const error &e : reload_refusals(a, b)) r.push_back(e.to_string());
-    ASSERT_EQ(r.size(), 2u);
-    EXPECT_NE(r[0].find("key 'upstream': upstream 'app', which has a shared pool, was removed or "
-                        "renamed: needs a restart"),
+    for (const error &e : reload_refusals(b, d)) r.push_back(e.to_string());
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_NE(r[0].find("key 'upstream[1].pool': upstream 'app' comes back with another pool "
+                        "(pool, shared_connections) than it had: needs a restart"),
               std::string::npos)
         << r[0];
-    EXPECT_NE(r[1].find("key 'upstream[2].pool': upstream 'ap2' is added with a shared pool: "
-                        "needs a restart"),
+    // A ferry that started without a shared pool gets none by reload.
+    const ferry_config plain = load(std::string(base));
+    ferry_config e = load(plain_with_shared_more());
+    ASSERT_TRUE(carry_slots(plain, e).empty());
+    r.clear();
+    for (const error &x : reload_refusals(plain, e)) r.push_back(x.to_string());
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_NE(r[0].find("upstream 'more' is added with a shared pool to a ferry that started "
+                        "without one: needs a restart"),
               std::string::npos)
-        << r[1];
-    // A local one added beside the shared one is fine.
-    ferry_config c = load(shared_base + "\n[[upstream]]\nname = \"more\"\n[[upstream.server]]\n"
-                                        "address = \"10.77.0.7:80\"\n");
-    EXPECT_TRUE(carry_slots(a, c).empty());
-    EXPECT_TRUE(reload_refusals(a, c).empty());
+        << r[0];
 }
 
 TEST(ConfigReload, RoutesMayBeAddedRemovedAndReordered) {
@@ -534,6 +556,25 @@ TEST(ConfigReload, RoutesUpToTheCapacity) {
         << r[0].to_string();
     EXPECT_EQ(route_capacity(2), 66u);
     EXPECT_EQ(route_capacity(max_routes), max_routes);
+}
+
+TEST(ConfigReload, TheAccessLogFormatChangesThePathNeedsARestart) {
+    const std::string_view http = "[http]\n";
+    const std::string logged = with(http, "[http]\naccess_log = \"/tmp/a.log\"\n");
+    const ferry_config a = load(logged);
+    std::string json = logged;
+    swap(json, "access_log = \"/tmp/a.log\"\n",
+         "access_log = \"/tmp/a.log\"\naccess_log_format = \"json\"\n");
+    ferry_config b = load(json);
+    EXPECT_TRUE(reload_refusals(a, b).empty());
+    EXPECT_EQ(reload_changes(a, b),
+              (std::vector<std::string>{"http.access_log_format: \"combined\" -> \"json\""}));
+    ferry_config c = load(with(http, "[http]\naccess_log = \"/tmp/b.log\"\n"));
+    const std::vector<error> r = reload_refusals(a, c);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_NE(r[0].to_string().find("key 'http.access_log': access_log changed: needs a restart"),
+              std::string::npos)
+        << r[0].to_string();
 }
 
 TEST(ConfigReload, ChangeListIsCapped) {

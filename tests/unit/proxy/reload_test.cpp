@@ -4,6 +4,7 @@
 // upstream connection carry on (no reset, no new connection).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -294,6 +295,74 @@ TEST(Reload, ASharedPoolsServerReplacedClosesItsIdleConnectionAndTheNewOneServes
         ASSERT_NE(fresh, nullptr);
         EXPECT_EQ(fresh->port, 8081);
         for (size_t cl : clients) bed.reset(bed.conn(cl));
+        peer.drop();  // before the bed counts mbufs
+        bed.advance(200 * ms);
+    }
+}
+
+TEST(Reload, ASharedUpstreamAddedServesAndARequestHandedOverForItBeforeThisWorkersReloadWaits) {
+    // 'o' is shared (2 connections: worker 0 owns k = 0, worker 1 k = 1),
+    // laid out in slots 0..129 (65 server slots x 2). A reload adds 's2'
+    // (shared, one server :8081) behind /s2/: its slots follow, from 130.
+    // Worker 1 took the reload first and hands worker 0 a request for slot
+    // 130 before worker 0 has: it waits, and goes to :8081 when worker 0
+    // takes the reload; worker 0's own /s2/ requests are served too.
+    taking_peer peer;
+    const std::string shared = "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n";
+    const std::string s2 = "\n[[route]]\npath_prefix = \"/s2/\"\nupstream = \"s2\"\n"
+                           "\n[[upstream]]\nname = \"s2\"\npool = \"shared\"\n"
+                           "shared_connections = 2\n  [[upstream.server]]\n"
+                           "  address = \"10.0.0.2:8081\"\n";
+    const config::ferry_config first = parsed(bed_config("", shared));
+    config::ferry_config next = parsed(bed_config("", shared, s2));
+    ASSERT_TRUE(config::carry_slots(first, next).empty());
+    ASSERT_TRUE(config::reload_refusals(first, next).empty());
+    ASSERT_EQ(next.upstreams.size(), 2u);
+    bed_options o;
+    o.toml = bed_config("", shared);
+    o.workers = 2;
+    o.send = &taking_peer::send;
+    o.send_ctx = &peer;
+    o.origin_ports = {8080, 8081};
+    {
+        proxy_bed bed(o);
+        // Worker 1's client slot 3 asks for slot 130 (s2's server 0, k 0).
+        const std::string head = "GET /s2/x HTTP/1.1\r\nHost: h\r\nVia: 1.1 ferry\r\n\r\n";
+        rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
+        ASSERT_NE(m, nullptr);
+        std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(head.size())), head.data(),
+                    head.size());
+        xcore::message req{};
+        req.mbuf = m;
+        req.handle = xcore::conn_handle{1, 7, 3}.pack();
+        req.opcode = op_req_head;
+        req.flags = xf_end | xf_keep_alive;
+        req.arg = 130;
+        bed.proxy().on_message(1, req, bed.now());
+        bed.pump();
+        EXPECT_EQ(bed.ctr().shared_waiting_reload.get(), 1u);
+        EXPECT_EQ(bed.origin_count(), 0u) << "nothing opened before the reload";
+        bed.proxy().reconfigure(next, bed.now());
+        bed.pump();
+        ASSERT_EQ(bed.origin_count(), 1u);
+        peer_conn &org = *bed.origin(0);
+        EXPECT_EQ(org.port, 8081);
+        EXPECT_TRUE(org.rx.starts_with("GET /s2/x HTTP/1.1\r\n")) << org.rx;
+        org.rx.clear();
+        bed.send(org, ok5);
+        bool answered = false;
+        for (const auto &x : peer.got)
+            answered = answered || (x.opcode == op_resp_end && x.handle == req.handle);
+        EXPECT_TRUE(answered) << "the response went back to worker 1";
+        // Worker 0's own requests for /s2/: on its k = 0 connection.
+        const size_t cl = bed.connect();
+        bed.send(cl, "GET /s2/y HTTP/1.1\r\nHost: h\r\n\r\n");
+        if (!org.rx.empty()) {
+            org.rx.clear();
+            bed.send(org, ok5);
+            EXPECT_TRUE(bed.conn(cl).rx.ends_with("hello")) << bed.conn(cl).rx;
+        }
+        bed.reset(bed.conn(cl));
         peer.drop();  // before the bed counts mbufs
         bed.advance(200 * ms);
     }

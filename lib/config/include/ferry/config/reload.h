@@ -13,7 +13,8 @@
 // without any (it runs no proxy then). An upstream may gain, lose and reorder
 // servers (carry_slots: per-server state, and a shared pool's connections,
 // are kept by slot, one per address, up to upstream_config::slot_capacity);
-// one with a shared pool is neither added nor removed. Routes may be added, removed and reordered (route_map() carries
+// upstreams may be added, removed and renamed (a name keeps its pool and
+// shared_connections for life; a first shared pool needs a restart). Routes may be added, removed and reordered (route_map() carries
 // each one's counters to its new position) up to route_capacity(); each keeps
 // an id across reloads (carry_slots, route_config::id), which requests handed
 // to another lcore's shared connection carry. Everything else is applied: the wakeup

@@ -593,9 +593,18 @@ private:
     // Whether this worker's configuration has the address of sl's server
     // (a reload another worker took first may have added it).
     [[nodiscard]] bool slot_known(const shared_slot &sl) const noexcept;
-    // After a reload: a removed server's idle shared connections close, and
-    // slots with jobs waiting are kicked.
+    // After a reload: a removed server's idle shared connections close,
+    // slots with jobs waiting are kicked, and requests handed over for a
+    // shared upstream this worker had not taken yet go to their slots.
     void reconfigure_shared(uint64_t now) noexcept;
+    // Before a reload is applied: the connections of shared upstreams it
+    // added, laid out after the others in upstream-slot order (the same
+    // numbering on every worker). Allocates: control path.
+    void grow_shared(const config::ferry_config &next);
+    // Requests handed over for a slot past nslots_ (a shared upstream the
+    // sender's reload added and this worker's has not yet): rreq index and
+    // allocation generation, submitted at reconfigure_shared().
+    std::vector<std::pair<uint32_t, uint32_t>> pending_rreqs_;
     struct job {
         uint32_t idx = 0;  // client or rreq slot
         uint32_t gen = 0;  // its generation when queued

@@ -465,29 +465,38 @@ void stack::answer_solicitation(const ethernet_repr &eth, const ipv6_repr &ip,
         ctr_.nd_advertised.inc();
 }
 
-bool stack::send_nd(const nd_repr &msg, const ipv6_addr &src, const ipv6_addr &dst,
-                    mac_addr eth_dst) noexcept {
+rte_mbuf *stack::link_icmpv6_frame(const ipv6_addr &src, const ipv6_addr &dst, mac_addr eth_dst,
+                                   std::size_t len, std::span<uint8_t> &msg) noexcept {
     rte_mbuf *m = rte_pktmbuf_alloc(pool_);
     if (FERRY_UNLIKELY(m == nullptr)) {
         ctr_.tx_alloc_fail.inc();
-        return false;
+        return nullptr;
     }
-    const uint32_t len = eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len + msg.len());
-    auto *d = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, static_cast<uint16_t>(len)));
+    const uint32_t total = eth_hlen + static_cast<uint32_t>(ipv6_repr::header_len + len);
+    auto *d = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, static_cast<uint16_t>(total)));
     if (FERRY_UNLIKELY(d == nullptr)) {
         drop(m, ctr_.tx_alloc_fail);
-        return false;
+        return nullptr;
     }
     ethernet_frame frame({d, eth_hlen});
     ethernet_repr{eth_dst, cfg_.mac, ether_type::ipv6}.emit(frame);
     ipv6_repr out;
-    out.payload_len = static_cast<uint16_t>(msg.len());
+    out.payload_len = static_cast<uint16_t>(len);
     out.next_header = static_cast<uint8_t>(ipv6_next::icmpv6);
-    out.hop_limit = 255;  // §7.1.1, §7.1.2: checked by the receiver
+    out.hop_limit = 255;  // RFC 4861 §6.1, §7.1: checked by the receiver
     out.src = src;
     out.dst = dst;
     out.emit({d + eth_hlen, ipv6_repr::header_len});
-    msg.emit(out.src, out.dst, {d + eth_hlen + ipv6_repr::header_len, msg.len()});
+    msg = {d + eth_hlen + ipv6_repr::header_len, len};
+    return m;
+}
+
+bool stack::send_nd(const nd_repr &msg, const ipv6_addr &src, const ipv6_addr &dst,
+                    mac_addr eth_dst) noexcept {
+    std::span<uint8_t> out;
+    rte_mbuf *m = link_icmpv6_frame(src, dst, eth_dst, msg.len(), out);
+    if (m == nullptr) return false;
+    msg.emit(src, dst, out);
     ctr_.ipv6_tx.inc();
     transmit(m);
     return true;

@@ -15,15 +15,10 @@
 
 #include <algorithm>
 
-#include "ferry/base/compiler.h"
 #include "ferry/net/router_discovery.h"
 #include "ferry/net/stack.h"
-#include "stack_internal.h"
 
 namespace ferry::net {
-
-using detail::eth_hlen;
-
 namespace {
 
 constexpr uint64_t sec_ns = 1'000'000'000;
@@ -117,31 +112,13 @@ void stack::solicit_routers(uint64_t now_ns) noexcept {
 void stack::send_rs(uint64_t now_ns) noexcept {
     --rs_left_;
     rs_next_ns_ = now_ns + rtr_solicitation_interval_ns;
-    rte_mbuf *m = rte_pktmbuf_alloc(pool_);
-    if (FERRY_UNLIKELY(m == nullptr)) {
-        ctr_.tx_alloc_fail.inc();
-        return;
-    }
     // §6.3.7: to all-routers, from our address (so with our link-layer
     // address), hop limit 255.
     const ipv6_addr dst = all_routers();
-    const std::size_t len = rs_len(true);
-    auto *d = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(
-        m, static_cast<uint16_t>(eth_hlen + ipv6_repr::header_len + len)));
-    if (FERRY_UNLIKELY(d == nullptr)) {
-        drop(m, ctr_.tx_alloc_fail);
-        return;
-    }
-    ethernet_frame frame({d, eth_hlen});
-    ethernet_repr{multicast_mac(dst), cfg_.mac, ether_type::ipv6}.emit(frame);
-    ipv6_repr out;
-    out.payload_len = static_cast<uint16_t>(len);
-    out.next_header = static_cast<uint8_t>(ipv6_next::icmpv6);
-    out.hop_limit = 255;
-    out.src = *cfg_.addr6;
-    out.dst = dst;
-    out.emit({d + eth_hlen, ipv6_repr::header_len});
-    emit_rs(out.src, out.dst, cfg_.mac, {d + eth_hlen + ipv6_repr::header_len, len});
+    std::span<uint8_t> msg;
+    rte_mbuf *m = link_icmpv6_frame(*cfg_.addr6, dst, multicast_mac(dst), rs_len(true), msg);
+    if (m == nullptr) return;
+    emit_rs(*cfg_.addr6, dst, cfg_.mac, msg);
     ctr_.nd_rs_sent.inc();
     ctr_.ipv6_tx.inc();
     transmit(m);

@@ -247,6 +247,11 @@ private:
     [[nodiscard]] uint64_t routers_deadline() const noexcept;
     [[nodiscard]] bool valid_source6(const ipv6_addr &src) const noexcept;
     bool send_solicitation(const ipv6_addr &target) noexcept;
+    // A fresh frame for a link-local ICMPv6 message of `len` bytes (neighbour
+    // and router discovery: hop limit 255), its Ethernet and IPv6 headers
+    // written and `msg` its message's bytes; null (tx_alloc_fail) if no mbuf.
+    rte_mbuf *link_icmpv6_frame(const ipv6_addr &src, const ipv6_addr &dst, mac_addr eth_dst,
+                                std::size_t len, std::span<uint8_t> &msg) noexcept;
     // A Neighbor Solicitation or Advertisement in a fresh mbuf, hop limit 255,
     // queued for tx (ipv6_tx); false (tx_alloc_fail) if no mbuf.
     bool send_nd(const nd_repr &msg, const ipv6_addr &src, const ipv6_addr &dst,

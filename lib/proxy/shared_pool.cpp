@@ -18,46 +18,55 @@ void worker_proxy::set_xcore(unsigned workers, xcore_send_fn send, void *ctx) {
     init_shared();
 }
 
+// The shared connections of upstream ui (shared pool uc) as `slots` from
+// `base` on: laid out by server slot (config.h server_config::slot), for
+// every slot the upstream may have over ferry's life, so that a reload may
+// add and remove servers and every worker numbers them alike. Returns how
+// many this worker owns (each with its FIFO).
+uint32_t worker_proxy::lay_out_shared(shared_slot *slots, uint32_t base, size_t ui,
+                                      const config::upstream_config &uc) {
+    const size_t cap = slot_capacity(uc);
+    const uint32_t n = uc.shared_connections;
+    shared_base_[ui] = base;
+    // Each lcore starts at its own k, so the lcores' first requests
+    // spread over the connections (and over the owners).
+    shared_rr_[ui].assign(cap, lcore_index_ % n);
+    uint32_t owned = 0;
+    for (uint32_t sv = 0; sv < cap; ++sv)
+        for (uint32_t k = 0; k < n; ++k) {
+            shared_slot &sl = slots[base + sv * n + k];
+            sl.upstream = static_cast<int>(ui);
+            sl.server = static_cast<int>(sv);
+            sl.k = k;
+            sl.owner = k % nworkers_;
+            if (sl.owner == lcore_index_) {
+                sl.q = reserve<job>(reserved_shared_, shared_fifo_cap);
+                ++owned;
+            }
+        }
+    return owned;
+}
+
 void worker_proxy::init_shared() {
     const size_t nup = cfg_->upstreams.size();
     has_shared_ = false;
     shared_base_.assign(nup, 0);
     shared_rr_.assign(nup, {});
-    // Laid out by server slot (config.h server_config::slot), for every
-    // slot the upstream may have over ferry's life, so that a reload may
-    // add and remove servers: every worker numbers them alike.
-    uint32_t id = 0;
+    uint32_t total = 0;
+    for (const auto &uc : cfg_->upstreams)
+        if (uc.pool == config::pool_mode::shared)
+            total += static_cast<uint32_t>(slot_capacity(uc)) * uc.shared_connections;
+    reserved_shared_ = 0;
+    slots_ = reserve<shared_slot>(reserved_shared_, std::max<uint32_t>(1, total));
+    uint32_t id = 0, owned = 0;
     for (size_t ui = 0; ui < nup; ++ui) {
         const auto &uc = cfg_->upstreams[ui];
         if (uc.pool != config::pool_mode::shared) continue;
         has_shared_ = true;
-        shared_base_[ui] = id;
-        // Each lcore starts at its own k, so the lcores' first requests
-        // spread over the connections (and over the owners).
-        const size_t cap = slot_capacity(uc);
-        shared_rr_[ui].assign(cap, lcore_index_ % uc.shared_connections);
-        id += static_cast<uint32_t>(cap) * uc.shared_connections;
+        owned += lay_out_shared(slots_.get(), id, ui, uc);
+        id += static_cast<uint32_t>(slot_capacity(uc)) * uc.shared_connections;
     }
     nslots_ = id;
-    reserved_shared_ = 0;
-    slots_ = reserve<shared_slot>(reserved_shared_, std::max<uint32_t>(1, nslots_));
-    uint32_t owned = 0;
-    for (size_t ui = 0; ui < nup; ++ui) {
-        const auto &uc = cfg_->upstreams[ui];
-        if (uc.pool != config::pool_mode::shared) continue;
-        for (uint32_t s = 0; s < slot_capacity(uc); ++s)
-            for (uint32_t k = 0; k < uc.shared_connections; ++k) {
-                shared_slot &sl = slots_[shared_base_[ui] + s * uc.shared_connections + k];
-                sl.upstream = static_cast<int>(ui);
-                sl.server = static_cast<int>(s);
-                sl.k = k;
-                sl.owner = k % nworkers_;
-                if (sl.owner == lcore_index_) {
-                    sl.q = reserve<job>(reserved_shared_, shared_fifo_cap);
-                    ++owned;
-                }
-            }
-    }
     kick_list_.clear();
     kick_list_.reserve(2 * size_t(nslots_) + 16);
     const bool cross = has_shared_ && nworkers_ > 1;
@@ -121,18 +130,8 @@ void worker_proxy::grow_shared(const config::ferry_config &next) {
     for (size_t ui = old_n; ui < nup; ++ui) {
         const auto &uc = next.upstreams[ui];
         if (uc.retired || uc.pool != config::pool_mode::shared) continue;
-        const size_t cap = slot_capacity(uc);
-        shared_base_[ui] = id;
-        shared_rr_[ui].assign(cap, lcore_index_ % uc.shared_connections);
-        for (uint32_t sv = 0; sv < cap; ++sv)
-            for (uint32_t k = 0; k < uc.shared_connections; ++k) {
-                shared_slot &sl = grown[id++];
-                sl.upstream = static_cast<int>(ui);
-                sl.server = static_cast<int>(sv);
-                sl.k = k;
-                sl.owner = k % nworkers_;
-                if (sl.owner == lcore_index_) sl.q = reserve<job>(reserved_shared_, shared_fifo_cap);
-            }
+        (void)lay_out_shared(grown.get(), id, ui, uc);
+        id += static_cast<uint32_t>(slot_capacity(uc)) * uc.shared_connections;
     }
     slots_ = std::move(grown);
     nslots_ = id;

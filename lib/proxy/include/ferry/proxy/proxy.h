@@ -601,6 +601,8 @@ private:
     // added, laid out after the others in upstream-slot order (the same
     // numbering on every worker). Allocates: control path.
     void grow_shared(const config::ferry_config &next);
+    uint32_t lay_out_shared(shared_slot *slots, uint32_t base, size_t ui,
+                            const config::upstream_config &uc);
     // Requests handed over for a slot past nslots_ (a shared upstream the
     // sender's reload added and this worker's has not yet): rreq index and
     // allocation generation, submitted at reconfigure_shared().

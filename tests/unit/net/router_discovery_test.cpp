@@ -7,6 +7,9 @@
 // with the other lcores.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "ferry/net/router_discovery.h"
 #include "ipv6_stack_fixture.h"
 
@@ -94,6 +97,42 @@ TEST(RouterAdvertisement, EveryValidityRuleOfSection612) {
               ra_error::truncated);
     const bytes ns = icmp6(router_ll, our6, 135, 0, bytes(20, 0));
     EXPECT_EQ(ra_repr::parse(header(router_ll, ns.size()), ns, ra), ra_error::not_ra);
+}
+
+// Every prefix of a valid advertisement with three options, its checksum made
+// right for the prefix so that the option walk decides: a prefix that ends on
+// an option boundary is valid with the options before it, any other is
+// truncated, and a refused one leaves `out` as it was. (The parser is pure: no
+// cut may read past the message, which the ASan build checks.)
+TEST(RouterAdvertisement, CutAtEveryLengthIsTruncatedUnlessItEndsOnAnOptionBoundary) {
+    const bytes opts = concat({sllao(router_mac), mtu_option(1480),
+                               {99, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}});
+    const bytes body = ra_body(60, opts);
+    const bytes whole = icmp6(router_ll, ipv6_addr::all_nodes(), 134, 0, body);
+    ASSERT_EQ(whole.size(), 48u);
+    // The fixed part ends at 16; the options at 24, 32 and 48.
+    const std::size_t boundaries[] = {16, 24, 32, 48};
+    for (std::size_t n = 0; n <= whole.size(); ++n) {
+        const bytes msg = n < 4 ? bytes(whole.begin(), whole.begin() + static_cast<long>(n))
+                                : icmp6(router_ll, ipv6_addr::all_nodes(), 134, 0,
+                                        bytes(body.begin(), body.begin() + static_cast<long>(n - 4)));
+        ASSERT_EQ(msg.size(), n);
+        ra_repr ra;
+        ra.router_lifetime_s = 7;
+        const ra_error e = ra_repr::parse(header(router_ll, msg.size()), msg, ra);
+        const bool boundary = std::find(std::begin(boundaries), std::end(boundaries), n) !=
+                              std::end(boundaries);
+        const ra_error want = n == 0 ? ra_error::not_ra : boundary ? ra_error::none : ra_error::truncated;
+        EXPECT_EQ(e, want) << "cut at " << n << ": " << name(e);
+        if (e == ra_error::none) {
+            EXPECT_EQ(ra.router_lifetime_s, 60) << n;
+            EXPECT_EQ(ra.lladdr.has_value(), n >= 24) << n;
+            EXPECT_EQ(ra.mtu.has_value(), n >= 32) << n;
+        } else {
+            EXPECT_EQ(ra.router_lifetime_s, 7) << "a refused cut at " << n << " wrote out";
+            EXPECT_FALSE(ra.lladdr) << n;
+        }
+    }
 }
 
 TEST(RouterSolicitation, IsWrittenByteForByte) {

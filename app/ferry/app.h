@@ -82,7 +82,6 @@ struct worker {
     // Cross-core rings to and from the other workers (null with one worker).
     std::unique_ptr<xcore::outbox> out;
     std::unique_ptr<xcore::inbox> in;
-    uint64_t neighbor_share_dropped = 0;  // bindings (and routers) not shared: outbox full or no mbuf
     // The reload generation this worker's proxy runs (reload.h), and that
     // configuration, held while the proxy reads it (null: the initial one).
     uint64_t config_generation = 0;

@@ -101,27 +101,15 @@ namespace {
 
 // Sends `msg` to every other worker, with `addr` (an IPv6 address: sixteen
 // bytes do not fit the message) in an mbuf of the port's pool when given.
-// What cannot go (no mbuf, an outbox full) is counted, never waited for.
-void send_to_peers(port_link &l, xcore::message msg, const net::ipv6_addr *addr) noexcept {
-    const unsigned n = static_cast<unsigned>(the_app->workers.size());
-    for (unsigned peer = 0; peer < n; ++peer) {
-        if (peer == l.w->index) continue;
-        msg.mbuf = nullptr;
-        if (addr != nullptr) {
-            msg.mbuf = rte_pktmbuf_alloc(l.pool);
-            char *d = msg.mbuf ? rte_pktmbuf_append(msg.mbuf, 16) : nullptr;
-            if (d == nullptr) {
-                if (msg.mbuf) rte_pktmbuf_free(msg.mbuf);
-                ++l.w->neighbor_share_dropped;
-                continue;
-            }
-            std::memcpy(d, addr->bytes().data(), 16);
-        }
-        if (!l.w->out->send(peer, msg)) {
-            if (msg.mbuf) rte_pktmbuf_free(msg.mbuf);
-            ++l.w->neighbor_share_dropped;
-        }
-    }
+// What cannot go (no mbuf, an outbox full) is counted (neigh_share_dropped),
+// never waited for: the peer learns the binding by its own resolution.
+void send_to_peers(port_link &l, const xcore::message &msg, const net::ipv6_addr *addr) noexcept {
+    const std::span<const uint8_t> payload =
+        addr != nullptr ? std::span<const uint8_t>(addr->bytes().data(), 16)
+                        : std::span<const uint8_t>();
+    const unsigned missed = l.w->out->broadcast(msg, l.pool, payload);
+    if (missed != 0 && l.port < l.w->net_counters.size())
+        l.w->net_counters[l.port]->neigh_share_dropped.inc(missed);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "ferry/xcore/outbox.h"
 
+#include <rte_mbuf.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
@@ -113,6 +114,37 @@ reactor::flusher outbox::as_flusher() noexcept {
     f.flush = [](void *ctx, uint64_t now) { static_cast<outbox *>(ctx)->flush(now); };
     f.ctx = this;
     return f;
+}
+
+unsigned outbox::broadcast(message m, rte_mempool *pool,
+                           std::span<const uint8_t> payload) noexcept {
+    unsigned missed = 0;
+    for (unsigned peer = 0; peer < workers_; ++peer) {
+        if (peer == self_)
+            continue;
+        if (room(peer) == 0) {
+            ++missed;
+            continue;
+        }
+        m.mbuf = nullptr;
+        if (!payload.empty()) {
+            m.mbuf = pool != nullptr ? rte_pktmbuf_alloc(pool) : nullptr;
+            char *d = m.mbuf != nullptr
+                          ? rte_pktmbuf_append(m.mbuf, static_cast<uint16_t>(payload.size()))
+                          : nullptr;
+            if (d == nullptr) {
+                if (m.mbuf != nullptr)
+                    rte_pktmbuf_free(m.mbuf);
+                ++missed;
+                continue;
+            }
+            std::memcpy(d, payload.data(), payload.size());
+        }
+        const bool sent = send(peer, m);  // room() said yes
+        assert(sent);
+        (void)sent;
+    }
+    return missed;
 }
 
 }  // namespace ferry::xcore

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -494,6 +495,75 @@ TEST(Handle, GenerationsDoNotWrapWithinThirtyTwoBits) {
 
 // Ownership at shutdown: mbufs in a local queue or in a ring are freed by the
 // outbox's and the mesh's destructors, not leaked.
+// broadcast(): a copy for every peer, each with its own mbuf holding the
+// payload; a peer whose local queue is full, or for whom the pool has no mbuf
+// left, is skipped and counted in the return value, and nothing is left
+// allocated for it. Without a payload no mbuf is taken, pool dry or not.
+TEST(Outbox, BroadcastReachesEveryPeerItCanAndCountsTheOthers) {
+    ASSERT_NE(test::g_pool, nullptr);
+    const unsigned before = rte_mempool_avail_count(test::g_pool);
+    {
+        auto m = make_mesh(3, 8, "t_bcast");
+        ASSERT_NE(m, nullptr);
+        settings s;
+        test_bell b1, b2;
+        doorbell *bells[3] = {&b1.bell, nullptr, &b2.bell};
+        reactor_counters pc;
+        outbox out(*m, 1, pc, bells, s, 2);  // worker 1 sends to 0 and 2
+        const uint8_t addr[16] = {0xfd, 0, 0, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x09};
+
+        EXPECT_EQ(out.broadcast(msg(1, 7), test::g_pool, addr), 0u);
+        EXPECT_EQ(out.queued(0), 1u);
+        EXPECT_EQ(out.queued(1), 0u) << "never to itself";
+        EXPECT_EQ(out.queued(2), 1u);
+        EXPECT_EQ(rte_mempool_avail_count(test::g_pool), before - 2) << "one mbuf per peer";
+
+        // Peer 2's queue full (2 of 2): skipped, counted, nothing allocated for it.
+        ASSERT_TRUE(out.send(2, msg(2)));
+        EXPECT_EQ(out.broadcast(msg(3, 7), test::g_pool, addr), 1u);
+        EXPECT_EQ(out.queued(0), 2u);
+        EXPECT_EQ(out.queued(2), 2u);
+        EXPECT_EQ(rte_mempool_avail_count(test::g_pool), before - 3);
+
+        // The pool dry, the queues flushed (room for both): only the pool fails.
+        out.flush(0);
+        EXPECT_EQ(out.queued(0), 0u);
+        std::vector<rte_mbuf *> hoard;
+        while (rte_mbuf *x = rte_pktmbuf_alloc(test::g_pool))
+            hoard.push_back(x);
+        EXPECT_EQ(out.broadcast(msg(4, 7), test::g_pool, addr), 2u);
+        EXPECT_EQ(out.queued(0), 0u);
+        EXPECT_EQ(out.queued(2), 0u);
+        // Without a payload the dry pool does not matter.
+        EXPECT_EQ(out.broadcast(msg(5, 8), test::g_pool, {}), 0u);
+        EXPECT_EQ(out.queued(0), 1u);
+        EXPECT_EQ(out.queued(2), 1u);
+        for (rte_mbuf *x : hoard)
+            rte_pktmbuf_free(x);
+        out.flush(0);
+
+        // What peer 0 received, in order: the address in each copy's mbuf.
+        std::vector<message> got;
+        message buf[8];
+        const unsigned n = rte_ring_dequeue_burst_elem(m->ring(1, 0), buf, message_size, 8,
+                                                       nullptr);
+        ASSERT_EQ(n, 3u);
+        const uint32_t want_arg[3] = {1, 3, 5};
+        for (unsigned i = 0; i < n; ++i) {
+            EXPECT_EQ(buf[i].arg, want_arg[i]);
+            if (buf[i].arg == 5) {
+                EXPECT_EQ(buf[i].mbuf, nullptr);
+                continue;
+            }
+            ASSERT_NE(buf[i].mbuf, nullptr);
+            ASSERT_EQ(rte_pktmbuf_pkt_len(buf[i].mbuf), 16u);
+            EXPECT_EQ(std::memcmp(rte_pktmbuf_mtod(buf[i].mbuf, const uint8_t *), addr, 16), 0);
+            rte_pktmbuf_free(buf[i].mbuf);
+        }
+    }  // ~outbox, then ~mesh: what peer 2's ring holds is released
+    EXPECT_EQ(rte_mempool_avail_count(test::g_pool), before) << "no mbuf leaked";
+}
+
 TEST(Ownership, ShutdownReleasesQueuedAndInFlightMbufs) {
     ASSERT_NE(test::g_pool, nullptr);
     const unsigned before = rte_mempool_avail_count(test::g_pool);

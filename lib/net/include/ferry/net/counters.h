@@ -76,6 +76,7 @@
     X(tcp_connect_no_port,        "connect() calls that found no free local port owned by this lcore") \
     X(tcp_connect_no_slot,        "connect() calls that found the connection pool full") \
     X(neigh_shared_in,            "neighbor entries learned from another lcore's ARP") \
+    X(neigh_share_dropped,        "neighbor bindings or routers not offered to another lcore: no mbuf, or its cross-core queue full") \
     X(tcp_drop_listen_other,      "segments to a listener without SYN or ACK, or with RST (ignored)") \
     X(tcp_drop_syn_fin,           "SYN+FIN segments to a listener (dropped: no SYN-ACK, no state)") \
     X(tcp_tx,                     "TCP segments built and handed to IPv4 output")                \

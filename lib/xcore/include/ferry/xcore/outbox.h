@@ -31,12 +31,15 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "ferry/base/counter.h"
 #include "ferry/reactor/doorbell.h"
 #include "ferry/reactor/reactor.h"
 #include "ferry/xcore/mesh.h"
 #include "ferry/xcore/message.h"
+
+struct rte_mempool;
 
 namespace ferry::xcore {
 
@@ -76,6 +79,16 @@ public:
         }
         return true;
     }
+
+    // Queues a copy of `m` for every peer. With `payload` non-empty, each copy
+    // carries its own mbuf from `pool` holding it (news too long for a
+    // message's three words, e.g. an IPv6 address); `m.mbuf` is ignored.
+    // Never waits: a peer whose local queue is full, or for whom no mbuf was
+    // left, is skipped (nothing stays allocated for it). Returns how many
+    // peers were skipped. For news that a later copy repeats (a neighbour's
+    // binding, a router): control traffic, never the data path's.
+    [[nodiscard]] unsigned broadcast(message m, rte_mempool *pool,
+                                     std::span<const uint8_t> payload) noexcept;
 
     // Messages send(peer, ...) would accept now.
     [[nodiscard]] unsigned room(unsigned peer) const noexcept {

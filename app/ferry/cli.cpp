@@ -50,7 +50,7 @@ const char usage_text[] =
     "  /ferry/upstreams, /ferry/config (and /ferry/config/ports, /listeners,\n"
     "  /routes, /upstreams), /ferry/version, /ferry/wakeup_mode,\n"
     "  /ferry/idle_threshold_us, /ferry/latency_weight_pct,\n"
-    "  /ferry/busy_latency_weight_pct, /ferry/reload\n"
+    "  /ferry/busy_latency_weight_pct, /ferry/spin_yield_us, /ferry/reload\n"
     "\n"
     "Example (a tap port in a private network namespace):\n"
     "  ip netns add demo\n"

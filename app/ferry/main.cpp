@@ -348,9 +348,10 @@ void print_effective(const loaded &l, const std::string &drivers_dir) {
     std::printf("drivers dir: %s\n", drivers_dir.c_str());
     std::printf("workers: %s\n", c.workers ? std::to_string(c.workers).c_str() : "all EAL lcores");
     std::printf("wakeup_mode: %s, idle_threshold_us: %u, nap_budget_us: %u, latency_weight_pct: %u, "
-                "busy_latency_weight_pct: %u, neighbor_timeout_s: %u\n",
+                "busy_latency_weight_pct: %u, spin_yield_us: %u, neighbor_timeout_s: %u\n",
                 std::string(to_string(c.wakeup)).c_str(), c.idle_threshold_us, c.nap_budget_us,
-                c.latency_weight_pct, c.busy_latency_weight_pct, c.neighbor_timeout_s);
+                c.latency_weight_pct, c.busy_latency_weight_pct, c.spin_yield_us,
+                c.neighbor_timeout_s);
     for (size_t i = 0; i < c.ports.size(); ++i) {
         const auto &p = c.ports[i];
         const auto &pr = l.profiles[i];
@@ -495,6 +496,7 @@ int run(int argc, char **argv) {
     app.settings.nap_budget_ns.store(uint64_t(l.cfg.nap_budget_us) * 1000u);
     app.settings.latency_weight_pct.store(l.cfg.latency_weight_pct);
     app.settings.busy_latency_weight_pct.store(l.cfg.busy_latency_weight_pct);
+    app.settings.spin_yield_ns.store(uint64_t(l.cfg.spin_yield_us) * 1000u);
 
     if (!l.cfg.listeners.empty()) {
         const auto &tt = l.cfg.tcp_test;

@@ -159,6 +159,9 @@ void reloader::reload(telemetry::reload_report &out, bool check, const std::stri
     if (next->busy_latency_weight_pct != run.busy_latency_weight_pct)
         settings_->busy_latency_weight_pct.store(next->busy_latency_weight_pct,
                                                  std::memory_order_relaxed);
+    if (next->spin_yield_us != run.spin_yield_us)
+        settings_->spin_yield_ns.store(uint64_t(next->spin_yield_us) * 1000u,
+                                       std::memory_order_relaxed);
     if (access_log_format_ != nullptr &&
         next->http.access_log_format != run.http.access_log_format)
         access_log_format_->store(next->http.access_log_format, std::memory_order_relaxed);

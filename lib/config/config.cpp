@@ -198,6 +198,7 @@ private:
             {"latency_weight_pct", false, r_.integer_into(cfg_.latency_weight_pct, 0, 10000)},
             {"busy_latency_weight_pct", false,
              r_.integer_into(cfg_.busy_latency_weight_pct, 0, 10000)},
+            {"spin_yield_us", false, r_.integer_into(cfg_.spin_yield_us, 0, 1000000)},
             {"neighbor_timeout_s", false, r_.integer_into(cfg_.neighbor_timeout_s, 1, 86400)},
         };
         return r_.walk(**t, key, fields);

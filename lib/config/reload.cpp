@@ -362,6 +362,7 @@ std::vector<std::string> reload_changes(const ferry_config &run, const ferry_con
     c.str("ferry.wakeup_mode", to_string(run.wakeup), to_string(next.wakeup));
     c.num("ferry.idle_threshold_us", run.idle_threshold_us, next.idle_threshold_us);
     c.num("ferry.nap_budget_us", run.nap_budget_us, next.nap_budget_us);
+    c.num("ferry.spin_yield_us", run.spin_yield_us, next.spin_yield_us);
     c.num("ferry.latency_weight_pct", run.latency_weight_pct, next.latency_weight_pct);
     c.num("ferry.busy_latency_weight_pct", run.busy_latency_weight_pct,
           next.busy_latency_weight_pct);

@@ -3,6 +3,7 @@
 #include <rte_cycles.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -237,6 +238,15 @@ void reactor::run(const std::atomic<bool> &stop) noexcept {
             gap_open_ = true;
             gap_start_ = last_busy_;
             gap_expected_ = mode == wakeup_mode::adaptive && expecting();
+        }
+        // Spinning idle: let whatever else is runnable on this CPU run (a
+        // shared CPU's client or origin, woken by what this lcore sent,
+        // would otherwise wait for the spinner's time slice to end: ms).
+        const uint64_t yield_every = settings_.spin_yield_ns.load(std::memory_order_relaxed);
+        if (yield_every != 0 && now - std::max(last_busy_, last_yield_) >= yield_every) {
+            last_yield_ = now;
+            c_.spin_yields.inc();
+            (void)sched_yield();
         }
         // adaptive spins once per gap: after a sleep or nap that found
         // nothing, the gap is already longer than the window, and the

@@ -369,6 +369,13 @@ int busy_latency_weight(const process_view &v, const char *params, rte_tel_data 
                          "not a whole percentage in range, nothing changed", "0..10000");
 }
 
+// Read: /ferry/spin_yield_us. Write: /ferry/spin_yield_us,<0..1000000>.
+int spin_yield(const process_view &v, const char *params, rte_tel_data *d) {
+    return whole_setting(v, params, d, v.settings->spin_yield_ns, "spin_yield_us", 0, 1'000'000,
+                         1000, "not a whole number of microseconds in range, nothing changed",
+                         "0..1000000");
+}
+
 int config_cmd(const process_view &v, rte_tel_data *d) {
     const auto held = v.configuration();
     const config::ferry_config &cfg = *held;
@@ -387,6 +394,8 @@ int config_cmd(const process_view &v, rte_tel_data *d) {
                               v.settings->busy_latency_weight_pct.load(std::memory_order_relaxed));
     rte_tel_data_add_dict_u64(d, "nap_budget_us",
                               v.settings->nap_budget_ns.load(std::memory_order_relaxed) / 1000u);
+    rte_tel_data_add_dict_u64(d, "spin_yield_us",
+                              v.settings->spin_yield_ns.load(std::memory_order_relaxed) / 1000u);
     rte_tel_data_add_dict_u64(d, "neighbor_timeout_s", cfg.neighbor_timeout_s);
     rte_tel_data_add_dict_int(d, "ports", static_cast<int>(cfg.ports.size()));
     // [admin]: "" when there is no metrics listener.
@@ -578,6 +587,8 @@ constexpr command commands[] = {
      "Read, or set with ,<0..10000>: adaptive's price of wake-up latency in CPU, percent."},
     {"/ferry/busy_latency_weight_pct", writer<busy_latency_weight>,
      "Read, or set with ,<0..10000>: the same price while a request waits on an upstream."},
+    {"/ferry/spin_yield_us", writer<spin_yield>,
+     "Read, or set with ,<0..1000000>: how often an idle spinning worker yields its CPU; 0 never."},
     {"/ferry/config", reader<config_cmd>,
      "The effective configuration's scalars; the rest under /ferry/config/<part>."},
     {"/ferry/reload", writer<reload_cmd>,

@@ -369,7 +369,8 @@ def check_telemetry(f, requests_sent, rejected_sent):
           f"'/' lists the commands ({len(listed)})")
     expected = {"/ferry/version", "/ferry/config", "/ferry/ports", "/ferry/net", "/ferry/tcp",
                 "/ferry/lcores", "/ferry/wakeup_mode", "/ferry/idle_threshold_us",
-                "/ferry/latency_weight_pct", "/ferry/busy_latency_weight_pct", "/ferry/http", "/ferry/upstreams", "/ferry/rings", "/ferry/exporter",
+                "/ferry/latency_weight_pct", "/ferry/busy_latency_weight_pct",
+                "/ferry/spin_yield_us", "/ferry/http", "/ferry/upstreams", "/ferry/rings", "/ferry/exporter",
                 "/ferry/events", "/ferry/config/ports", "/ferry/config/listeners",
                 "/ferry/config/routes", "/ferry/config/upstreams", "/ferry/reload"}
     ferry_cmds = {c for c in listed if c.startswith("/ferry/")}
@@ -392,7 +393,8 @@ def check_telemetry(f, requests_sent, rejected_sent):
     c = out["/ferry/config"]
     check_keys(c, {"source": str, "drivers_dir": str, "workers": is_uint, "wakeup_mode": str,
                    "idle_threshold_us": is_uint, "latency_weight_pct": is_uint,
-                   "busy_latency_weight_pct": is_uint, "nap_budget_us": is_uint, "neighbor_timeout_s": is_uint, "ports": is_uint,
+                   "busy_latency_weight_pct": is_uint, "nap_budget_us": is_uint,
+                   "spin_yield_us": is_uint, "neighbor_timeout_s": is_uint, "ports": is_uint,
                    "metrics_address": str}, "/ferry/config")
     check(c["workers"] == len(LCORES) and c["ports"] == 1, "/ferry/config: 2 workers, 1 port")
     check(c["metrics_address"] == METRICS, f"/ferry/config: metrics_address {c['metrics_address']}")
@@ -477,6 +479,7 @@ def check_telemetry(f, requests_sent, rejected_sent):
           "/ferry/latency_weight_pct: the default")
     check(out["/ferry/busy_latency_weight_pct"] == {"busy_latency_weight_pct": 1000},
           "/ferry/busy_latency_weight_pct: the default")
+    check(out["/ferry/spin_yield_us"] == {"spin_yield_us": 20}, "/ferry/spin_yield_us: the default")
 
     def http_adds_up(d):
         blocks = [d[k] for k in lcore_keys()]

@@ -25,7 +25,7 @@ def lcore_states(f):
 
 def totals(f):
     lc = f.telemetry("/ferry/lcores")
-    keys = ("sleeps", "sleep_ns", "polls", "wakeups_rx", "rx_packets")
+    keys = ("sleeps", "sleep_ns", "polls", "wakeups_rx", "rx_packets", "spin_yields")
     t = {k: sum(v[k] for v in lc.values()) for k in keys}
     # sleep_ns counts finished sleeps; add the ones in progress.
     t["sleep_ns"] += sum(v["current_sleep_ns"] for v in lc.values())
@@ -89,6 +89,30 @@ def main():
               "lcores report poll mode, running")
         r = ns.run(["ping", "-c", "5", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
         check("5 packets transmitted, 5 received" in r.stdout, "ping answered in poll mode")
+
+        # Spinning with nothing to do, a lcore gives its CPU to whatever else
+        # is runnable there every spin_yield_us (default 20): sched_yield
+        # calls, counted; at 0 they stop.
+        check(p1["spin_yields"] - p0["spin_yields"] > 0,
+              f"poll mode: idle lcores yield their CPUs ({p1['spin_yields'] - p0['spin_yields']} "
+              f"sched_yield calls in {p1['polls'] - p0['polls']} polls)")
+        check(f.telemetry("/ferry/spin_yield_us") == {"spin_yield_us": 20},
+              "spin_yield_us: the default 20")
+        check(f.telemetry("/ferry/spin_yield_us,0") == {"spin_yield_us": 0}, "spin_yield_us set to 0")
+        for bad in ("1000001", "x", "-1"):
+            r = f.telemetry(f"/ferry/spin_yield_us,{bad}")
+            check(r is not None and r.get("allowed") == "0..1000000" and
+                  f.telemetry("/ferry/config")["spin_yield_us"] == 0,
+                  f"spin_yield_us {bad!r} refused with the range: {r}")
+        # Every lcore has run many iterations since the change before the
+        # first reading, and many more before the second.
+        y0 = wait_for(lambda: totals(f)[0], lambda t: t["polls"] - p1["polls"] > 20000)
+        y1 = wait_for(lambda: totals(f)[0], lambda t: t["polls"] - y0["polls"] > 200000)
+        check(y1["spin_yields"] == y0["spin_yields"],
+              f"spin_yield_us 0: no sched_yield in {y1['polls'] - y0['polls']} idle polls "
+              f"({y1['spin_yields'] - y0['spin_yields']})")
+        check(f.telemetry("/ferry/spin_yield_us,20") == {"spin_yield_us": 20},
+              "spin_yield_us back to 20")
 
         # And back: sleeping resumes.
         check(f.telemetry("/ferry/wakeup_mode,conditional")["wakeup_mode"] == "conditional",

@@ -116,6 +116,10 @@ const bad_case bad_cases[] = {
      "t.toml:2:22: key 'ferry.latency_weight_pct': must be in 0..10000, got -1"},
     {"busy_latency_weight_too_big", with_port("[ferry]\nbusy_latency_weight_pct = 10001\n"),
      "t.toml:2:27: key 'ferry.busy_latency_weight_pct': must be in 0..10000, got 10001"},
+    {"spin_yield_too_big", with_port("[ferry]\nspin_yield_us = 1000001\n"),
+     "t.toml:2:17: key 'ferry.spin_yield_us': must be in 0..1000000, got 1000001"},
+    {"spin_yield_negative", with_port("[ferry]\nspin_yield_us = -1\n"),
+     "t.toml:2:17: key 'ferry.spin_yield_us': must be in 0..1000000, got -1"},
     {"neighbor_timeout_zero", with_port("[ferry]\nneighbor_timeout_s = 0\n"),
      "t.toml:2:22: key 'ferry.neighbor_timeout_s': must be in 1..86400, got 0"},
     {"huge_integer_does_not_wrap", with_port("[ferry]\nworkers = 4294967297\n"),
@@ -449,6 +453,7 @@ address = "192.168.1.2/31"
     EXPECT_EQ(c.nap_budget_us, 100u);  // the default
     EXPECT_EQ(c.latency_weight_pct, 250u);  // the default
     EXPECT_EQ(c.busy_latency_weight_pct, 1000u);
+    EXPECT_EQ(c.spin_yield_us, 20u);  // the default
     EXPECT_EQ(c.neighbor_timeout_s, 30u);
     ASSERT_EQ(c.ports.size(), 2u);
 
@@ -522,7 +527,8 @@ TEST(config_parse, range_limits_are_inclusive) {
     // The port table comes last, so the appended keys belong to it.
     auto r = parse(with_port("[ferry]\nworkers = 128\nidle_threshold_us = 1000000\n"
                              "nap_budget_us = 100000\nneighbor_timeout_s = 86400\n"
-                             "latency_weight_pct = 10000\nbusy_latency_weight_pct = 0\n") +
+                             "latency_weight_pct = 10000\nbusy_latency_weight_pct = 0\n"
+                             "spin_yield_us = 1000000\n") +
                        "mtu = 68\nmbufs = 16777216\nrx_desc = 32768\ntx_desc = 32\n"
                        "ring_frames = 65536\n",
                    "t.toml");
@@ -532,6 +538,7 @@ TEST(config_parse, range_limits_are_inclusive) {
     EXPECT_EQ(r->nap_budget_us, 100000u);
     EXPECT_EQ(r->latency_weight_pct, 10000u);
     EXPECT_EQ(r->busy_latency_weight_pct, 0u);
+    EXPECT_EQ(r->spin_yield_us, 1000000u);
     EXPECT_EQ(r->neighbor_timeout_s, 86400u);
     EXPECT_EQ(r->ports[0].mtu, 68);
     EXPECT_EQ(r->ports[0].mbufs, 16777216u);

@@ -105,6 +105,8 @@ TEST(ConfigReload, ValuesChangeInPlace) {
     const edit edits[] = {
         {"wakeup_mode = \"conditional\"", "wakeup_mode = \"adaptive\"",
          "ferry.wakeup_mode: \"conditional\" -> \"adaptive\""},
+        {"wakeup_mode = \"conditional\"", "wakeup_mode = \"conditional\"\nspin_yield_us = 0",
+         "ferry.spin_yield_us: 20 -> 0"},
         {"client_idle_timeout_ms = 60000", "client_idle_timeout_ms = 5000",
          "http.client_idle_timeout_ms: 60000 -> 5000"},
         {"path_prefix = \"/api/\"", "path_prefix = \"/v2/\"",

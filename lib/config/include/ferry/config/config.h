@@ -24,6 +24,9 @@
 //   busy_latency_weight_pct = 1000  # 0..10000, the same for gaps with a request waiting on
 //                                   #   an upstream (or another lcore): its answer should
 //                                   #   find the lcore awake (one wake per request at most)
+//   spin_yield_us = 20              # 0..1000000: a worker spinning idle (any mode) gives
+//                                   #   its CPU to any other runnable thread there this
+//                                   #   often (sched_yield); 0 = never
 //   neighbor_timeout_s = 60         # 1..86400: ARP entry lifetime
 //
 //   [tcp]                           # optional: the TCP layer of every (lcore, port)
@@ -608,6 +611,7 @@ struct ferry_config {
     uint32_t nap_budget_us = 100;
     uint32_t latency_weight_pct = 250;
     uint32_t busy_latency_weight_pct = 1000;
+    uint32_t spin_yield_us = 20;
     uint32_t neighbor_timeout_s = 60;
     tcp_config tcp;
     tcp_test_config tcp_test;

@@ -68,7 +68,8 @@ namespace ferry::reactor {
     X(adaptive_gaps, "adaptive: idle gaps that ended with work")                       \
     X(adaptive_spins_paid, "adaptive: gaps that ended while spinning (no sleep needed)") \
     X(adaptive_sleeps_short, "adaptive: sleeps through a gap shorter than a sleep's price (a spin would have been cheaper)") \
-    X(adaptive_sleeps_long, "adaptive: sleeps through a gap longer than a sleep's price (the sleep paid)")
+    X(adaptive_sleeps_long, "adaptive: sleeps through a gap longer than a sleep's price (the sleep paid)") \
+    X(spin_yields, "sched_yield calls while spinning idle (spin_yield_us): another thread runnable on this CPU may run")
 
 struct alignas(64) reactor_counters {
     FERRY_REACTOR_COUNTERS(FERRY_COUNTER_MEMBER)
@@ -96,6 +97,12 @@ struct alignas(64) settings {
     // wake-up per lcore (issue 14), where 25 slept through a 150 us origin
     // and woke twice per request, and 400 still did at 100 req/s.
     std::atomic<uint32_t> busy_latency_weight_pct{1000};
+    // Every mode: a lcore spinning with nothing to do calls sched_yield()
+    // this often, so that another thread runnable on its CPU (on a shared
+    // CPU: often the client or origin whose answer it waits for) runs now
+    // instead of when the spinner's time slice ends; with none, the call
+    // returns at once. 0: never.
+    std::atomic<uint64_t> spin_yield_ns{20'000};
 };
 
 // A source of work. Plain function pointers (no virtual calls, no allocation).
@@ -252,6 +259,7 @@ private:
     // it does not cause a spurious wakeup.
     bool doorbell_owed_ = false;
     uint64_t last_busy_ = 0;
+    uint64_t last_yield_ = 0;  // the last idle spin's sched_yield (spin_yield_ns)
     // The adaptive policy, and the gap in progress (run()).
     // Two windows: gaps that began with work in flight (a poller's
     // expecting()) have their own histogram, learned apart from idle ones

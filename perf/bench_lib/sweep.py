@@ -49,15 +49,31 @@ MODES_TAP = ["always", "conditional", "poll", "adaptive"]
 MODES_NAP = ["poll", "adaptive"]
 DEFAULT_WEIGHT_PCT = 250  # [ferry] latency_weight_pct's default
 DEFAULT_BUSY_WEIGHT_PCT = 1000  # [ferry] busy_latency_weight_pct's default
+DEFAULT_SPIN_YIELD_US = 20  # [ferry] spin_yield_us's default
+
+
+def split_yield(m):
+    """'conditional@y0' -> ('conditional', 0): the mode with spin_yield_us set;
+    'adaptive:25' -> ('adaptive:25', None)."""
+    head, sep, n = m.rpartition("@y")
+    if sep and n.isdigit():
+        return head, int(n)
+    return m, None
+
+
+def mode_yield(m):
+    """'adaptive@y0' -> 0 (spin_yield_us); None when not given."""
+    return split_yield(m)[1]
 
 
 def base_mode(m):
-    """'adaptive:25' -> 'adaptive'."""
-    return m.split(":", 1)[0]
+    """'adaptive:25' -> 'adaptive'; 'poll@y0' -> 'poll'."""
+    return split_yield(m)[0].split(":", 1)[0]
 
 
 def _weights(m):
     """'adaptive:25' -> (25, None); 'adaptive:25/1000' -> (25, 1000); None if not so."""
+    m = split_yield(m)[0]
     if ":" not in m or base_mode(m) != "adaptive":
         return None
     parts = m.split(":", 1)[1].split("/")
@@ -96,7 +112,8 @@ def mode_order(modes):
         b = base_mode(m)
         return (MODES_TAP.index(b) if b in MODES_TAP else len(MODES_TAP),
                 mode_weight(m) if mode_weight(m) is not None else -1,
-                mode_busy_weight(m) if mode_busy_weight(m) is not None else -1)
+                mode_busy_weight(m) if mode_busy_weight(m) is not None else -1,
+                mode_yield(m) if mode_yield(m) is not None else -1)
     return sorted(set(modes), key=key)
 POINTS = [0, 100, 1000, 4000, 10000, 20000, "sat"]
 PER_CONN_RPS = 100   # h2load --rps is per connection; ~125/conn is its ceiling here
@@ -104,7 +121,7 @@ SAT_CONNS = 50
 LCORE_FIELDS = ("doorbells_rung", "doorbells_suppressed", "sleeps", "naps", "wakeups_nap",
                 "wakeups_doorbell", "wakeups_rx", "wakeups_timer", "msgs_out",
                 "adaptive_gaps", "adaptive_spins_paid", "adaptive_sleeps_short",
-                "adaptive_sleeps_long", "tx_short_bursts", "tx_drop_stuck")
+                "adaptive_sleeps_long", "tx_short_bursts", "tx_drop_stuck", "spin_yields")
 
 WAKE_FIELDS = ("wakeups_doorbell", "wakeups_rx", "wakeups_timer", "naps")
 # Where wakeups come from: the segments ferry got and sent (a peer's lone ACK
@@ -226,9 +243,27 @@ def openloop_args(exe, url, rate, duration_s, warmup_s):
             "--warmup", str(warmup_s)]
 
 
-def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None):
+def start_hops(topo, seconds):
+    """perf/bench_lib/hops.py on ferry's veths for `seconds` (on the client's
+    CPU: it wakes for every data frame)."""
+    exe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hops.py")
+    return subprocess.Popen(["ip", "netns", "exec", topo.proxy, "taskset", "-c",
+                             topo.cpu_client, "python3", exe, "--seconds", f"{seconds:.2f}",
+                             "--listen-port", str(T.PROXY_PORT)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def finish_hops(p):
+    text, _ = p.communicate(timeout=60)
+    res = next((json.loads(l) for l in text.splitlines() if l.startswith("{")), None)
+    return res if res is not None else {"error": text.strip()[-300:]}
+
+
+def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None, hops=False):
     """One load run; counters over the main window only (after h2load's
-    connections and warm-up, before its teardown)."""
+    connections and warm-up, before its teardown). `hops`: also where the
+    time of a request goes between ferry's two veths (hops.py), as "hops"."""
     # A mode's label may hold a '/' (adaptive:A/B): not a directory.
     log = os.path.join(topo.work, "h2load-" + tag.replace("/", "_") + ".log")
     if os.path.exists(log):
@@ -255,8 +290,11 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None
             # counters over that window (timed here: a benchmark, not a test).
             time.sleep(warmup_s + 0.3)
             a = snapshot(pids, fp)
+            hp = start_hops(topo, duration_s - 0.6) if hops and rate != "sat" else None
             time.sleep(duration_s - 0.6)
             b = snapshot(pids, fp)
+            if hp is not None:
+                out["hops"] = finish_hops(hp)
             text, _ = p.communicate(timeout=duration_s + warmup_s + 60)
         except BaseException:
             p.kill()
@@ -450,9 +488,13 @@ def run(a, build, out_path, log=print):
                                 b = DEFAULT_BUSY_WEIGHT_PCT if b is None else b
                                 rec["busy_latency_weight_pct"] = set_setting(
                                     fp, "busy_latency_weight_pct", b)
+                                y = mode_yield(mode)
+                                rec["spin_yield_us"] = set_setting(
+                                    fp, "spin_yield_us", DEFAULT_SPIN_YIELD_US if y is None else y)
                                 time.sleep(0.3)  # the previous run's connections close
                                 rec.update(one_load(topo, url, pt, a.duration, a.sweep_warmup,
-                                                    pids, fp, f"{nl}-{port}-{mode}", ol))
+                                                    pids, fp, f"{nl}-{port}-{mode}", ol,
+                                                    hops=a.sweep_hops))
                                 rec["cpu_pct_per_lcore"] = round(rec.get("cpu_pct", 0) / nlc, 1)
                             except (RuntimeError, subprocess.SubprocessError, OSError,
                                     ValueError) as e:

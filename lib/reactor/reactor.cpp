@@ -165,13 +165,19 @@ void reactor::sync_policy() noexcept {
     const uint32_t w = settings_.latency_weight_pct.load(std::memory_order_relaxed);
     const uint32_t wb = settings_.busy_latency_weight_pct.load(std::memory_order_relaxed);
     const uint64_t nap = can_sleep_ ? 0 : settings_.nap_budget_ns.load(std::memory_order_relaxed);
-    // Both windows' naps are always set together: one tells what they hold.
+    // The fixed modes' threshold bounds the windows' CPU (spin_window.h).
+    const uint64_t ref = settings_.idle_threshold_ns.load(std::memory_order_relaxed);
+    // Both windows' naps and bounds are always set together: one tells what
+    // they hold.
     if (w == sw_.latency_weight_pct() && wb == sw_busy_.latency_weight_pct() &&
-        nap == sw_.nap_budget())
+        nap == sw_.nap_budget() && ref == sw_.cpu_reference())
         return;
     sw_.set_latency_weight(w);
     sw_busy_.set_latency_weight(wb);
-    for (spin_window *s : {&sw_, &sw_busy_}) s->set_nap_budget(nap);
+    for (spin_window *s : {&sw_, &sw_busy_}) {
+        s->set_nap_budget(nap);
+        s->set_cpu_reference(ref);
+    }
     publish_window();
 }
 
@@ -200,11 +206,13 @@ void reactor::end_gap(uint64_t gap_ns, bool slept, bool expected) noexcept {
     // A sleeping lcore learns of the work a wake-up after it came: on_gap
     // takes a sleep's latency off such a gap, so it is recorded as long as
     // the work really kept the lcore waiting.
-    switch ((expected ? sw_busy_ : sw_).on_gap(gap_ns, slept)) {
+    spin_window &sw = expected ? sw_busy_ : sw_;
+    switch (sw.on_gap(gap_ns, slept)) {
         case spin_window::verdict::spun: c_.adaptive_spins_paid.inc(); break;
         case spin_window::verdict::short_sleep: c_.adaptive_sleeps_short.inc(); break;
         case spin_window::verdict::long_sleep: c_.adaptive_sleeps_long.inc(); break;
     }
+    if (sw.capped()) c_.adaptive_gaps_capped.inc();
     publish_window();
 }
 

@@ -46,24 +46,77 @@ void spin_window::set_nap_budget(uint64_t ns) noexcept {
     choose();
 }
 
+void spin_window::set_cpu_reference(uint64_t threshold_ns) noexcept {
+    if (threshold_ns == ref_threshold_) return;
+    ref_threshold_ = threshold_ns;
+    // The gaps remembered, counted afresh against the new threshold from
+    // the histogram (a bucket that straddles it counts as its mean gap).
+    ref_spin_ = ref_sleeps_ = 0;
+    const double t = static_cast<double>(threshold_ns);
+    for (unsigned i = 0; i < nbuckets; ++i) {
+        if (count_[i] <= 0) continue;
+        if (sum_[i] / count_[i] <= t) {
+            ref_spin_ += sum_[i];
+        } else {
+            ref_spin_ += count_[i] * t;
+            ref_sleeps_ += count_[i];
+        }
+    }
+    choose();
+}
+
+double spin_window::cpu_reference_cost() const noexcept {
+    return ref_spin_ + ref_sleeps_ * static_cast<double>(sleep_cpu_);
+}
+
+double spin_window::cpu_now() const noexcept {
+    double below = 0, tail = total_;
+    for (unsigned i = 0; i < nbuckets && edge(i + 1) <= window_; ++i) {
+        below += sum_[i];
+        tail -= count_[i];
+    }
+    return below + tail * static_cast<double>(window_ + sleep_cpu_);
+}
+
 void spin_window::choose() noexcept {
     since_choice_ = 0;
-    const double c = static_cast<double>(price_);
-    // W = 0: every gap costs a sleep.
+    const double c = static_cast<double>(price_), s = static_cast<double>(sleep_cpu_);
+    // The CPU bound (none while napping: the fixed modes never sleep there).
+    const bool bounded = ref_threshold_ != 0 && nap_budget_ == 0;
+    // 1% over, so that a window that costs what the threshold does (every
+    // gap caught by both) is not lost to rounding in the sums.
+    const double budget = cpu_reference_cost() * 1.01;
+    // W = 0: every gap costs a sleep. `best`: the cheapest at the weighted
+    // price; `fit`: the cheapest within the bound, or failing any, the
+    // cheapest in CPU.
     double tail = total_, below = 0, best = tail * c;
-    unsigned best_i = 0;
+    unsigned best_i = 0, fit_i = 0;
+    double fit = best, fit_cpu = tail * s;
+    bool fits = !bounded || fit_cpu <= budget;
     for (unsigned i = 1; i < nbuckets && edge(i) <= limit_; ++i) {
         // W = edge(i): bucket i-1's gaps are caught by the spin, the rest
         // cost the spin and a sleep.
         tail -= count_[i - 1];
         below += sum_[i - 1];
-        const double cost = below + tail * (static_cast<double>(edge(i)) + c);
+        const double w = static_cast<double>(edge(i));
+        const double cost = below + tail * (w + c);
         if (cost < best) {  // a tie keeps the shorter window
             best = cost;
             best_i = i;
         }
+        if (!bounded) continue;
+        const double cpu = below + tail * (w + s);
+        if (cpu <= budget ? (!fits || cost < fit) : (!fits && cpu < fit_cpu)) {
+            fits = fits || cpu <= budget;
+            fit = cost;
+            fit_cpu = cpu;
+            fit_i = i;
+        }
     }
-    window_ = edge(best_i);
+    if (!bounded) fit_i = best_i;
+    capped_ = fit_i < best_i;
+    window_ = edge(fit_i);
+    best_i = fit_i;
 
     if (nap_budget_ == 0) return;
     // The nap length for what is left of a gap that outlasts the window.
@@ -96,12 +149,16 @@ spin_window::verdict spin_window::on_gap(uint64_t gap_ns, bool slept) noexcept {
     count_[b] += 1;
     sum_[b] += static_cast<double>(std::min(gap_ns, gap_cap_ns));
     total_ += 1;
+    ref_spin_ += static_cast<double>(std::min(gap_ns, ref_threshold_));
+    if (gap_ns > ref_threshold_) ref_sleeps_ += 1;
     if (total_ >= history) {
         for (unsigned i = 0; i < nbuckets; ++i) {
             count_[i] /= 2;
             sum_[i] /= 2;
         }
         total_ /= 2;
+        ref_spin_ /= 2;
+        ref_sleeps_ /= 2;
     }
     if (slept || ++since_choice_ >= choose_every) choose();
     return v;

@@ -121,7 +121,7 @@ SAT_CONNS = 50
 LCORE_FIELDS = ("doorbells_rung", "doorbells_suppressed", "sleeps", "naps", "wakeups_nap",
                 "wakeups_doorbell", "wakeups_rx", "wakeups_timer", "msgs_out",
                 "adaptive_gaps", "adaptive_spins_paid", "adaptive_sleeps_short",
-                "adaptive_sleeps_long", "tx_short_bursts", "tx_drop_stuck", "spin_yields")
+                "adaptive_sleeps_long", "adaptive_gaps_capped", "tx_short_bursts", "tx_drop_stuck", "spin_yields")
 
 WAKE_FIELDS = ("wakeups_doorbell", "wakeups_rx", "wakeups_timer", "naps")
 # Where wakeups come from: the segments ferry got and sent (a peer's lone ACK

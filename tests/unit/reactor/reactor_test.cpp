@@ -170,6 +170,24 @@ TEST_F(ReactorTest, ByDefaultAWaitOnAnUpstreamIsSpunThroughAndIdleTimeIsNot) {
     EXPECT_EQ(r.spin_window_ns(), 0u);
 }
 
+// The fixed modes' idle threshold bounds either window's CPU: 90 us waits
+// on an upstream are spun through (96 us, no more CPU than the default
+// 200 us threshold would spend), but with the threshold at 50 us the fixed
+// modes would spin 50 us and sleep (55 us of CPU a gap) where the spin
+// costs 90: the window falls to 0 and the gaps are counted as capped.
+TEST_F(ReactorTest, TheIdleThresholdBoundsTheWindowsCpu) {
+    for (int i = 0; i < 8; ++i) r.end_gap(100'000, true, true);
+    ASSERT_EQ(r.busy_spin_window_ns(), 96'000u);
+    EXPECT_EQ(c.adaptive_gaps_capped.get(), 0u);
+    s.idle_threshold_ns = 50'000;
+    for (int i = 0; i < 8; ++i) r.end_gap(100'000, true, true);
+    EXPECT_EQ(r.busy_spin_window_ns(), 0u);
+    EXPECT_EQ(c.adaptive_gaps_capped.get(), 8u);
+    s.idle_threshold_ns = 200'000;  // back: the old gaps fade, the new ones fit
+    for (int i = 0; i < 600; ++i) r.end_gap(100'000, true, true);
+    EXPECT_EQ(r.busy_spin_window_ns(), 96'000u);
+}
+
 // One slow answer (an origin's p99) among many quick ones leaves the spin
 // that catches the quick ones.
 TEST_F(ReactorTest, ALateAnswerAmongQuickOnesKeepsTheBusyWindow) {

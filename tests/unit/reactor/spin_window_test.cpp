@@ -171,6 +171,65 @@ TEST(SpinWindow, NapLengthBalancesTheNapsCpuAgainstTheirLatency) {
     EXPECT_EQ(b.sleep_latency(), 60 * us);
 }
 
+// Memoryless gaps with a mean just under a high price: the weighted price
+// alone spins up to the limit (the cliff of issue 14: 82% of a core at 4k
+// req/s where conditional spent 63%); bounded by the fixed modes' threshold
+// (200 us), the window is the longest that costs no more CPU than they
+// would on the same gaps.
+TEST(SpinWindow, TheWindowCostsNoMoreCpuThanTheFixedModesThresholdOnTheSameGaps) {
+    spin_window free = make(500);  // C = 5 + 5 x 60 = 305 us
+    spin_window bound = make(500);
+    bound.set_cpu_reference(200 * us);
+    EXPECT_EQ(bound.cpu_reference(), 200 * us);
+    exp_gaps a{.mean_ns = 250 * us}, b{.mean_ns = 250 * us};
+    for (int i = 0; i < 2000; ++i) {
+        free.on_gap(a.next(), false);
+        bound.on_gap(b.next(), false);
+    }
+    EXPECT_EQ(free.window(), 1024 * us);
+    EXPECT_FALSE(free.capped());
+    EXPECT_GT(free.cpu_now(), 1.5 * free.cpu_reference_cost() + 1);  // no reference: 0 us spins
+    EXPECT_EQ(bound.window(), 192 * us);
+    EXPECT_TRUE(bound.capped());
+    EXPECT_LE(bound.cpu_now(), bound.cpu_reference_cost());
+    // Dropping the bound gives the weighted choice back at once.
+    bound.set_cpu_reference(0);
+    EXPECT_EQ(bound.window(), 1024 * us);
+    EXPECT_FALSE(bound.capped());
+}
+
+// The bound only ever shortens a window that would spin longer than the
+// fixed modes: a window already cheaper is the same with it or without.
+TEST(SpinWindow, TheCpuBoundLeavesACheaperChoiceAlone) {
+    spin_window w = make();
+    w.set_cpu_reference(200 * us);
+    for (int i = 0; i < 32; ++i) w.on_gap(20 * us, false);
+    EXPECT_EQ(w.window(), 24 * us);
+    EXPECT_FALSE(w.capped());
+    for (int i = 0; i < 600; ++i) w.on_gap(900 * us, false);
+    EXPECT_EQ(w.window(), 0u);
+    EXPECT_FALSE(w.capped());
+    // An idle threshold of 0 (the fixed modes sleep at once): the window
+    // may spin only through gaps shorter than a sleep's CPU (S = 5 us).
+    spin_window z = make(1000);
+    z.set_cpu_reference(1);  // 1 ns: every gap a sleep
+    for (int i = 0; i < 64; ++i) z.on_gap(40 * us, false);
+    EXPECT_EQ(z.window(), 0u);
+    EXPECT_TRUE(z.capped());
+}
+
+// Where a port naps the fixed modes never sleep (100% of a core): nothing
+// bounds the window.
+TEST(SpinWindow, ANappingPortIsNotBounded) {
+    spin_window w = make(500);
+    w.set_nap_budget(100 * us);
+    w.set_cpu_reference(200 * us);
+    exp_gaps g{.mean_ns = 250 * us};
+    for (int i = 0; i < 2000; ++i) w.on_gap(g.next(), false);
+    EXPECT_FALSE(w.capped());
+    EXPECT_GT(w.window(), 200 * us);
+}
+
 TEST(SpinWindow, WakeLatenessAndSleepCpuSamplesMoveThePrice) {
     spin_window w = make();
     for (int i = 0; i < 100; ++i) w.on_wake_late(200 * us);

@@ -69,6 +69,7 @@ namespace ferry::reactor {
     X(adaptive_spins_paid, "adaptive: gaps that ended while spinning (no sleep needed)") \
     X(adaptive_sleeps_short, "adaptive: sleeps through a gap shorter than a sleep's price (a spin would have been cheaper)") \
     X(adaptive_sleeps_long, "adaptive: sleeps through a gap longer than a sleep's price (the sleep paid)") \
+    X(adaptive_gaps_capped, "adaptive: gaps after which the window was cut to the fixed modes' CPU on the same gaps") \
     X(spin_yields, "sched_yield calls while spinning idle (spin_yield_us): another thread runnable on this CPU may run")
 
 struct alignas(64) reactor_counters {
@@ -87,9 +88,9 @@ struct alignas(64) settings {
     // adaptive on ports without rx interrupts: the longest timed nap; 0: no naps.
     std::atomic<uint64_t> nap_budget_ns{100'000};
     // adaptive: what a ns of wake-up latency is worth in ns of CPU, in percent
-    // (spin_window.h). 25: the offered-load sweep's choice (docs/OPERATIONS.md
-    // section 3): CPU per request at HAProxy's, where 100 spun through gaps
-    // for no p99 it could show.
+    // (spin_window.h). 250: the offered-load sweeps' choice (docs/OPERATIONS.md
+    // section 3). Either window's CPU is bounded by what idle_threshold_ns
+    // would spend on the same gaps.
     std::atomic<uint32_t> latency_weight_pct{250};
     // The same for gaps that began with work in flight (a poller's
     // expecting(): a request waiting on an upstream): 1000, so that the
@@ -272,7 +273,8 @@ private:
         busy_limit_ns_{0}, wake_cost_ns_{0}, sleep_cpu_ns_{0}, sleep_price_ns_{0},
         busy_price_ns_{0}, nap_ns_{0}, busy_nap_ns_{0};
     [[nodiscard]] bool expecting() const noexcept;
-    // Hands the settings' latency weight and nap budget to both windows.
+    // Hands the settings' latency weight, nap budget and idle threshold (the
+    // CPU bound) to both windows.
     void sync_policy() noexcept;
     void publish_window() noexcept;
     // Start of the sleep in progress (0: awake), for telemetry.

@@ -25,6 +25,17 @@
 // wake-up it saves at the configured price, so a lcore that sleeps at once
 // uses no more CPU per request than a proxy that always sleeps (HAProxy).
 //
+// The weighted price can make spinning through memoryless gaps whose mean
+// is near C the cheapest choice by a hair, and a window at its limit then
+// costs far more CPU than the fixed modes spend (issue 14: 82% of a core at
+// 4k req/s against conditional's 63%). So the choice is bounded by the CPU
+// the fixed modes would spend on the same gaps (set_cpu_reference: spin
+// their idle threshold T, then sleep): no window is chosen whose spin-and-
+// sleep CPU over the remembered gaps, sum of min(g, W) plus S per gap past
+// W, exceeds the sum of min(g, T) plus S per gap past T; among those that
+// fit, the cheapest at the weighted price. On a port that naps the fixed
+// modes never sleep, and nothing bounds the choice.
+//
 // A nap (a port without rx interrupts) lasts N = sqrt(2·S·R/λ), the length
 // that balances the naps' CPU (S per nap over the R the gap still has to run,
 // on average) against their latency (λ·N/2), within [min_nap_ns, the
@@ -81,6 +92,10 @@ public:
     // The longest nap (a port without rx interrupts); 0: sleeps end by
     // interrupt or doorbell, no nap.
     void set_nap_budget(uint64_t ns) noexcept;
+    // The fixed modes' idle threshold T that bounds the window's CPU (see
+    // above); 0: unbounded. Gaps recorded before a change were counted
+    // against the old T and fade with the history.
+    void set_cpu_reference(uint64_t threshold_ns) noexcept;
 
     [[nodiscard]] uint64_t window() const noexcept { return window_; }
     // The longest window the policy would choose now.
@@ -96,6 +111,14 @@ public:
     [[nodiscard]] uint64_t nap() const noexcept { return nap_; }
     [[nodiscard]] uint32_t latency_weight_pct() const noexcept { return weight_pct_; }
     [[nodiscard]] uint64_t nap_budget() const noexcept { return nap_budget_; }
+    [[nodiscard]] uint64_t cpu_reference() const noexcept { return ref_threshold_; }
+    // The last choice was cut short by the CPU bound: the weighted price
+    // alone would have spun longer.
+    [[nodiscard]] bool capped() const noexcept { return capped_; }
+    // For tests: the CPU (ns) the remembered gaps cost, or would have cost,
+    // with the window in force now, and with the fixed modes' threshold.
+    [[nodiscard]] double cpu_now() const noexcept;
+    [[nodiscard]] double cpu_reference_cost() const noexcept;
     // Gaps in the histogram now (after halvings), for telemetry and tests.
     [[nodiscard]] double remembered() const noexcept { return total_; }
 
@@ -109,11 +132,17 @@ private:
     uint64_t price_ = 0;
     uint64_t nap_budget_ = 0;
     uint64_t nap_ = 0;
+    uint64_t ref_threshold_ = 0;
     uint32_t weight_pct_ = 100;
     uint32_t since_choice_ = 0;
+    bool capped_ = false;
     double total_ = 0;
     double count_[nbuckets] = {};
     double sum_[nbuckets] = {};
+    // The fixed modes on the same gaps: the sum of min(g, T), and the gaps
+    // past T (each a sleep); halved with the histogram.
+    double ref_spin_ = 0;
+    double ref_sleeps_ = 0;
 };
 
 }  // namespace ferry::reactor

@@ -169,29 +169,25 @@ void reactor::sync_policy() noexcept {
     const uint64_t ref = settings_.idle_threshold_ns.load(std::memory_order_relaxed);
     // Both windows' naps and bounds are always set together: one tells what
     // they hold.
-    if (w == sw_.latency_weight_pct() && wb == sw_busy_.latency_weight_pct() &&
-        nap == sw_.nap_budget() && ref == sw_.cpu_reference())
+    if (w == policy_.idle().latency_weight_pct() && wb == policy_.busy().latency_weight_pct() &&
+        nap == policy_.idle().nap_budget() && ref == policy_.idle().cpu_reference())
         return;
-    sw_.set_latency_weight(w);
-    sw_busy_.set_latency_weight(wb);
-    for (spin_window *s : {&sw_, &sw_busy_}) {
-        s->set_nap_budget(nap);
-        s->set_cpu_reference(ref);
-    }
+    policy_.set(w, wb, nap, ref);
     publish_window();
 }
 
 void reactor::publish_window() noexcept {
-    spin_window_ns_.store(sw_.window(), std::memory_order_relaxed);
-    busy_window_ns_.store(sw_busy_.window(), std::memory_order_relaxed);
-    spin_limit_ns_.store(sw_.limit(), std::memory_order_relaxed);
-    busy_limit_ns_.store(sw_busy_.limit(), std::memory_order_relaxed);
-    wake_cost_ns_.store(sw_.wake_cost(), std::memory_order_relaxed);
-    sleep_cpu_ns_.store(sw_.sleep_cpu(), std::memory_order_relaxed);
-    sleep_price_ns_.store(sw_.price(), std::memory_order_relaxed);
-    busy_price_ns_.store(sw_busy_.price(), std::memory_order_relaxed);
-    nap_ns_.store(sw_.nap(), std::memory_order_relaxed);
-    busy_nap_ns_.store(sw_busy_.nap(), std::memory_order_relaxed);
+    const spin_window &sw = policy_.idle(), &sb = policy_.busy();
+    spin_window_ns_.store(sw.window(), std::memory_order_relaxed);
+    busy_window_ns_.store(sb.window(), std::memory_order_relaxed);
+    spin_limit_ns_.store(sw.limit(), std::memory_order_relaxed);
+    busy_limit_ns_.store(sb.limit(), std::memory_order_relaxed);
+    wake_cost_ns_.store(sw.wake_cost(), std::memory_order_relaxed);
+    sleep_cpu_ns_.store(sw.sleep_cpu(), std::memory_order_relaxed);
+    sleep_price_ns_.store(sw.price(), std::memory_order_relaxed);
+    busy_price_ns_.store(sb.price(), std::memory_order_relaxed);
+    nap_ns_.store(sw.nap(), std::memory_order_relaxed);
+    busy_nap_ns_.store(sb.nap(), std::memory_order_relaxed);
 }
 
 bool reactor::expecting() const noexcept {
@@ -206,13 +202,12 @@ void reactor::end_gap(uint64_t gap_ns, bool slept, bool expected) noexcept {
     // A sleeping lcore learns of the work a wake-up after it came: on_gap
     // takes a sleep's latency off such a gap, so it is recorded as long as
     // the work really kept the lcore waiting.
-    spin_window &sw = expected ? sw_busy_ : sw_;
-    switch (sw.on_gap(gap_ns, slept)) {
+    switch (policy_.on_gap(gap_ns, slept, expected)) {
         case spin_window::verdict::spun: c_.adaptive_spins_paid.inc(); break;
         case spin_window::verdict::short_sleep: c_.adaptive_sleeps_short.inc(); break;
         case spin_window::verdict::long_sleep: c_.adaptive_sleeps_long.inc(); break;
     }
-    if (sw.capped()) c_.adaptive_gaps_capped.inc();
+    if (policy_.capped()) c_.adaptive_gaps_capped.inc();
     publish_window();
 }
 
@@ -224,8 +219,7 @@ void reactor::run(const std::atomic<bool> &stop) noexcept {
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     if (can_sleep_ || can_nap_) {
         const wake_sample w = measure_wake_cost();
-        sw_ = spin_window(w.late_ns, w.cpu_ns);
-        sw_busy_ = spin_window(w.late_ns, w.cpu_ns);
+        policy_ = spin_policy(w.late_ns, w.cpu_ns);
         sync_policy();
     }
     publish_window();
@@ -262,7 +256,7 @@ void reactor::run(const std::atomic<bool> &stop) noexcept {
         const uint64_t threshold =
             mode != wakeup_mode::adaptive ? settings_.idle_threshold_ns.load(std::memory_order_relaxed)
             : slept_in_gap_               ? 0
-                                          : (gap_expected_ ? sw_busy_ : sw_).window();
+                                          : policy_.of(gap_expected_).window();
         if (now - last_busy_ < threshold) continue;
         if (try_sleep(now, stop)) slept_in_gap_ = true;
     }
@@ -295,7 +289,7 @@ bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
     if (!can_sleep_ && (mode != wakeup_mode::adaptive || !can_nap_ || nap == 0)) return false;
     if (nap != 0) {
         sync_policy();
-        nap = std::min(nap, std::max<uint64_t>((gap_expected_ ? sw_busy_ : sw_).nap(), 1));
+        nap = std::min(nap, std::max<uint64_t>(policy_.of(gap_expected_).nap(), 1));
     }
     c_.sleep_attempts.inc();
     // Every few sleeps, the thread CPU of the whole round trip (arming,
@@ -360,8 +354,7 @@ bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
         if (n == 0) {
             // How late the timer woke us: what a sleep costs in latency.
             if (deadline != timer_wheel::no_deadline && woke > deadline) {
-                sw_.on_wake_late(woke - deadline);
-                sw_busy_.on_wake_late(woke - deadline);
+                policy_.on_wake_late(woke - deadline);
                 publish_window();
             }
         }
@@ -376,8 +369,7 @@ bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
         if (pollers_[i].disarm != nullptr) pollers_[i].disarm(pollers_[i].ctx);
     if (slept && sample_cpu) {
         const uint64_t cpu = thread_cpu_ns() - cpu0;
-        sw_.on_sleep_cpu(cpu);
-        sw_busy_.on_sleep_cpu(cpu);
+        policy_.on_sleep_cpu(cpu);
         publish_window();
     }
     return slept;

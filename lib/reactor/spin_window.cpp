@@ -62,7 +62,6 @@ void spin_window::set_cpu_reference(uint64_t threshold_ns) noexcept {
             ref_sleeps_ += count_[i];
         }
     }
-    choose();
 }
 
 double spin_window::cpu_reference_cost() const noexcept {
@@ -78,46 +77,43 @@ double spin_window::cpu_now() const noexcept {
     return below + tail * static_cast<double>(window_ + sleep_cpu_);
 }
 
-void spin_window::choose() noexcept {
-    since_choice_ = 0;
+unsigned spin_window::options(double cost[], double cpu[]) const noexcept {
     const double c = static_cast<double>(price_), s = static_cast<double>(sleep_cpu_);
-    // The CPU bound (none while napping: the fixed modes never sleep there).
-    const bool bounded = ref_threshold_ != 0 && nap_budget_ == 0;
-    // 1% over, so that a window that costs what the threshold does (every
-    // gap caught by both) is not lost to rounding in the sums.
-    const double budget = cpu_reference_cost() * 1.01;
-    // W = 0: every gap costs a sleep. `best`: the cheapest at the weighted
-    // price; `fit`: the cheapest within the bound, or failing any, the
-    // cheapest in CPU.
-    double tail = total_, below = 0, best = tail * c;
-    unsigned best_i = 0, fit_i = 0;
-    double fit = best, fit_cpu = tail * s;
-    bool fits = !bounded || fit_cpu <= budget;
-    for (unsigned i = 1; i < nbuckets && edge(i) <= limit_; ++i) {
+    const double per = total_ > 0 ? 1.0 / total_ : 0.0;
+    // W = 0: every gap costs a sleep.
+    double tail = total_, below = 0;
+    cost[0] = tail * c * per;
+    cpu[0] = tail * s * per;
+    unsigned n = 1;
+    for (unsigned i = 1; i < nbuckets && edge(i) <= limit_; ++i, ++n) {
         // W = edge(i): bucket i-1's gaps are caught by the spin, the rest
         // cost the spin and a sleep.
         tail -= count_[i - 1];
         below += sum_[i - 1];
         const double w = static_cast<double>(edge(i));
-        const double cost = below + tail * (w + c);
-        if (cost < best) {  // a tie keeps the shorter window
-            best = cost;
-            best_i = i;
-        }
-        if (!bounded) continue;
-        const double cpu = below + tail * (w + s);
-        if (cpu <= budget ? (!fits || cost < fit) : (!fits && cpu < fit_cpu)) {
-            fits = fits || cpu <= budget;
-            fit = cost;
-            fit_cpu = cpu;
-            fit_i = i;
-        }
+        cost[i] = (below + tail * (w + c)) * per;
+        cpu[i] = (below + tail * (w + s)) * per;
     }
-    if (!bounded) fit_i = best_i;
-    capped_ = fit_i < best_i;
-    window_ = edge(fit_i);
-    best_i = fit_i;
+    return n;
+}
 
+double spin_window::ref_cpu_per_gap() const noexcept {
+    return total_ > 0 ? cpu_reference_cost() / total_ : 0.0;
+}
+
+void spin_window::choose() noexcept {
+    ++choices_;
+    since_choice_ = 0;
+    double cost[nbuckets], cpu[nbuckets];
+    const unsigned n = options(cost, cpu);
+    unsigned best = 0;
+    for (unsigned i = 1; i < n; ++i)
+        if (cost[i] < cost[best]) best = i;  // a tie keeps the shorter window
+    force(best);
+}
+
+void spin_window::force(unsigned best_i) noexcept {
+    window_ = std::min(edge(best_i), limit_);
     if (nap_budget_ == 0) return;
     // The nap length for what is left of a gap that outlasts the window.
     double tail_n = 0, tail_sum = 0;

@@ -171,63 +171,35 @@ TEST(SpinWindow, NapLengthBalancesTheNapsCpuAgainstTheirLatency) {
     EXPECT_EQ(b.sleep_latency(), 60 * us);
 }
 
-// Memoryless gaps with a mean just under a high price: the weighted price
-// alone spins up to the limit (the cliff of issue 14: 82% of a core at 4k
-// req/s where conditional spent 63%); bounded by the fixed modes' threshold
-// (200 us), the window is the longest that costs no more CPU than they
-// would on the same gaps.
-TEST(SpinWindow, TheWindowCostsNoMoreCpuThanTheFixedModesThresholdOnTheSameGaps) {
-    spin_window free = make(500);  // C = 5 + 5 x 60 = 305 us
-    spin_window bound = make(500);
-    bound.set_cpu_reference(200 * us);
-    EXPECT_EQ(bound.cpu_reference(), 200 * us);
-    exp_gaps a{.mean_ns = 250 * us}, b{.mean_ns = 250 * us};
-    for (int i = 0; i < 2000; ++i) {
-        free.on_gap(a.next(), false);
-        bound.on_gap(b.next(), false);
-    }
-    EXPECT_EQ(free.window(), 1024 * us);
-    EXPECT_FALSE(free.capped());
-    EXPECT_GT(free.cpu_now(), 1.5 * free.cpu_reference_cost() + 1);  // no reference: 0 us spins
-    EXPECT_EQ(bound.window(), 192 * us);
-    EXPECT_TRUE(bound.capped());
-    EXPECT_LE(bound.cpu_now(), bound.cpu_reference_cost());
-    // Dropping the bound gives the weighted choice back at once.
-    bound.set_cpu_reference(0);
-    EXPECT_EQ(bound.window(), 1024 * us);
-    EXPECT_FALSE(bound.capped());
-}
-
-// The bound only ever shortens a window that would spin longer than the
-// fixed modes: a window already cheaper is the same with it or without.
-TEST(SpinWindow, TheCpuBoundLeavesACheaperChoiceAlone) {
-    spin_window w = make();
+// A window keeps what the fixed modes would have spent on its gaps (spin
+// T, then sleep), and reports its own CPU and its options per gap.
+TEST(SpinWindow, ItKeepsItsOwnCpuAndTheFixedModesCpuOnTheSameGaps) {
+    spin_window w = make(1000);  // C = 605 us
     w.set_cpu_reference(200 * us);
-    for (int i = 0; i < 32; ++i) w.on_gap(20 * us, false);
-    EXPECT_EQ(w.window(), 24 * us);
-    EXPECT_FALSE(w.capped());
-    for (int i = 0; i < 600; ++i) w.on_gap(900 * us, false);
+    for (int i = 0; i < 10; ++i) w.on_gap(100 * us, false);
+    for (int i = 0; i < 10; ++i) w.on_gap(1000 * us, false);
+    // T = 200 us: 100 us spun, or 200 us spun and a 5 us sleep.
+    EXPECT_NEAR(w.cpu_reference_cost(), 10 * 100e3 + 10 * 205e3, 1);
+    EXPECT_NEAR(w.ref_cpu_per_gap(), 152.5e3, 1);
+    ASSERT_EQ(w.window(), 128 * us);  // 100 us caught for less than a 605 us price
+    EXPECT_NEAR(w.cpu_now(), 10 * 100e3 + 10 * 133e3, 1);
+    double cost[spin_window::nbuckets], cpu[spin_window::nbuckets];
+    const unsigned n = w.options(cost, cpu);
+    ASSERT_GE(n, 16u);
+    EXPECT_EQ(spin_window::edge(15), 128 * us);
+    EXPECT_NEAR(cpu[0], 5e3, 1);                       // every gap a sleep
+    EXPECT_NEAR(cpu[15], (100e3 + 133e3) / 2, 1);      // W = 128 us
+    EXPECT_NEAR(cost[15], (100e3 + 128e3 + 605e3) / 2, 1);
+    // A new threshold counts the remembered gaps afresh.
+    w.set_cpu_reference(50 * us);
+    EXPECT_NEAR(w.ref_cpu_per_gap(), 55e3, 1);
+    // force() overrides the choice until the next one.
+    w.force(0);
     EXPECT_EQ(w.window(), 0u);
-    EXPECT_FALSE(w.capped());
-    // An idle threshold of 0 (the fixed modes sleep at once): the window
-    // may spin only through gaps shorter than a sleep's CPU (S = 5 us).
-    spin_window z = make(1000);
-    z.set_cpu_reference(1);  // 1 ns: every gap a sleep
-    for (int i = 0; i < 64; ++i) z.on_gap(40 * us, false);
-    EXPECT_EQ(z.window(), 0u);
-    EXPECT_TRUE(z.capped());
-}
-
-// Where a port naps the fixed modes never sleep (100% of a core): nothing
-// bounds the window.
-TEST(SpinWindow, ANappingPortIsNotBounded) {
-    spin_window w = make(500);
-    w.set_nap_budget(100 * us);
-    w.set_cpu_reference(200 * us);
-    exp_gaps g{.mean_ns = 250 * us};
-    for (int i = 0; i < 2000; ++i) w.on_gap(g.next(), false);
-    EXPECT_FALSE(w.capped());
-    EXPECT_GT(w.window(), 200 * us);
+    const uint32_t c = w.choices();
+    for (int i = 0; i < 16; ++i) w.on_gap(100 * us, false);
+    EXPECT_GT(w.choices(), c);
+    EXPECT_EQ(w.window(), 128 * us);
 }
 
 TEST(SpinWindow, WakeLatenessAndSleepCpuSamplesMoveThePrice) {

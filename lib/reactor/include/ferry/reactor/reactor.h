@@ -39,7 +39,7 @@
 
 #include "ferry/base/counter.h"
 #include "ferry/reactor/doorbell.h"
-#include "ferry/reactor/spin_window.h"
+#include "ferry/reactor/spin_policy.h"
 #include "ferry/reactor/timer_wheel.h"
 
 namespace ferry::reactor {
@@ -265,8 +265,7 @@ private:
     // Two windows: gaps that began with work in flight (a poller's
     // expecting()) have their own histogram, learned apart from idle ones
     // (an origin's answer time is not the clients' think time).
-    spin_window sw_{spin_window::min_limit_ns / 2};
-    spin_window sw_busy_{spin_window::min_limit_ns / 2};
+    spin_policy policy_{spin_window::min_limit_ns / 2};
     bool gap_open_ = false, slept_in_gap_ = false, gap_expected_ = false;
     uint64_t gap_start_ = 0;
     std::atomic<uint64_t> spin_window_ns_{0}, busy_window_ns_{0}, spin_limit_ns_{0},

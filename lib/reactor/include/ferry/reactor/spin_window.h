@@ -25,16 +25,10 @@
 // wake-up it saves at the configured price, so a lcore that sleeps at once
 // uses no more CPU per request than a proxy that always sleeps (HAProxy).
 //
-// The weighted price can make spinning through memoryless gaps whose mean
-// is near C the cheapest choice by a hair, and a window at its limit then
-// costs far more CPU than the fixed modes spend (issue 14: 82% of a core at
-// 4k req/s against conditional's 63%). So the choice is bounded by the CPU
-// the fixed modes would spend on the same gaps (set_cpu_reference: spin
-// their idle threshold T, then sleep): no window is chosen whose spin-and-
-// sleep CPU over the remembered gaps, sum of min(g, W) plus S per gap past
-// W, exceeds the sum of min(g, T) plus S per gap past T; among those that
-// fit, the cheapest at the weighted price. On a port that naps the fixed
-// modes never sleep, and nothing bounds the choice.
+// A window's CPU alone (sum of min(g, W) plus S per gap past W) and what
+// the fixed modes would have spent on the same gaps (their idle threshold
+// T: sum of min(g, T) plus S per gap past T) are kept too: spin_policy.h
+// bounds a lcore's two windows by the latter.
 //
 // A nap (a port without rx interrupts) lasts N = sqrt(2·S·R/λ), the length
 // that balances the naps' CPU (S per nap over the R the gap still has to run,
@@ -92,10 +86,17 @@ public:
     // The longest nap (a port without rx interrupts); 0: sleeps end by
     // interrupt or doorbell, no nap.
     void set_nap_budget(uint64_t ns) noexcept;
-    // The fixed modes' idle threshold T that bounds the window's CPU (see
-    // above); 0: unbounded. Gaps recorded before a change were counted
-    // against the old T and fade with the history.
+    // The fixed modes' idle threshold T whose CPU on the same gaps is kept
+    // (cpu_reference_cost); the gaps remembered are counted afresh.
     void set_cpu_reference(uint64_t threshold_ns) noexcept;
+    // Every window the policy may choose now, edge(0), edge(1), ... up to the
+    // limit: its mean cost per remembered gap at the weighted price and its
+    // mean CPU per gap. Returns how many (at least 1: W = 0).
+    unsigned options(double cost[nbuckets], double cpu[nbuckets]) const noexcept;
+    // Takes window edge(i) (and the nap for it) over the weighted choice,
+    // until the next choice (choices() counts them).
+    void force(unsigned i) noexcept;
+    [[nodiscard]] uint32_t choices() const noexcept { return choices_; }
 
     [[nodiscard]] uint64_t window() const noexcept { return window_; }
     // The longest window the policy would choose now.
@@ -112,13 +113,12 @@ public:
     [[nodiscard]] uint32_t latency_weight_pct() const noexcept { return weight_pct_; }
     [[nodiscard]] uint64_t nap_budget() const noexcept { return nap_budget_; }
     [[nodiscard]] uint64_t cpu_reference() const noexcept { return ref_threshold_; }
-    // The last choice was cut short by the CPU bound: the weighted price
-    // alone would have spun longer.
-    [[nodiscard]] bool capped() const noexcept { return capped_; }
-    // For tests: the CPU (ns) the remembered gaps cost, or would have cost,
-    // with the window in force now, and with the fixed modes' threshold.
+    // The CPU (ns) the remembered gaps cost, or would have cost, with the
+    // window in force now, and with the fixed modes' threshold; the latter
+    // per remembered gap (0 with none).
     [[nodiscard]] double cpu_now() const noexcept;
     [[nodiscard]] double cpu_reference_cost() const noexcept;
+    [[nodiscard]] double ref_cpu_per_gap() const noexcept;
     // Gaps in the histogram now (after halvings), for telemetry and tests.
     [[nodiscard]] double remembered() const noexcept { return total_; }
 
@@ -135,7 +135,7 @@ private:
     uint64_t ref_threshold_ = 0;
     uint32_t weight_pct_ = 100;
     uint32_t since_choice_ = 0;
-    bool capped_ = false;
+    uint32_t choices_ = 0;
     double total_ = 0;
     double count_[nbuckets] = {};
     double sum_[nbuckets] = {};

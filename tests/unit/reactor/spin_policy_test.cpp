@@ -5,7 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include "exp_gaps.h"
+
 #include <cstdint>
 
 namespace ferry::reactor {
@@ -20,16 +21,7 @@ spin_policy make(uint32_t idle_pct, uint32_t busy_pct, uint64_t threshold_ns,
     return p;
 }
 
-// Exponentially distributed gaps from a fixed LCG: the same every run.
-struct exp_gaps {
-    uint64_t state = 12345;
-    uint64_t mean_ns;
-    uint64_t next() {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        const double u = (double((state >> 11) & ((1ull << 53) - 1)) + 0.5) / double(1ull << 53);
-        return static_cast<uint64_t>(-std::log(u) * double(mean_ns));
-    }
-};
+using test::exp_gaps;
 
 // Memoryless gaps with a mean just under a high price (idle weight 500:
 // C = 5 + 5 x 60 = 305 us): the weighted price alone spins up to the limit

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "exp_gaps.h"
+
 #include <cmath>
 #include <cstdint>
 
@@ -15,17 +17,7 @@ constexpr uint64_t us = 1000;
 
 spin_window make(uint32_t weight_pct = 100) { return spin_window(60 * us, 5 * us, weight_pct); }
 
-// Exponentially distributed gaps (arrivals from independent clients) from a
-// fixed LCG: the same numbers every run.
-struct exp_gaps {
-    uint64_t state = 12345;
-    uint64_t mean_ns;
-    uint64_t next() {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        const double u = (double((state >> 11) & ((1ull << 53) - 1)) + 0.5) / double(1ull << 53);
-        return static_cast<uint64_t>(-std::log(u) * double(mean_ns));
-    }
-};
+using test::exp_gaps;
 
 TEST(SpinWindow, BucketEdgesAreLogSpacedFromOneMicrosecond) {
     EXPECT_EQ(spin_window::edge(0), 0u);

@@ -12,8 +12,10 @@
 //   wakeup_mode = "conditional"     # conditional | always | poll | adaptive (DESIGN.md
 //                                   #   "doorbell"; adaptive: conditional's doorbell, the
 //                                   #   spin before a sleep learned per lcore)
-//   idle_threshold_us = 200         # 1..1000000: no work this long -> try to sleep (not
-//                                   #   in adaptive, which learns it)
+//   idle_threshold_us = 200         # 1..1000000: no work this long -> try to sleep (in
+//                                   #   adaptive, which learns its spin: the CPU its spins
+//                                   #   may cost, no more than this threshold's on the
+//                                   #   same gaps)
 //   nap_budget_us = 100             # 0..100000, adaptive on ports without rx interrupts
 //                                   #   (af_packet): the longest timed nap, so the most
 //                                   #   latency a nap adds; 0 = no naps (poll)

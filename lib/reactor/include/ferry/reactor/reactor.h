@@ -89,8 +89,8 @@ struct alignas(64) settings {
     std::atomic<uint64_t> nap_budget_ns{100'000};
     // adaptive: what a ns of wake-up latency is worth in ns of CPU, in percent
     // (spin_window.h). 250: the offered-load sweeps' choice (docs/OPERATIONS.md
-    // section 3). Either window's CPU is bounded by what idle_threshold_ns
-    // would spend on the same gaps.
+    // section 3). The two windows' CPU together is bounded by what
+    // idle_threshold_ns would spend on the same gaps (spin_policy.h).
     std::atomic<uint32_t> latency_weight_pct{250};
     // The same for gaps that began with work in flight (a poller's
     // expecting(): a request waiting on an upstream): 1000, so that the

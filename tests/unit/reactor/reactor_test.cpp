@@ -121,7 +121,7 @@ TEST_F(ReactorTest, AdaptiveNapsOnAPollerWithoutWakeFd) {
 // Gaps that begin with work in flight are learned apart: an lcore can learn
 // to spin while it waits on an origin and to sleep at once otherwise. Before
 // run() a sleep is priced 15 us (S 5 us, L 10 us, weight 100%: set for
-// both windows, the defaults are 25% and 400%); a slept gap
+// both windows, the defaults are 250% and 1000%); a slept gap
 // loses L: 20 us observed is 10 us waited.
 TEST_F(ReactorTest, GapsWithWorkInFlightHaveTheirOwnWindow) {
     s.latency_weight_pct = 100;

@@ -19,13 +19,6 @@ unsigned cheapest_within(const double cost[], const double cpu[], unsigned n, do
     }
     return best != n ? best : least;
 }
-
-unsigned cheapest(const double cost[], unsigned n) noexcept {
-    unsigned best = 0;
-    for (unsigned i = 1; i < n; ++i)
-        if (cost[i] < cost[best]) best = i;
-    return best;
-}
 }  // namespace
 
 double spin_policy::busy_share() const noexcept {
@@ -51,8 +44,8 @@ void spin_policy::bound() noexcept {
     capped_ = false;
     if (idle_.cpu_reference() == 0 || idle_.nap_budget() != 0 || n_idle_ + n_busy_ <= 0) {
         // Unbounded: each window its weighted choice (undoing a bound).
-        busy_.force(cheapest(cb, nb));
-        idle_.force(cheapest(ci, ni));
+        busy_.force(spin_window::cheapest(cb, nb));
+        idle_.force(spin_window::cheapest(ci, ni));
         return;
     }
     const double b = busy_share(), a = 1 - b;
@@ -64,7 +57,7 @@ void spin_policy::bound() noexcept {
     for (unsigned i = 1; i < ni; ++i) idle_least = ui[i] < idle_least ? ui[i] : idle_least;
     const unsigned j = cheapest_within(cb, ub, nb, budget - idle_least);
     const unsigned i = cheapest_within(ci, ui, ni, budget - ub[j]);
-    capped_ = j < cheapest(cb, nb) || i < cheapest(ci, ni);
+    capped_ = j < spin_window::cheapest(cb, nb) || i < spin_window::cheapest(ci, ni);
     busy_.force(j);
     idle_.force(i);
 }

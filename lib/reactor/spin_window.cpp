@@ -101,15 +101,18 @@ double spin_window::ref_cpu_per_gap() const noexcept {
     return total_ > 0 ? cpu_reference_cost() / total_ : 0.0;
 }
 
+unsigned spin_window::cheapest(const double cost[], unsigned n) noexcept {
+    unsigned best = 0;
+    for (unsigned i = 1; i < n; ++i)
+        if (cost[i] < cost[best]) best = i;  // a tie keeps the shorter window
+    return best;
+}
+
 void spin_window::choose() noexcept {
     ++choices_;
     since_choice_ = 0;
     double cost[nbuckets], cpu[nbuckets];
-    const unsigned n = options(cost, cpu);
-    unsigned best = 0;
-    for (unsigned i = 1; i < n; ++i)
-        if (cost[i] < cost[best]) best = i;  // a tie keeps the shorter window
-    force(best);
+    force(cheapest(cost, options(cost, cpu)));
 }
 
 void spin_window::force(unsigned best_i) noexcept {

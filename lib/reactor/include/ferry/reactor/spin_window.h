@@ -96,6 +96,8 @@ public:
     // Takes window edge(i) (and the nap for it) over the weighted choice,
     // until the next choice (choices() counts them).
     void force(unsigned i) noexcept;
+    // The cheapest of n options' costs (a tie keeps the shorter window).
+    [[nodiscard]] static unsigned cheapest(const double cost[], unsigned n) noexcept;
     [[nodiscard]] uint32_t choices() const noexcept { return choices_; }
 
     [[nodiscard]] uint64_t window() const noexcept { return window_; }

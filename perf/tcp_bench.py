@@ -231,7 +231,8 @@ def main():
     ap.add_argument("--port", choices=["tap", "af_packet", "af_xdp", "ferry_packet"], default="tap",
                     help="ferry's port (default tap; af_xdp needs --lcores with one lcore)")
     ap.add_argument("--wakeup-mode", default="conditional",
-                    help="ferry's [ferry] wakeup_mode (default conditional, the built-in default)")
+                    help="ferry's [ferry] wakeup_mode (default conditional, as in earlier results; "
+                         "the built-in default is adaptive)")
     ap.add_argument("--server-cpus", default=None,
                     help="CPUs the kernel echo server may run on (taskset list; default: "
                          "ferry's --lcores, the same cores; 'all': unpinned)")

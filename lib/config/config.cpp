@@ -28,8 +28,9 @@ constexpr std::string_view embedded_default_text =
 # namespace; give the kernel side 10.77.0.2/24 and run the origin at 10.77.0.2:8080
 # (deploy/quickstart.sh does both).
 [ferry]
-wakeup_mode = "conditional"
+wakeup_mode = "adaptive"
 idle_threshold_us = 200
+latency_weight_pct = 1000
 neighbor_timeout_s = 60
 
 [http]

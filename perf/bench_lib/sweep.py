@@ -47,7 +47,7 @@ from . import util
 
 MODES_TAP = ["always", "conditional", "poll", "adaptive"]
 MODES_NAP = ["poll", "adaptive"]
-DEFAULT_WEIGHT_PCT = 250  # [ferry] latency_weight_pct's default
+DEFAULT_WEIGHT_PCT = 1000  # [ferry] latency_weight_pct's default
 DEFAULT_BUSY_WEIGHT_PCT = 1000  # [ferry] busy_latency_weight_pct's default
 DEFAULT_SPIN_YIELD_US = 20  # [ferry] spin_yield_us's default
 

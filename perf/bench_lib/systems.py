@@ -100,6 +100,10 @@ def ferry_config(app, ports, pool="local", wakeup_mode=None, cc=None):
         # The matrix's af_packet runs have always polled (before ferry could
         # sleep on af_packet sockets): kept, so results stay comparable.
         wakeup_mode = "poll"
+    elif wakeup_mode is None:
+        # tap ran the built-in default, conditional, until 2026-12-07 (now
+        # adaptive): kept, so results stay comparable.
+        wakeup_mode = "conditional"
     head = (f'[ferry]\nwakeup_mode = "{wakeup_mode}"\n\n' if wakeup_mode else "")
     head += "[tcp]\nmax_connections = 1024\ntime_wait_ms = 1000\n"
     if cc:

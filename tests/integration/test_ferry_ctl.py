@@ -62,8 +62,8 @@ def main():
 
         rc, out, err = ctl(*p, "lcores")
         print(out)
-        check(rc == 0 and line_with(out, "0", "conditional") is not None
-              and line_with(out, "1", "conditional") is not None and len(out.splitlines()) == 3,
+        check(rc == 0 and line_with(out, "0", "adaptive") is not None
+              and line_with(out, "1", "adaptive") is not None and len(out.splitlines()) == 3,
               "(c) lcores: one line per worker")
         rc, out, err = ctl(*p, "config")
         check(rc == 0 and line_with(out, "web", "8080") is not None

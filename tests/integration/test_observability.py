@@ -473,9 +473,9 @@ def check_telemetry(f, requests_sent, rejected_sent):
     check(sorted(d["queue"] for d in lc.values()) == list(range(len(LCORES))),
           "/ferry/lcores: each worker owns one queue")
 
-    check(out["/ferry/wakeup_mode"] == {"wakeup_mode": "conditional"}, "/ferry/wakeup_mode")
+    check(out["/ferry/wakeup_mode"] == {"wakeup_mode": "adaptive"}, "/ferry/wakeup_mode: the default")
     check(out["/ferry/idle_threshold_us"] == {"idle_threshold_us": 200}, "/ferry/idle_threshold_us")
-    check(out["/ferry/latency_weight_pct"] == {"latency_weight_pct": 250},
+    check(out["/ferry/latency_weight_pct"] == {"latency_weight_pct": 1000},
           "/ferry/latency_weight_pct: the default")
     check(out["/ferry/busy_latency_weight_pct"] == {"busy_latency_weight_pct": 1000},
           "/ferry/busy_latency_weight_pct: the default")

@@ -1,4 +1,4 @@
-"""The reactor on a real port: an idle ferry sleeps (conditional mode) instead
+"""The reactor on a real port: an idle ferry sleeps (adaptive, the default) instead
 of burning its cores, wakes on rx interrupts to answer ping, and the wakeup
 mode and idle threshold switch at run time through telemetry."""
 
@@ -41,8 +41,8 @@ def main():
                  lambda st: len(st) == 2 and all(s == "asleep" for _, s in st.values()))
         _, lc = totals(f)
         for name, v in lc.items():
-            check(v["mode"] == "conditional" and v["can_sleep"] == 1,
-                  f"{name}: conditional mode, can sleep (rx interrupts on net_tap)")
+            check(v["mode"] == "adaptive" and v["can_sleep"] == 1,
+                  f"{name}: adaptive mode (the default), can sleep (rx interrupts on net_tap)")
         t0, lc0 = totals(f)
         c0, w0 = cpu_seconds(pid), time.monotonic()
         time.sleep(2.0)
@@ -84,7 +84,7 @@ def main():
         check(p1["sleeps"] == p0["sleeps"], "poll mode: no sleeps")
         check(p1["polls"] - p0["polls"] > 10 * (t1["polls"] - t0["polls"]) + 1000,
               f"poll mode: lcores spin ({p1['polls'] - p0['polls']} polls vs "
-              f"{t1['polls'] - t0['polls']} while idle in conditional mode)")
+              f"{t1['polls'] - t0['polls']} while idle in adaptive mode)")
         check(all(v["mode"] == "poll" and v["state"] == "running" for v in lc.values()),
               "lcores report poll mode, running")
         r = ns.run(["ping", "-c", "5", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)
@@ -142,8 +142,8 @@ def main():
               f"and its window: {shown}")
         # The latency weight: set at run time, it reprices every lcore's
         # sleep (0: a sleep costs its CPU alone); out of range is refused.
-        check(f.telemetry("/ferry/latency_weight_pct")["latency_weight_pct"] == 250,
-              "latency weight: the default 250")
+        check(f.telemetry("/ferry/latency_weight_pct")["latency_weight_pct"] == 1000,
+              "latency weight: the default 1000")
         check(f.telemetry("/ferry/latency_weight_pct,0")["latency_weight_pct"] == 0,
               "latency weight set to 0")
         r = ns.run(["ping", "-c", "3", "-i", "0.05", "-W", "2", FERRY_ADDR], check=False)

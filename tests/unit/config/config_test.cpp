@@ -451,7 +451,7 @@ address = "192.168.1.2/31"
     EXPECT_EQ(c.wakeup, wakeup_mode::always);
     EXPECT_EQ(c.idle_threshold_us, 500u);
     EXPECT_EQ(c.nap_budget_us, 100u);  // the default
-    EXPECT_EQ(c.latency_weight_pct, 250u);  // the default
+    EXPECT_EQ(c.latency_weight_pct, 1000u);  // the default
     EXPECT_EQ(c.busy_latency_weight_pct, 1000u);
     EXPECT_EQ(c.spin_yield_us, 20u);  // the default
     EXPECT_EQ(c.neighbor_timeout_s, 30u);
@@ -505,7 +505,7 @@ TEST(config_parse, defaults_when_ferry_table_is_absent) {
                    "t.toml");
     ASSERT_TRUE(r.ok()) << r.error().to_string();
     EXPECT_EQ(r->workers, 0u);
-    EXPECT_EQ(r->wakeup, wakeup_mode::conditional);
+    EXPECT_EQ(r->wakeup, wakeup_mode::adaptive);
     EXPECT_EQ(r->idle_threshold_us, 200u);
     EXPECT_EQ(r->neighbor_timeout_s, 60u);
     ASSERT_EQ(r->ports.size(), 1u);
@@ -713,7 +713,8 @@ TEST(config_parse, embedded_default_parses) {
     ASSERT_TRUE(r.ok()) << r.error().to_string();
     EXPECT_EQ(r->source, "<embedded default>");
     EXPECT_EQ(r->workers, 0u);
-    EXPECT_EQ(r->wakeup, wakeup_mode::conditional);
+    EXPECT_EQ(r->wakeup, wakeup_mode::adaptive);
+    EXPECT_EQ(r->latency_weight_pct, 1000u);
     ASSERT_EQ(r->ports.size(), 1u);
     const port_config &p = r->ports[0];
     EXPECT_EQ(p.name, "tap0");

@@ -70,7 +70,9 @@ TEST_F(ReactorTest, CreatesEpollAndDoorbell) {
     EXPECT_TRUE(r.can_sleep());
 }
 
+// In the fixed modes; adaptive naps there instead (AdaptiveNapsOnAPollerWithoutWakeFd).
 TEST_F(ReactorTest, PollerWithoutWakeFdForbidsSleep) {
+    s.mode = wakeup_mode::conditional;
     fake_source src;
     ASSERT_TRUE(r.add_poller(src.as_poller(-1)));
     EXPECT_FALSE(r.can_sleep());
@@ -121,7 +123,7 @@ TEST_F(ReactorTest, AdaptiveNapsOnAPollerWithoutWakeFd) {
 // Gaps that begin with work in flight are learned apart: an lcore can learn
 // to spin while it waits on an origin and to sleep at once otherwise. Before
 // run() a sleep is priced 15 us (S 5 us, L 10 us, weight 100%: set for
-// both windows, the defaults are 250% and 1000%); a slept gap
+// both windows, the defaults are 1000%); a slept gap
 // loses L: 20 us observed is 10 us waited.
 TEST_F(ReactorTest, GapsWithWorkInFlightHaveTheirOwnWindow) {
     s.latency_weight_pct = 100;
@@ -155,19 +157,23 @@ TEST_F(ReactorTest, EachWindowTakesItsOwnLatencyWeightSetting) {
     EXPECT_EQ(r.sleep_price_ns(), 5'000u);
 }
 
-// The defaults: a busy gap's sleep is priced at 10 x its latency, an idle
-// one's at 2.5 x: a 40 us wait on an upstream (50 us observed after a
-// sleep's 10 us) is spun through, the same wait between two requests is not
-// (spinning 40 us costs more than a 30 us sleep).
-TEST_F(ReactorTest, ByDefaultAWaitOnAnUpstreamIsSpunThroughAndIdleTimeIsNot) {
+// The defaults: either kind of gap prices a sleep at 10 x its latency
+// (105 us: S 5 + 10 x L 10): idle time far longer than that (5 ms between
+// requests) is slept through at once, and a 40 us wait (50 us observed
+// after a sleep's 10 us) is spun through, on an upstream or between two
+// requests alike.
+TEST_F(ReactorTest, ByDefaultShortGapsAreSpunThroughAndLongIdleOnesAreNot) {
+    for (int i = 0; i < 8; ++i) r.end_gap(5'000'000, true, false);
+    EXPECT_EQ(r.sleep_price_ns(), 105'000u);
+    EXPECT_EQ(r.spin_window_ns(), 0u);
     for (int i = 0; i < 8; ++i) {
         r.end_gap(50'000, true, true);
         r.end_gap(50'000, true, false);
     }
-    EXPECT_EQ(r.busy_sleep_price_ns(), 105'000u);  // 5 + 10 x 10 us
-    EXPECT_EQ(r.sleep_price_ns(), 30'000u);       // 5 + 2.5 x 10 us
+    EXPECT_EQ(r.busy_sleep_price_ns(), 105'000u);
+    EXPECT_EQ(r.sleep_price_ns(), 105'000u);
     EXPECT_GE(r.busy_spin_window_ns(), 40'000u);
-    EXPECT_EQ(r.spin_window_ns(), 0u);
+    EXPECT_GE(r.spin_window_ns(), 40'000u);
 }
 
 // The fixed modes' idle threshold bounds either window's CPU: 90 us waits

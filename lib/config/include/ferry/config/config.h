@@ -9,7 +9,7 @@
 //
 //   [ferry]                         # optional table, every key optional
 //   workers = 2                     # 0..128; 0 (default) = one worker per EAL lcore
-//   wakeup_mode = "conditional"     # conditional | always | poll | adaptive (DESIGN.md
+//   wakeup_mode = "adaptive"        # adaptive | conditional | always | poll (DESIGN.md
 //                                   #   "doorbell"; adaptive: conditional's doorbell, the
 //                                   #   spin before a sleep learned per lcore)
 //   idle_threshold_us = 200         # 1..1000000: no work this long -> try to sleep (in
@@ -19,7 +19,7 @@
 //   nap_budget_us = 100             # 0..100000, adaptive on ports without rx interrupts
 //                                   #   (af_packet): the longest timed nap, so the most
 //                                   #   latency a nap adds; 0 = no naps (poll)
-//   latency_weight_pct = 250        # 0..10000, adaptive: what 1 us of wake-up latency is
+//   latency_weight_pct = 1000       # 0..10000, adaptive: what 1 us of wake-up latency is
 //                                   #   worth in us of CPU, in percent; a sleep is priced
 //                                   #   its CPU plus this times its latency, and a lcore
 //                                   #   spins through a gap only when that is cheaper
@@ -608,10 +608,10 @@ struct admin_config {
 struct ferry_config {
     std::string source;    // file path, or "<embedded default>"
     uint32_t workers = 0;  // 0 = one worker per EAL lcore
-    wakeup_mode wakeup = wakeup_mode::conditional;
+    wakeup_mode wakeup = wakeup_mode::adaptive;
     uint32_t idle_threshold_us = 200;
     uint32_t nap_budget_us = 100;
-    uint32_t latency_weight_pct = 250;
+    uint32_t latency_weight_pct = 1000;
     uint32_t busy_latency_weight_pct = 1000;
     uint32_t spin_yield_us = 20;
     uint32_t neighbor_timeout_s = 60;

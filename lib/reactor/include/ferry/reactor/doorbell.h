@@ -33,10 +33,10 @@
 namespace ferry::reactor {
 
 enum class wakeup_mode : uint8_t {
-    conditional,  // ring only a sleeping peer (default)
+    conditional,  // ring only a sleeping peer
     always,       // ring on every flush that enqueued something: the pre-fix baseline
     poll,         // never sleep, never ring: classic DPDK
-    adaptive,     // conditional's doorbell; the spin before a sleep learned per lcore
+    adaptive,     // conditional's doorbell; the spin before a sleep learned per lcore (default)
 };
 
 [[nodiscard]] const char *name(wakeup_mode m) noexcept;

@@ -83,15 +83,16 @@ inline constexpr counter_field<reactor_counters> reactor_counter_fields[] = {
 // the control path (telemetry), which then wakes every sleeper so the change
 // takes effect at once. Read-mostly: its own cache line.
 struct alignas(64) settings {
-    std::atomic<wakeup_mode> mode{wakeup_mode::conditional};
+    std::atomic<wakeup_mode> mode{wakeup_mode::adaptive};
     std::atomic<uint64_t> idle_threshold_ns{200'000};
     // adaptive on ports without rx interrupts: the longest timed nap; 0: no naps.
     std::atomic<uint64_t> nap_budget_ns{100'000};
     // adaptive: what a ns of wake-up latency is worth in ns of CPU, in percent
-    // (spin_window.h). 250: the offered-load sweeps' choice (docs/OPERATIONS.md
-    // section 3). The two windows' CPU together is bounded by what
-    // idle_threshold_ns would spend on the same gaps (spin_policy.h).
-    std::atomic<uint32_t> latency_weight_pct{250};
+    // (spin_window.h). 1000, equal to the busy weight: the ten-round
+    // offered-load sweeps' choice (docs/OPERATIONS.md section 3). The two
+    // windows' CPU together is bounded by what idle_threshold_ns would spend
+    // on the same gaps (spin_policy.h).
+    std::atomic<uint32_t> latency_weight_pct{1000};
     // The same for gaps that began with work in flight (a poller's
     // expecting(): a request waiting on an upstream): 1000, so that the
     // answer usually finds the lcore spinning and a request costs at most one

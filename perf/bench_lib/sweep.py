@@ -421,6 +421,7 @@ def run(a, build, out_path, log=print):
                 "client": a.sweep_client,
                 "haproxy": bool(a.sweep_haproxy),
                 "idle_threshold_us": a.sweep_idle_threshold_us or 200,
+                "pool": a.sweep_pool,
                 "ferry_bin": a.ferry_bin, "build": build, "topology": topo.describe(),
                 "host": {"kernel": os.uname().release, "cpus": os.cpu_count(),
                          "loadavg_at_start": open("/proc/loadavg").read().split()[:3]}}
@@ -438,7 +439,7 @@ def run(a, build, out_path, log=print):
         i = 0
         for nl, port in groups(a):
             cpus = ferry_cpus(topo, nl)
-            cfg = S.ferry_config("http", port, "shared", wakeup_mode="conditional")
+            cfg = S.ferry_config("http", port, a.sweep_pool, wakeup_mode="conditional")
             if a.sweep_idle_threshold_us:
                 # the fixed modes' spin before sleeping (default 200 us)
                 cfg = cfg.replace('wakeup_mode = "conditional"\n', 'wakeup_mode = "conditional"\n'

@@ -96,15 +96,12 @@ def ferry_ports_toml(ports, cli_gateway=None):
 def ferry_config(app, ports, pool="local", wakeup_mode=None, cc=None):
     """app: "http" (the proxy, pool local|shared) or "relay" ([tcp_test] relay);
     cc: [tcp] congestion_control (None: ferry's default)."""
-    if wakeup_mode is None and ports in ("af_packet", "af_xdp", "ferry_packet"):
-        # The matrix's af_packet runs have always polled (before ferry could
-        # sleep on af_packet sockets): kept, so results stay comparable.
-        wakeup_mode = "poll"
-    elif wakeup_mode is None:
-        # tap ran the built-in default, conditional, until 2026-12-07 (now
-        # adaptive): kept, so results stay comparable.
-        wakeup_mode = "conditional"
-    head = (f'[ferry]\nwakeup_mode = "{wakeup_mode}"\n\n' if wakeup_mode else "")
+    if wakeup_mode is None:
+        # Kept as the matrix has always run, so results stay comparable: the
+        # af_packet-like ports polled (before ferry could sleep on their
+        # sockets), tap ran the built-in default until 2026-12-07, conditional.
+        wakeup_mode = "poll" if ports in ("af_packet", "af_xdp", "ferry_packet") else "conditional"
+    head = f'[ferry]\nwakeup_mode = "{wakeup_mode}"\n\n'
     head += "[tcp]\nmax_connections = 1024\ntime_wait_ms = 1000\n"
     if cc:
         head += f'congestion_control = "{cc}"\n'

@@ -245,9 +245,16 @@ result<std::unique_ptr<packet_queue>, std::string> packet_queue::open(const para
     sll.sll_ifindex = q->ifindex_;
     if (bind(q->fd_, reinterpret_cast<sockaddr *>(&sll), sizeof sll) != 0) return fail("bind", errno);
     if (p.nqueues > 1) {
-        const int fanout = p.fanout_id | (PACKET_FANOUT_HASH << 16);
+        const int type = p.fanout_prog_fd >= 0 ? PACKET_FANOUT_EBPF : PACKET_FANOUT_HASH;
+        const int fanout = p.fanout_id | (type << 16);
         if (setsockopt(q->fd_, SOL_PACKET, PACKET_FANOUT, &fanout, sizeof fanout) != 0)
             return fail("PACKET_FANOUT", errno);
+        // The program is the group's: set once, by its first member (until
+        // then the group sends every frame to it).
+        if (p.fanout_prog_fd >= 0 && p.queue == 0 &&
+            setsockopt(q->fd_, SOL_PACKET, PACKET_FANOUT_DATA, &p.fanout_prog_fd,
+                       sizeof p.fanout_prog_fd) != 0)
+            return fail("PACKET_FANOUT_DATA", errno);
     }
     const std::string base = "fp" + std::to_string(p.fanout_id) + "_" + std::to_string(p.queue);
     // The net_ring ethdev's queues: this lcore alone enqueues and dequeues.

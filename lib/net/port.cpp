@@ -191,6 +191,18 @@ std::string devarg(const std::string &args, std::string_view key) {
     return "";
 }
 
+// A port whose flows' queues ferry cannot compute (`what`: "tap steering",
+// "fanout steering" could not be set): said once, at start.
+void warn_no_steering(const port &p, const char *what) {
+    PORT_LOG(WARNING, "%s",
+             logfmt(std::string("no ") + what)
+                 .kv("port", p.spec.name)
+                 .kv("cause", p.steering)
+                 .kv("note", "flows that arrive on another lcore's queue are handed over "
+                             "(tcp_handoff_out)")
+                 .c_str());
+}
+
 // net_ferry_packet: opens a packet_queue per queue pair on spec.iface and the
 // net_ring ethdev over their rings (packet_io.h). Devargs: framecnt (rx ring
 // frames per queue, default 4096), gso (on|off, default on).
@@ -211,6 +223,26 @@ std::string open_own_packet(port &p) {
         return "port '" + spec.name + "': framecnt must be a power of two >= 32";
     pp.gso = devarg(spec.devargs, "gso") != "off";
     pp.numa_socket = static_cast<int>(rte_socket_id());
+    // Steering: the fanout group runs ferry's steering program, so a flow's
+    // frames arrive on the queue ferry computes for it (steering.h); without
+    // it (no CAP_BPF) the kernel's hash spreads them and the lcores hand
+    // misdelivered segments over (tcp_handoff_out).
+    if (p.queues > 1) {
+        auto prog = load_fanout_steering_program();
+        if (prog) {
+            pp.fanout_prog_fd = prog.value();
+            p.steering = "fanout-ebpf";
+        } else {
+            p.steering = "none (" + prog.error() + ")";
+            warn_no_steering(p, "fanout steering");
+        }
+    }
+    struct fd_closer {
+        int fd;
+        ~fd_closer() {
+            if (fd >= 0) ::close(fd);  // the group holds its own reference
+        }
+    } prog_holder{pp.fanout_prog_fd};
     std::vector<rte_ring *> rx, tx;
     std::vector<int> fds;
     for (uint16_t q = 0; q < p.queues; ++q) {
@@ -505,15 +537,8 @@ result<port, std::string> port_open(const port_spec &spec, uint16_t queues, uint
             p.steering = n ? std::string("tap-ebpf") : "none (" + n.error() + ")";
             ::close(prog.value());  // the tap device holds its own reference
         }
-        if (p.steering != "tap-ebpf")
-            PORT_LOG(WARNING, "%s",
-                     logfmt("no tap steering")
-                         .kv("port", spec.name)
-                         .kv("cause", p.steering)
-                         .kv("note", "flows that arrive on another lcore's queue are handed "
-                                     "over (tcp_handoff_out)")
-                         .c_str());
-    } else {
+        if (p.steering != "tap-ebpf") warn_no_steering(p, "tap steering");
+    } else if (p.steering.empty()) {
         p.steering = "none (no computable steering for " + p.driver_name + ")";
     }
 

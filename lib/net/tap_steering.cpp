@@ -1,5 +1,7 @@
 // The tap steering eBPF program, assembled here, and its installation on a
-// net_tap device (steering.h says what it computes and why).
+// net_tap device (steering.h says what it computes and why); the same
+// program for a packet fanout group (net_ferry_packet), which reads the
+// frame relative to the skb's headers instead (frame_layout below).
 //
 // Read first: Documentation/bpf/standardization/instruction-set.rst (eBPF
 // encoding; "Legacy BPF Packet access instructions" for LD_ABS/LD_IND),
@@ -18,6 +20,7 @@
 
 #include <dirent.h>
 #include <linux/bpf.h>
+#include <linux/filter.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -92,8 +95,19 @@ struct program {
     bool jumps_forward = true;
 };
 
-// Ethernet II header length: the IP header starts here (no VLAN tag).
-constexpr int32_t l3 = 14;
+// Where the program finds the EtherType and the IP header. On a tap every
+// frame is seen with skb->data at its Ethernet header: the IP header starts
+// 14 bytes in (no VLAN tag). A packet fanout group's program runs on frames
+// the interface received, whose skb->data is at the IP header already: there
+// both are read at negative offsets, which LD_ABS/LD_IND take relative to the
+// skb's link-layer (SKF_LL_OFF) and network (SKF_NET_OFF) headers
+// (bpf_internal_load_pointer_neg_helper), wherever skb->data stands.
+struct frame_layout {
+    int32_t ethertype;
+    int32_t l3;
+};
+constexpr frame_layout tap_layout{12, 14};
+constexpr frame_layout fanout_layout{SKF_LL_OFF + 12, SKF_NET_OFF};
 
 // frame_steer_hash (steering.cpp) as eBPF; the C++ it mirrors is quoted on
 // the right. Register use: r0 load results and scratch, r6 the skb, r7 the IP
@@ -107,7 +121,8 @@ constexpr int32_t l3 = 14;
 //   ipv4:         checks; r7 = 4 * IHL; r8 = src ^ dst
 //   ports:        the port word, the mixing, return x & 0xffff
 //   zero:         return 0
-constexpr program build_steering_program() noexcept {
+constexpr program build_steering_program(frame_layout layout) noexcept {
+    const int32_t l3 = layout.l3;
     program p;
     // Forward jumps are emitted with offset 0 and patched once their target
     // is placed.
@@ -143,7 +158,7 @@ constexpr program build_steering_program() noexcept {
     // An assembler listing reads best with its comments in one column.
     // clang-format off
     emit(mov64_reg(r6, r1));                    // LD_ABS/LD_IND find the skb in r6
-    emit(ld_abs(BPF_H, 12));                    // EtherType
+    emit(ld_abs(BPF_H, layout.ethertype));      // EtherType
     jump_if(ipv4, BPF_JEQ, r0, 0x0800);         //   IPv4: its block below
     zero_if(BPF_JNE, r0, 0x86dd);               //   neither IPv4 nor IPv6
 
@@ -215,9 +230,11 @@ constexpr program build_steering_program() noexcept {
     return p;
 }
 
-constexpr program steering_program = build_steering_program();
+constexpr program steering_program = build_steering_program(tap_layout);
+constexpr program fanout_program = build_steering_program(fanout_layout);
 static_assert(steering_program.len < program::capacity);
 static_assert(steering_program.jumps_forward);
+static_assert(fanout_program.len == steering_program.len);
 
 uint64_t ptr_u64(const void *p) noexcept {
     return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
@@ -227,14 +244,14 @@ long sys_bpf(int cmd, bpf_attr *attr) noexcept {
     return syscall(__NR_bpf, cmd, attr, sizeof(*attr));
 }
 
-// One BPF_PROG_LOAD; a log of level 1 into `log` when it is not empty.
-int prog_load(std::span<char> log) noexcept {
+// One BPF_PROG_LOAD of `prog`; a log of level 1 into `log` when it is not empty.
+int prog_load(const program &prog, std::span<char> log) noexcept {
     static constexpr char license[] = "GPL";  // not required for socket filters
     bpf_attr attr;
     std::memset(&attr, 0, sizeof attr);  // a union: {} would clear only its first member
     attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
-    attr.insns = ptr_u64(steering_program.insns.data());
-    attr.insn_cnt = static_cast<uint32_t>(steering_program.len);
+    attr.insns = ptr_u64(prog.insns.data());
+    attr.insn_cnt = static_cast<uint32_t>(prog.len);
     attr.license = ptr_u64(license);
     if (!log.empty()) {
         attr.log_buf = ptr_u64(log.data());
@@ -249,20 +266,18 @@ std::string errno_text(int err) {
     return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")";
 }
 
-}  // namespace
-
-result<int, std::string> load_tap_steering_program() {
+result<int, std::string> load(const program &prog, const char *what) {
     // Load without a log first: a verbose log larger than the buffer would
     // itself fail the load (ENOSPC). Only on failure load again for the log.
-    const int fd = prog_load({});
+    const int fd = prog_load(prog, {});
     if (fd >= 0)
         return fd;
     const int err = errno;
-    std::string msg = "tap steering: BPF_PROG_LOAD failed: " + errno_text(err);
+    std::string msg = std::string(what) + ": BPF_PROG_LOAD failed: " + errno_text(err);
     if (err == EPERM)
         msg += "; loading BPF programs needs CAP_BPF or CAP_SYS_ADMIN";
     std::string log(64 * 1024, '\0');
-    const int retry = prog_load(log);
+    const int retry = prog_load(prog, log);
     if (retry >= 0) {
         // Should not happen; take it rather than fail.
         return retry;
@@ -271,6 +286,16 @@ result<int, std::string> load_tap_steering_program() {
     if (!log.empty())
         msg += "; verifier log:\n" + log;
     return unexpected{msg};
+}
+
+}  // namespace
+
+result<int, std::string> load_tap_steering_program() {
+    return load(steering_program, "tap steering");
+}
+
+result<int, std::string> load_fanout_steering_program() {
+    return load(fanout_program, "fanout steering");
 }
 
 result<unsigned, std::string> attach_tap_steering(std::string_view ifname, int prog_fd) {

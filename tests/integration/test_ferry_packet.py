@@ -20,6 +20,11 @@
     and sums them (the pseudo-header sum ferry leaves must be right for the
     whole frame); every byte still arrives and the peer counts segments.
 
+    The fanout group runs ferry's steering program (PACKET_FANOUT_EBPF), so
+    each flow's segments arrive on the queue of the lcore that owns it: no
+    hand-off between lcores. Before, the kernel's flow hash put about half of
+    them on the other queue.
+
 (d) A peer that sends GSO frames toward ferry (its TSO and GSO on, as a veth
     comes): a frame larger than a ring frame is read whole from the socket
     (PACKET_COPY_THRESH) and cut into MSS-sized segments for ferry's TCP
@@ -89,6 +94,8 @@ def main():
                       "2 queue pairs, lcores can sleep on their sockets")
                 check(port["cap_tx_tcp_cksum"] == 1 and port["cap_rx_tcp_cksum"] == 1,
                       f"TCP checksum offload both ways ({port['offloads']})")
+                check(port["steering"] == "fanout-ebpf",
+                      f"the fanout group runs ferry's steering program ({port['steering']})")
                 check(port["kernel_ring_sockets"] == 2 and port["kernel_ring_bytes"] == 2 * 4096 * 2048,
                       f"2 sockets, an 8 MiB rx ring each ({port['kernel_ring_bytes']})")
                 slept = wait_for(lambda: f.telemetry("/ferry/lcores"),
@@ -116,6 +123,17 @@ def main():
                       f"the peer's unfilled checksums were taken ({p['packet_rx_csum_partial']})")
                 check(p["packet_tx_errors"] == 0 and p["packet_rx_truncated"] == 0,
                       "no frame refused or truncated")
+                # Every flow's frames reached the lcore that owns it: the
+                # kernel's fanout hash put about half of them on the other
+                # queue, to be handed over in software.
+                rx = p["tcp_rx"] - before["tcp_rx"]
+                handed = p["tcp_handoff_out"] - before["tcp_handoff_out"]
+                owners = [v["conn_opened_passive"] for k, v in f.telemetry("/ferry/tcp").items()
+                          if k != "sum"]
+                print(f"hand-offs: {handed} of {rx} segments; flows per lcore {owners}")
+                check(rx > 1000 and handed <= rx // 1000,
+                      f"segments arrive on their owner's queue ({handed} of {rx} handed over)")
+                check(len(owners) == 2 and min(owners) > 0, f"both lcores own flows ({owners})")
 
                 # (c) ferry's side cuts and sums in software
                 ethtool_set(ns, "fpk0", tx=False, tso=False, gso=False)

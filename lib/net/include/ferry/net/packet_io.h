@@ -114,6 +114,10 @@ public:
         uint16_t queue = 0;   // this queue pair
         uint16_t nqueues = 1; // a fanout group spreads flows when > 1
         uint16_t fanout_id = 0;
+        // The group's steering program (load_fanout_steering_program), set
+        // by queue 0 as it joins (PACKET_FANOUT_EBPF); -1: the kernel's flow
+        // hash (PACKET_FANOUT_HASH), which ferry cannot compute.
+        int fanout_prog_fd = -1;
         uint32_t ring_frames = 4096;  // rx ring frames (power of two)
         uint32_t frame_size = 2048;
         bool gso = true;      // coalesce segments on tx

@@ -112,6 +112,16 @@ namespace ferry::net {
 // default).
 [[nodiscard]] result<int, std::string> load_tap_steering_program();
 
+// The same program for a packet socket fanout group (PACKET_FANOUT_EBPF, set
+// with PACKET_FANOUT_DATA: net_ferry_packet's queues), which runs on frames
+// the interface received, with skb->data at their IP header: it reads the
+// EtherType and the IP header relative to the skb's link-layer and network
+// headers instead, and returns the same value for the same frame. The group
+// takes the value modulo its member count, members numbered in the order they
+// joined (af_packet.c fanout_demux_bpf, __fanout_link): queue i is the i-th
+// socket to join, so ferry computes a flow's queue as on a tap.
+[[nodiscard]] result<int, std::string> load_fanout_steering_program();
+
 // Installs `prog_fd` as the steering program of the tap named `ifname` whose
 // queue fds this process holds. net_tap does not expose its queue fds, so
 // they are found in /proc/self/fd: a link to /dev/net/tun whose TUNGETIFF name

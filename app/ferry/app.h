@@ -34,6 +34,7 @@ namespace ferry::app {
 struct port_queue {
     std::unique_ptr<net::queue_io> io;
     tcp_test_app *app = nullptr;  // null without [tcp_test] services
+    net::tcp_layer *tcp = nullptr;  // the port's TCP layer on this lcore
 };
 
 // Cross-core message opcodes of the app (lib/xcore carries them opaquely).

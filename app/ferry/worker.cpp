@@ -22,6 +22,10 @@ uint32_t queue_poll(void *ctx, uint64_t now) {
 }
 bool queue_pending(void *ctx) { return static_cast<port_queue *>(ctx)->io->pending(); }
 uint64_t queue_deadline(void *ctx) { return static_cast<port_queue *>(ctx)->io->next_deadline(); }
+uint32_t queue_before_sleep(void *ctx, uint64_t now) {
+    net::tcp_layer *l = static_cast<port_queue *>(ctx)->tcp;
+    return l != nullptr ? l->ack_before_sleep(now) : 0;
+}
 void queue_arm(void *ctx) { static_cast<port_queue *>(ctx)->io->arm(); }
 void queue_disarm(void *ctx) { static_cast<port_queue *>(ctx)->io->disarm(); }
 
@@ -187,10 +191,12 @@ std::string setup_worker(app_state &app, worker &w) {
                                                 p.spec.fault.enabled() ? &fp : nullptr, p.pool);
         if (w.index < p.packet_queues.size()) q->io->attach(p.packet_queues[w.index].get());
         q->app = i < w.tcp_apps.size() ? w.tcp_apps[i].get() : nullptr;
+        q->tcp = i < w.tcp_layers.size() ? w.tcp_layers[i].get() : nullptr;
         reactor::poller pl;
         pl.poll = queue_poll;
         pl.pending = queue_pending;
         pl.deadline = queue_deadline;
+        pl.before_sleep = queue_before_sleep;
         pl.ctx = q.get();
         // The queue's rx interrupt fd, or (af_packet) its socket; without
         // either this queue must be polled: the reactor then never sleeps

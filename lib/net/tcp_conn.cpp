@@ -190,6 +190,16 @@ void tcp_conn::quick_ack(uint64_t now) noexcept {
     output_soon(now);
 }
 
+bool tcp_conn::ack_before_idle(uint64_t now) noexcept {
+    if (delack_at_ == never || delack_fate_ == 0 || !synchronized(state_)) {
+        return false;
+    }
+    ctr_.idle_acks.inc();
+    idle_ack_deadline_ = std::max<uint16_t>(static_cast<uint16_t>(delack_at_ >> 22), 1);
+    send_ack(now);
+    return true;
+}
+
 void tcp_conn::flush_output(uint64_t now) noexcept {
     if (output_owed_) {
         output(now);  // clears it
@@ -963,6 +973,27 @@ uint32_t tcp_conn::emit_segment(uint8_t flags, seq_num seq, uint32_t off, uint32
         }
     }
     if ((flags & tcp_flag::ack) != 0) {
+        if (len > 0) {
+            // Data that carries a delayed ACK, or that came before the
+            // deadline of one sent ahead for a sleep: this connection's ACKs
+            // ride on its data. Data after that deadline: the timer would
+            // have sent it.
+            if (delack_at_ != never && delack_fate_ > 0) {
+                --delack_fate_;
+            }
+            if (idle_ack_deadline_ != 0) {
+                const auto now_units = static_cast<uint16_t>(now >> 22);
+                if (static_cast<int16_t>(static_cast<uint16_t>(now_units - idle_ack_deadline_)) < 0) {
+                    ctr_.idle_acks_early.inc();
+                    if (delack_fate_ > 0) {
+                        --delack_fate_;
+                    }
+                } else if (delack_fate_ < 3) {
+                    ++delack_fate_;
+                }
+                idle_ack_deadline_ = 0;
+            }
+        }
         r.ack = rcv_.nxt;
         last_ack_sent_ = rcv_.nxt;
         ack_now_ = false;
@@ -1220,6 +1251,9 @@ void tcp_conn::on_timer(uint64_t now) noexcept {
         delack_at_ = never;
         if (synchronized(state_)) {
             ctr_.delayed_acks.inc();
+            if (delack_fate_ < 3) {
+                ++delack_fate_;
+            }
             send_ack(now);
         }
     }

@@ -775,6 +775,54 @@ void tcp_layer::poll_timers(uint64_t now) noexcept {
     }
 }
 
+uint32_t tcp_layer::ack_before_sleep(uint64_t now) noexcept {
+    if (heap_len_ == 0 || !cfg_.conn.delayed_ack) {
+        return 0;
+    }
+    now_ = now;
+    // A delayed ACK is due within the timeout, so its connection's heap
+    // entry is too: a walk of the heap that stops below every entry due
+    // later visits only those (a child is never due before its parent).
+    // What it finds is acted on after the walk (after() moves entries).
+    const uint64_t bound = now + std::max(cfg_.conn.delayed_ack_ns, conn6_.delayed_ack_ns);
+    constexpr uint32_t batch = 64;
+    uint32_t sent = 0;
+    for (;;) {
+        uint32_t found[batch], nfound = 0;
+        uint32_t stack[2 * 64], depth = 0;  // a heap of 2^32 entries is 32 deep
+        stack[depth++] = 0;
+        while (depth != 0 && nfound < batch) {
+            const uint32_t pos = stack[--depth];
+            const uint32_t idx = heap_[pos];
+            if (slots_[idx].deadline > bound) {
+                continue;
+            }
+            const tcp_conn &c = *slots_[idx].conn;
+            if (c.delack_deadline() != tcp_conn::never && c.delack_fate() != 0) {
+                found[nfound++] = idx;
+            }
+            for (uint32_t child = 2 * pos + 1; child <= 2 * pos + 2; ++child) {
+                if (child < heap_len_) {
+                    stack[depth++] = child;
+                }
+            }
+        }
+        uint32_t round = 0;
+        for (uint32_t i = 0; i < nfound; ++i) {
+            if (slots_[found[i]].conn->ack_before_idle(now)) {
+                ++round;
+            }
+            after(found[i]);
+        }
+        sent += round;
+        // Each full round sent at least one (those it sent owe nothing now):
+        // the next walk finds fewer.
+        if (nfound < batch || round == 0) {
+            return sent;
+        }
+    }
+}
+
 uint64_t tcp_layer::next_deadline() const noexcept {
     return heap_len_ != 0 ? slots_[heap_[0]].deadline : tcp_conn::never;
 }

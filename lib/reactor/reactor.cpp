@@ -130,6 +130,7 @@ uint32_t reactor::run_once(uint64_t now) noexcept {
     if (work != 0) {
         c_.busy_polls.inc();
         last_busy_ = now;
+        prepared_ = false;
     }
     return work;
 }
@@ -290,6 +291,17 @@ bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
     if (nap != 0) {
         sync_policy();
         nap = std::min(nap, std::max<uint64_t>(policy_.of(gap_expected_).nap(), 1));
+    }
+    if (!prepared_) {
+        prepared_ = true;
+        uint32_t done = 0;
+        for (unsigned i = 0; i < npollers_; ++i)
+            if (pollers_[i].before_sleep != nullptr)
+                done += pollers_[i].before_sleep(pollers_[i].ctx, now);
+        if (done != 0) {
+            c_.pre_sleep_work.inc(done);
+            for (unsigned i = 0; i < nflushers_; ++i) flushers_[i].flush(flushers_[i].ctx, now);
+        }
     }
     c_.sleep_attempts.inc();
     // Every few sleeps, the thread CPU of the whole round trip (arming,

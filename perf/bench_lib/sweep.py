@@ -121,13 +121,14 @@ SAT_CONNS = 50
 LCORE_FIELDS = ("doorbells_rung", "doorbells_suppressed", "sleeps", "naps", "wakeups_nap",
                 "wakeups_doorbell", "wakeups_rx", "wakeups_timer", "msgs_out",
                 "adaptive_gaps", "adaptive_spins_paid", "adaptive_sleeps_short",
-                "adaptive_sleeps_long", "adaptive_gaps_capped", "tx_short_bursts", "tx_drop_stuck", "spin_yields")
+                "adaptive_sleeps_long", "adaptive_gaps_capped", "tx_short_bursts", "tx_drop_stuck", "spin_yields",
+                "pre_sleep_work")
 
 WAKE_FIELDS = ("wakeups_doorbell", "wakeups_rx", "wakeups_timer", "naps")
 # Where wakeups come from: the segments ferry got and sent (a peer's lone ACK
 # wakes a sleeping core as a request does), per request in "diag".
 DIAG_TCP_FIELDS = ("segs_in", "segs_out", "pure_acks", "delayed_acks", "quick_acks",
-                   "retransmits", "rto_fired", "tlp_probes")
+                   "idle_acks", "idle_acks_early", "retransmits", "rto_fired", "tlp_probes")
 
 
 # Port kinds without rx interrupts (their lcores sleep on the queues' sockets,

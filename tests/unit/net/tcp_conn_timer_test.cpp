@@ -222,6 +222,72 @@ TEST(TcpConnDelayedAck, OutOfOrderIsAckedAtOnce) {
     EXPECT_EQ(t.app_recv(), pattern(200));
 }
 
+// An upstream connection between requests: the response's ACK waits for
+// the next request, which comes after the timeout, so the timer sends it.
+// Once that happened, an lcore about to sleep sends it at once instead
+// (the timer would wake it); where data soon carries the ACKs, it does not.
+TEST(TcpConnDelayedAck, AckGoesBeforeASleepWhereTheTimerSentTheLastOne) {
+    tcp_harness t;
+    t.cfg.delayed_ack = true;
+    t.establish_passive();
+    t.send_seg({ACK, P + 1, L + 1, 20000, pattern(100)});
+    EXPECT_FALSE(t.conn->ack_before_idle(t.now));  // nothing known yet: delayed
+    t.expect_nothing();
+    t.advance_to(40 * ms);
+    t.expect_seg({ACK, L + 1, P + 101, 9900});
+    EXPECT_EQ(t.conn->delack_fate(), 1);
+    // The next request, a response, and the lcore goes to sleep.
+    t.advance_to(100 * ms);
+    EXPECT_EQ(t.app_send(pattern(5)), 5u);
+    t.expect_seg({ACK | PSH, L + 1, P + 101, 9900, pattern(5)});
+    t.send_seg({ACK, P + 101, L + 6, 20000, pattern(100)});
+    t.expect_nothing();
+    EXPECT_TRUE(t.conn->ack_before_idle(t.now));
+    t.expect_seg({ACK, L + 6, P + 201, 9800});
+    EXPECT_EQ(t.conn->delack_deadline(), tcp_conn::never);
+    EXPECT_EQ(t.ctr.idle_acks.get(), 1u);
+    t.advance_to(200 * ms);
+    t.expect_nothing();  // no timer left
+    EXPECT_EQ(t.ctr.delayed_acks.get(), 1u);
+    // The next request came after the deadline the idle ACK beat: the
+    // timer would have sent it.
+    EXPECT_EQ(t.app_send(pattern(5)), 5u);
+    t.expect_seg({ACK | PSH, L + 6, P + 201, 9800, pattern(5)});
+    EXPECT_EQ(t.conn->delack_fate(), 2);
+    EXPECT_EQ(t.ctr.idle_acks_early.get(), 0u);
+    EXPECT_FALSE(t.conn->ack_before_idle(t.now));  // no ACK owed
+    t.expect_nothing();
+}
+
+TEST(TcpConnDelayedAck, AcksThatDataCarriesStayDelayedBeforeASleep) {
+    tcp_harness t;
+    t.cfg.delayed_ack = true;
+    t.establish_passive();
+    t.send_seg({ACK, P + 1, L + 1, 20000, pattern(100)});
+    t.advance_to(40 * ms);
+    t.expect_seg({ACK, L + 1, P + 101, 9900});
+    EXPECT_EQ(t.conn->delack_fate(), 1);
+    // An idle ACK whose deadline the data beats: counted, and the
+    // connection learns its ACKs ride on data.
+    t.send_seg({ACK, P + 101, L + 1, 20000, pattern(100)});
+    EXPECT_TRUE(t.conn->ack_before_idle(t.now));
+    t.expect_seg({ACK, L + 1, P + 201, 9800});
+    t.advance(ms);
+    EXPECT_EQ(t.app_send(pattern(5)), 5u);
+    t.expect_seg({ACK | PSH, L + 1, P + 201, 9800, pattern(5)});
+    EXPECT_EQ(t.ctr.idle_acks_early.get(), 1u);
+    EXPECT_EQ(t.conn->delack_fate(), 0);
+    // From now on the ACK waits for the data, sleep or not.
+    t.send_seg({ACK, P + 201, L + 6, 20000, pattern(100)});
+    EXPECT_FALSE(t.conn->ack_before_idle(t.now));
+    t.expect_nothing();
+    t.advance(ms);
+    EXPECT_EQ(t.app_send(pattern(5)), 5u);
+    t.expect_seg({ACK | PSH, L + 6, P + 301, 9700, pattern(5)});
+    EXPECT_EQ(t.ctr.idle_acks.get(), 1u);
+    EXPECT_EQ(t.ctr.delayed_acks.get(), 1u);
+}
+
 // ---- Layer 2: zero window ------------------------------------------------
 
 TEST(TcpConnPersist, ProbesZeroWindowWithBackoff) {

@@ -256,6 +256,49 @@ TEST_F(TcpLayerTest, passive_open_data_close_and_stale_handle) {
     EXPECT_EQ(out[0].h.flags, tcp_flag::rst);
 }
 
+// Before the lcore sleeps, the connections whose delayed ACKs their timer
+// sent last time send the one they owe now (the timer would wake the lcore
+// for it); the others keep theirs delayed, and connections with nothing due
+// are left alone.
+TEST_F(TcpLayerTest, before_a_sleep_only_acks_the_timer_would_send_go_early) {
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    uint32_t iss[3];
+    for (uint16_t i = 0; i < 3; ++i) iss[i] = handshake(5000 + i, 7, 100);
+    (void)events();
+    EXPECT_EQ(layer_->ack_before_sleep(0), 0u);  // nothing owed
+    // 5000 and 5001 get data whose ACK the timer sends at 40 ms.
+    for (uint16_t i = 0; i < 2; ++i)
+        send(seg(5000 + i, 7, 101, tcp_flag::ack, iss[i] + 1), from_string("one"), 0);
+    EXPECT_TRUE(take().empty());
+    layer_->poll_timers(40 * ms);
+    EXPECT_EQ(take().size(), 2u);
+    EXPECT_EQ(tc_.delayed_acks.get(), 2u);
+    // Data on all three at 100 ms, then the lcore is about to sleep.
+    for (uint16_t i = 0; i < 3; ++i) {
+        const uint32_t seq = i < 2 ? 104 : 101;
+        send(seg(5000 + i, 7, seq, tcp_flag::ack, iss[i] + 1), from_string("two"), 100 * ms);
+    }
+    EXPECT_TRUE(take().empty());
+    EXPECT_EQ(layer_->ack_before_sleep(100 * ms), 2u);
+    auto out = take();
+    ASSERT_EQ(out.size(), 2u);
+    for (const seg_out &o : out) {
+        EXPECT_EQ(o.h.flags, tcp_flag::ack);
+        EXPECT_TRUE(o.data.empty());
+        EXPECT_EQ(o.h.ack, seq_num(107));
+        EXPECT_NE(o.h.dst_port, 5002);
+    }
+    EXPECT_EQ(tc_.idle_acks.get(), 2u);
+    // 5002's ACK still waits for its timer, the only deadline left soon.
+    EXPECT_EQ(layer_->next_deadline(), 140 * ms);
+    EXPECT_EQ(layer_->ack_before_sleep(100 * ms), 0u);
+    layer_->poll_timers(140 * ms);
+    out = take();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].h.dst_port, 5002);
+    EXPECT_EQ(out[0].h.ack, seq_num(104));
+}
+
 // conn.defer_output (issue 17): what a loop iteration queues leaves at
 // flush() in as few segments as the MSS allows, carrying the ACK owed for
 // the data that came in; a duplicate ACK for out-of-order data does not wait.

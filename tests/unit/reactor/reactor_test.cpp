@@ -267,6 +267,65 @@ TEST_F(ReactorTest, DueTimerAbortsTheSleep) {
     r.run_once(reactor::now_ns());
 }
 
+// What a timer would wake the lcore for soon goes before the first sleep of
+// an idle gap, flushed at once; not again until work ends the gap, and
+// never in poll mode.
+struct before_sleep_probe {
+    uint32_t calls = 0, flushes = 0, give = 2;
+    static uint32_t before_sleep(void *ctx, uint64_t) {
+        auto &p = *static_cast<before_sleep_probe *>(ctx);
+        ++p.calls;
+        return p.give;
+    }
+    static void flush(void *ctx, uint64_t) { ++static_cast<before_sleep_probe *>(ctx)->flushes; }
+};
+
+TEST_F(ReactorTest, BeforeSleepRunsOncePerGapAndItsWorkIsFlushed) {
+    s.mode = wakeup_mode::poll;
+    fake_source src;
+    before_sleep_probe probe;
+    poller p = src.as_poller(src.fd);
+    p.before_sleep = before_sleep_probe::before_sleep;
+    p.ctx = &probe;
+    p.poll = [](void *, uint64_t) -> uint32_t { return 0; };
+    p.pending = nullptr;
+    p.arm = p.disarm = nullptr;
+    p.wake_fd = poller::no_wake_fd_needed;
+    ASSERT_TRUE(r.add_poller(src.as_poller(src.fd)));
+    ASSERT_TRUE(r.add_poller(p));
+    ASSERT_TRUE(r.add_flusher({before_sleep_probe::flush, &probe}));
+    EXPECT_FALSE(r.try_sleep(reactor::now_ns(), stop));
+    EXPECT_EQ(probe.calls, 0u);
+    s.mode = wakeup_mode::conditional;
+    // Woken by a doorbell: nothing to do, still the same gap.
+    std::thread ringer([&] {
+        while (!r.committed_to_sleep()) std::this_thread::yield();
+        EXPECT_TRUE(ring(r.bell()));
+    });
+    EXPECT_TRUE(r.try_sleep(reactor::now_ns(), stop));
+    ringer.join();
+    EXPECT_EQ(probe.calls, 1u);
+    EXPECT_EQ(probe.flushes, 1u);  // before the sleep
+    EXPECT_EQ(c.pre_sleep_work.get(), 2u);
+    EXPECT_EQ(r.run_once(reactor::now_ns()), 0u);
+    EXPECT_EQ(probe.flushes, 2u);  // the iteration's own flush
+    timer t([](void *, uint64_t) {}, nullptr);
+    r.timers().arm(t, reactor::now_ns() + 1'000'000);
+    EXPECT_TRUE(r.try_sleep(reactor::now_ns(), stop));
+    EXPECT_EQ(probe.calls, 1u);
+    EXPECT_EQ(probe.flushes, 2u);
+    // Work (here the timer's) ends the gap: the next sleep runs it again,
+    // and with nothing done no flush is added.
+    EXPECT_EQ(r.run_once(reactor::now_ns()), 1u);
+    probe.give = 0;
+    r.timers().arm(t, reactor::now_ns() + 1'000'000);
+    EXPECT_TRUE(r.try_sleep(reactor::now_ns(), stop));
+    EXPECT_EQ(probe.calls, 2u);
+    EXPECT_EQ(probe.flushes, 3u);
+    EXPECT_EQ(c.pre_sleep_work.get(), 2u);
+    r.run_once(reactor::now_ns());
+}
+
 TEST_F(ReactorTest, WakeFdWakesAndIsCountedAsRx) {
     fake_source src;
     ASSERT_TRUE(r.add_poller(src.as_poller(src.fd)));

@@ -153,6 +153,8 @@
     X(window_updates,        "window updates sent after the application read")                    \
     X(delayed_acks,          "ACKs sent by the delayed-ACK timer")                                \
     X(quick_acks,            "ACKs sent early: the application read all and waits mid-message")   \
+    X(idle_acks,             "delayed ACKs sent as the lcore went to sleep: their timer would have woken it") \
+    X(idle_acks_early,       "idle ACKs whose deadline data beat: the data could have carried them")  \
     X(pure_acks,             "segments sent with ACK alone (no data, SYN, FIN or RST)")            \
     X(keepalives,            "keep-alive probes sent")                                            \
     X(keepalive_timeouts,    "connections closed by unanswered keep-alives")                      \
@@ -386,6 +388,17 @@ public:
     // acknowledged would otherwise wait that long (Linux: ICSK_ACK_PUSHED
     // in tcp_cleanup_rbuf, or TCP_QUICKACK).
     void quick_ack(uint64_t now) noexcept;
+    // The lcore is about to sleep: if an ACK is owed and this connection's
+    // delayed ACKs have lately gone out by their timer rather than on data
+    // (the application sends nothing here soon: an idle upstream connection
+    // between requests), it goes now, so that the timer does not wake the
+    // lcore for it later. The same frame, sent earlier; a connection whose
+    // ACKs ride on its data keeps them delayed. True if an ACK was sent.
+    bool ack_before_idle(uint64_t now) noexcept;
+    // How the last delayed ACKs went out: 0 (on data) to 3 (by the timer),
+    // up one for each the timer sent, down one for each that data carried
+    // (and for each ack_before_idle() whose deadline data beat).
+    [[nodiscard]] uint8_t delack_fate() const noexcept { return delack_fate_; }
     // With defer_output: whether something waits for flush_output(), which
     // sends it (what the windows allow, or the ACK owed).
     [[nodiscard]] bool output_owed() const noexcept { return output_owed_; }
@@ -649,6 +662,14 @@ private:
     // The peer is mid-stream: its last in-order data segment was full-sized, or
     // it filled a gap (recv(): a pure window update is news to such a peer).
     bool peer_streaming_ : 1 = false;
+    uint8_t delack_fate_ : 2 = 0;  // ACK policy: delack_fate()
+    // ACK policy: the delayed-ACK deadline an ack_before_idle() beat, until
+    // the next data segment tells whether that data would have carried it:
+    // in units of 2^22 ns (4.2 ms) modulo 2^16, so it tells before from after
+    // within 137 s either way (a later segment may be judged wrongly: one
+    // step of delack_fate_); 0: none. In a padding hole: sizeof(tcp_conn)
+    // is a per-connection cost.
+    uint16_t idle_ack_deadline_ = 0;
     // RFC 2883: the duplicate data last received, reported once (D-SACK).
     tcp_sack_block dsack_{};
 

@@ -186,6 +186,12 @@ public:
 
     void poll_timers(uint64_t now) noexcept;
     [[nodiscard]] uint64_t next_deadline() const noexcept;
+    // The lcore is about to sleep: every connection with a delayed ACK due
+    // whose ACKs lately went out by their timer sends it now
+    // (tcp_conn::ack_before_idle), so the timer does not wake the lcore. Only
+    // the timer heap's entries due within the delayed-ACK timeout are
+    // visited. Returns the ACKs sent (the caller flushes the tx queues).
+    uint32_t ack_before_sleep(uint64_t now) noexcept;
 
     // With conn.defer_output: sends what the connections queued since the
     // last flush (tcp_conn::flush_output), one connection at a time, in the

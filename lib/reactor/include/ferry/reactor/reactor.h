@@ -6,6 +6,10 @@
 //          enqueue burst per peer followed by that peer's doorbell check)
 //   idle accounting: nothing to do for idle_threshold -> try to sleep
 //
+// Before the first sleep of an idle gap every poller's before_sleep() runs
+// (and the flushers after it, if it did anything): what a timer would wake
+// the lcore for soon goes now, while it is awake.
+//
 // Sleeping (consumer side of doorbell.h): store sleeping = 1, fence, re-check
 // every poller with pending() (which must not lose work), the nearest timer and
 // the stop flag; anything there -> sleeping = 0, keep polling (counted as an
@@ -70,6 +74,7 @@ namespace ferry::reactor {
     X(adaptive_sleeps_short, "adaptive: sleeps through a gap shorter than a sleep's price (a spin would have been cheaper)") \
     X(adaptive_sleeps_long, "adaptive: sleeps through a gap longer than a sleep's price (the sleep paid)") \
     X(adaptive_gaps_capped, "adaptive: gaps after which the window was cut to the fixed modes' CPU on the same gaps") \
+    X(pre_sleep_work, "items done just before a sleep, so no timer wakes the lcore for them (delayed ACKs sent early)") \
     X(spin_yields, "sched_yield calls while spinning idle (spin_yield_us): another thread runnable on this CPU may run")
 
 struct alignas(64) reactor_counters {
@@ -127,6 +132,11 @@ struct poller {
     // Optional; the adaptive policy learns gaps that begin with it apart from
     // the others.
     bool (*expecting)(void *ctx) = nullptr;
+    // The lcore is about to sleep (once per idle gap, before the sleep
+    // protocol): do now what a timer would wake it for soon and may be done
+    // early (the TCP layer: a delayed ACK no data will carry). Returns the
+    // work done; the flushers then run before the sleep. Optional.
+    uint32_t (*before_sleep)(void *ctx, uint64_t now) = nullptr;
     void *ctx = nullptr;
     // Event fd that becomes readable when work arrives while asleep (an rx
     // queue's interrupt fd, registered edge-triggered), -1 if the source has
@@ -260,6 +270,9 @@ private:
     // its doorbell write is coming or came; drain it before the next sleep so
     // it does not cause a spurious wakeup.
     bool doorbell_owed_ = false;
+    // The pollers' before_sleep() ran since the last work: a sleep that
+    // ends with nothing to do is not preceded by it again.
+    bool prepared_ = false;
     uint64_t last_busy_ = 0;
     uint64_t last_yield_ = 0;  // the last idle spin's sched_yield (spin_yield_ns)
     // The adaptive policy, and the gap in progress (run()).

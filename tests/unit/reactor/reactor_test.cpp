@@ -494,6 +494,12 @@ TEST(StopRequest, RingsEveryWatchedBellAndKeepsErrno) {
 // needed); work 5 ms apart, past any spin limit, teaches it to sleep at once.
 TEST_F(ReactorTest, AdaptiveLearnsToSpinThroughShortGapsAndToSleepThroughLongOnes) {
     s.mode = wakeup_mode::adaptive;
+    // What this tests is learning from gap lengths, not the price: at the
+    // default weight (1000) a sleep costs 10 x the wake latency, which on a
+    // loaded machine (CI's parallel ASan tests: timer wake-ups 1 ms late)
+    // prices a sleep past the long gaps below, and spinning through them is
+    // then the right choice (CI saw the window stay up for 3000 gaps).
+    s.latency_weight_pct = 100;
     fake_source src;
     ASSERT_TRUE(r.add_poller(src.as_poller(src.fd)));
     std::thread t([&] { r.run(stop); });
@@ -517,12 +523,12 @@ TEST_F(ReactorTest, AdaptiveLearnsToSpinThroughShortGapsAndToSleepThroughLongOne
     EXPECT_GT(r.wake_cost_ns(), 0u);
     EXPECT_GT(r.sleep_cpu_ns(), 0u);
     EXPECT_GT(r.spin_window_ns(), 0u);
-    // Long gaps (each past the 2 ms limit on any price): once they outweigh
-    // the short ones in the histogram (a few hundred: it halves every 512),
-    // the window is 0. Bounded: 3000 gaps.
+    // Long gaps (each past the 2 ms limit, even after a wake latency of 2 ms
+    // is taken off): once they outweigh the short ones in the histogram (a
+    // few hundred: it halves every 512), the window is 0. Bounded: 3000 gaps.
     for (int i = 0; i < 3000 && r.spin_window_ns() != 0; ++i) {
         const uint64_t before = c.adaptive_gaps.get();
-        std::this_thread::sleep_for(std::chrono::microseconds(2500));  // the gap itself, not a wait
+        std::this_thread::sleep_for(std::chrono::microseconds(5000));  // the gap itself, not a wait
         src.add(1);
         while (c.adaptive_gaps.get() == before) std::this_thread::yield();
     }

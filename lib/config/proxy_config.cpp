@@ -16,6 +16,7 @@ namespace {
 constexpr std::string_view balance_names[] = {"round_robin", "least_conn", "consistent_hash"};
 constexpr std::string_view hash_key_names[] = {"client_ip", "uri", "host"};
 constexpr std::string_view pool_names[] = {"local", "shared"};
+constexpr std::string_view shared_pick_names[] = {"round_robin", "own_idle_first"};
 constexpr std::string_view log_format_names[] = {"combined", "json"};
 constexpr std::string_view all_down_names[] = {"try", "refuse"};
 
@@ -396,7 +397,8 @@ std::optional<error> proxy_reader::read_upstream(const toml::table &t, const std
     u.where = r_.pos(t.source());
     std::vector<server_nodes> snodes;
     const toml::node *name_node = nullptr, *hash_key_node = nullptr, *shared_node = nullptr,
-                     *max_idle_node = nullptr, *servers_node = nullptr, *unused = nullptr;
+                     *max_idle_node = nullptr, *servers_node = nullptr, *pick_node = nullptr,
+                     *unused = nullptr;
     const reader::field fields[] = {
         {"name", true,
          [&](const toml::node &v, const std::string &k) -> std::optional<error> {
@@ -415,6 +417,8 @@ std::optional<error> proxy_reader::read_upstream(const toml::table &t, const std
         {"pool", false, enum_into(r_, u.pool, unused, pool_names, "pool mode")},
         {"shared_connections", false,
          noted_integer(r_, u.shared_connections, shared_node, 1, 1024)},
+        {"shared_pick", false,
+         enum_into(r_, u.shared_pick, pick_node, shared_pick_names, "shared_pick mode")},
         {"max_idle", false, noted_integer(r_, u.max_idle, max_idle_node, 0, 65535)},
         {"connect_timeout_ms", false, r_.integer_into(u.connect_timeout_ms, 1, 600000)},
         {"response_timeout_ms", false, r_.integer_into(u.response_timeout_ms, 1, max_timeout_ms)},
@@ -462,6 +466,10 @@ std::optional<error> proxy_reader::read_upstream(const toml::table &t, const std
     if (shared_node && u.pool != pool_mode::shared)
         return r_.at(*shared_node, join_key(key, "shared_connections"),
                      "shared_connections is only used with pool = \"shared\" (this upstream's "
+                     "pool is \"local\")");
+    if (pick_node && u.pool != pool_mode::shared)
+        return r_.at(*pick_node, join_key(key, "shared_pick"),
+                     "shared_pick is only used with pool = \"shared\" (this upstream's "
                      "pool is \"local\")");
     if (max_idle_node && u.pool != pool_mode::local)
         return r_.at(*max_idle_node, join_key(key, "max_idle"),
@@ -692,6 +700,10 @@ std::string_view to_string(pool_mode m) {
     return pool_names[static_cast<size_t>(m)];
 }
 
+std::string_view to_string(shared_pick_mode m) {
+    return shared_pick_names[static_cast<size_t>(m)];
+}
+
 std::string_view to_string(log_format f) {
     return log_format_names[static_cast<size_t>(f)];
 }
@@ -792,7 +804,8 @@ std::string describe_proxy(const ferry_config &c) {
             out += " (hash_key " + std::string(to_string(u.hash_key)) + ")";
         out += ", pool " + std::string(to_string(u.pool));
         out += u.pool == pool_mode::shared
-                   ? " (shared_connections " + std::to_string(u.shared_connections) + ")"
+                   ? " (shared_connections " + std::to_string(u.shared_connections) +
+                         ", shared_pick " + std::string(to_string(u.shared_pick)) + ")"
                    : " (max_idle " + std::to_string(u.max_idle) + ")";
         out += ", timeouts connect " + ms(u.connect_timeout_ms) + ", response " +
                ms(u.response_timeout_ms) + ", read " + ms(u.read_timeout_ms) + ", write " +

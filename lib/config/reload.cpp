@@ -465,6 +465,7 @@ std::vector<std::string> reload_changes(const ferry_config &run, const ferry_con
         c.str(k + "balance", to_string(a.balance), to_string(b.balance));
         c.str(k + "hash_key", to_string(a.hash_key), to_string(b.hash_key));
         c.num(k + "max_idle", a.max_idle, b.max_idle);
+        c.str(k + "shared_pick", to_string(a.shared_pick), to_string(b.shared_pick));
         c.num(k + "connect_timeout_ms", a.connect_timeout_ms, b.connect_timeout_ms);
         c.num(k + "response_timeout_ms", a.response_timeout_ms, b.response_timeout_ms);
         c.num(k + "read_timeout_ms", a.read_timeout_ms, b.read_timeout_ms);

@@ -247,7 +247,8 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
     const http::request &req = c.req;
     const auto &uc = cfg_of(c).upstreams[upstream];
     // local pool: a connection of this lcore's own pool. shared: the next of
-    // the server's N connections, owned by worker k % n.
+    // the server's N connections, owned by worker k % n (with own_idle_first
+    // an idle one this worker owns, if any).
     upconn *u = nullptr;
     uint32_t slot = none;
     unsigned owner = lcore_index_;
@@ -261,10 +262,17 @@ bool worker_proxy::dispatch(client &c, uint32_t consumed, int upstream, int serv
         }
     } else {
         const uint32_t n = uc.shared_connections;
-        uint32_t &rr = shared_rr_[upstream][server];
-        const uint32_t k = rr;
-        rr = rr + 1 == n ? 0 : rr + 1;
-        slot = shared_base_[upstream] + static_cast<uint32_t>(server) * n + k;
+        const uint32_t base = shared_base_[upstream] + static_cast<uint32_t>(server) * n;
+        if (uc.shared_pick == config::shared_pick_mode::own_idle_first)
+            slot = own_idle_slot(base, n);
+        if (slot != none) {
+            ctr_.shared_own_idle.inc();
+        } else {
+            uint32_t &rr = shared_rr_[upstream][server];
+            const uint32_t k = rr;
+            rr = rr + 1 == n ? 0 : rr + 1;
+            slot = base + k;
+        }
         owner = slots_[slot].owner;
     }
     const uint16_t hport = u != nullptr ? u->port : port_for(endpoint_of(upstream, server).addr);

@@ -307,6 +307,21 @@ worker_proxy::upconn *worker_proxy::open_shared(uint32_t si, uint64_t now) noexc
     return &u;
 }
 
+uint32_t worker_proxy::own_idle_slot(uint32_t base, uint32_t n) const noexcept {
+    for (uint32_t k = 0; k < n; ++k) {
+        const shared_slot &sl = slots_[base + k];
+        if (sl.owner != lcore_index_ || sl.q == nullptr || sl.qn != 0 || sl.listed ||
+            sl.conn == none)
+            continue;
+        const upconn &u = upconns_[sl.conn];
+        // What run_kicks would attach a job to at once (no reopen).
+        if (u.state == upconn::st::idle && u.client == none && u.rq == none && !u.eof &&
+            u.h.valid() && u.in_n == 0)
+            return base + k;
+    }
+    return none;
+}
+
 // The job takes the slot's connection (idle, or still connecting).
 void worker_proxy::attach(uint32_t si, upconn &u, const job &j, uint64_t now) noexcept {
     const shared_slot &sl = slots_[si];

@@ -440,7 +440,12 @@ def run(a, build, out_path, log=print):
         i = 0
         for nl, port in groups(a):
             cpus = ferry_cpus(topo, nl)
-            cfg = S.ferry_config("http", port, a.sweep_pool, wakeup_mode="conditional")
+            pool = "shared" if a.sweep_pool == "shared-own" else a.sweep_pool
+            cfg = S.ferry_config("http", port, pool, wakeup_mode="conditional")
+            if a.sweep_pool == "shared-own":
+                cfg = cfg.replace('pool = "shared"\n',
+                                  'pool = "shared"\nshared_pick = "own_idle_first"\n')
+                assert "own_idle_first" in cfg
             if a.sweep_idle_threshold_us:
                 # the fixed modes' spin before sleeping (default 200 us)
                 cfg = cfg.replace('wakeup_mode = "conditional"\n', 'wakeup_mode = "conditional"\n'

@@ -305,6 +305,14 @@ const bad_case bad_cases[] = {
     {"upstream_shared_connections_with_local_pool", cfg(upstream_with("shared_connections = 8\n")),
      "t.toml:8:22: key 'upstream[0].shared_connections': shared_connections is only used with "
      "pool = \"shared\" (this upstream's pool is \"local\")"},
+    {"upstream_shared_pick_with_local_pool",
+     cfg(upstream_with("shared_pick = \"own_idle_first\"\n")),
+     "t.toml:8:15: key 'upstream[0].shared_pick': shared_pick is only used with "
+     "pool = \"shared\" (this upstream's pool is \"local\")"},
+    {"upstream_shared_pick_unknown",
+     cfg(upstream_with("pool = \"shared\"\nshared_pick = \"local_first\"\n")),
+     "t.toml:9:15: key 'upstream[0].shared_pick': unknown shared_pick mode 'local_first' "
+     "(expected round_robin or own_idle_first)"},
     {"upstream_max_idle_with_shared_pool", cfg(upstream_with("max_idle = 8\npool = \"shared\"\n")),
      "t.toml:8:12: key 'upstream[0].max_idle': max_idle is only used with pool = \"local\" "
      "(this upstream's pool is \"shared\")"},
@@ -769,7 +777,7 @@ gateway = "10.78.255.254"
               "  server 10.77.0.2:8081 weight 1\n"
               "  server 192.168.7.9:80 weight 1\n"
               "upstream api: balance consistent_hash (hash_key uri), pool shared "
-              "(shared_connections 16), timeouts connect 5000 ms, response 60000 ms, read 60000 "
+              "(shared_connections 16, shared_pick round_robin), timeouts connect 5000 ms, response 60000 ms, read 60000 "
               "ms, write 60000 ms, total off; retries 1, max_fails 3 (down 10000 ms), when all down try, health checks off\n"
               "  server 10.78.0.5:9000 weight 1000\n");
 }
@@ -1102,6 +1110,14 @@ TEST(proxy_config, mode_names) {
     auto shared = parse(cfg(upstream_with("pool = \"shared\"\n")), "t.toml");
     ASSERT_TRUE(shared) << shared.error().to_string();
     EXPECT_EQ(shared->upstreams[0].pool, pool_mode::shared);
+    EXPECT_EQ(shared->upstreams[0].shared_pick, shared_pick_mode::round_robin);
+    for (const char *p : {"round_robin", "own_idle_first"}) {
+        auto r = parse(cfg(upstream_with("pool = \"shared\"\nshared_pick = \"" +
+                                         std::string(p) + "\"\n")),
+                       "t.toml");
+        ASSERT_TRUE(r) << r.error().to_string();
+        EXPECT_EQ(to_string(r->upstreams[0].shared_pick), p);
+    }
 }
 
 TEST(proxy_config, ipv6_servers_off_link_need_a_gateway6_or_router_discovery) {

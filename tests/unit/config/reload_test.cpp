@@ -92,6 +92,19 @@ std::vector<std::string> refusals(const std::string &next_text) {
     return out;
 }
 
+// How a shared pool picks its connections is read per request: a reload
+// changes it in place.
+TEST(ConfigReload, SharedPickChangesInPlace) {
+    const std::string shared = with("name = \"app\"\n[[upstream.server]]",
+                                    "name = \"app\"\npool = \"shared\"\n[[upstream.server]]");
+    std::string own = shared;
+    swap(own, "pool = \"shared\"\n", "pool = \"shared\"\nshared_pick = \"own_idle_first\"\n");
+    const ferry_config a = load(shared), b = load(own);
+    EXPECT_TRUE(reload_refusals(a, b).empty());
+    EXPECT_EQ(reload_changes(a, b),
+              std::vector<std::string>{"upstream[1].shared_pick: \"round_robin\" -> \"own_idle_first\""});
+}
+
 TEST(ConfigReload, TheSameFileChangesNothing) {
     const ferry_config a = load(std::string(base)), b = load(std::string(base));
     EXPECT_TRUE(reload_refusals(a, b).empty());

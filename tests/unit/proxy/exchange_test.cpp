@@ -299,5 +299,96 @@ TEST(Exchange, TheRunningCountOfExchangesHandedToAnotherWorkerEqualsARecount) {
     }
 }
 
+// shared_pick: with round_robin a worker's consecutive requests take the
+// server's connections in turn, worker 1's every other time (handed over);
+// with own_idle_first they stay on worker 0's own connection while it is
+// idle, and only a request that finds it busy goes round robin.
+namespace {
+constexpr std::string_view req_p = "GET /p HTTP/1.1\r\nHost: h\r\n\r\n";
+constexpr std::string_view ok2 = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+// Worker 1 answers the request handed to it with a 502.
+void answer_from_worker_1(proxy_bed &bed, taking_peer &peer) {
+    const xcore::message *head = nullptr;
+    for (const auto &m : peer.got)
+        if (m.opcode == op_req_head) head = &m;
+    ASSERT_NE(head, nullptr);
+    xcore::message err{};
+    err.handle = head->handle;
+    err.opcode = op_resp_error;
+    err.arg = 502;
+    bed.proxy().on_message(1, err, bed.now());
+    bed.pump();
+}
+}  // namespace
+
+TEST(SharedPick, RoundRobinHandsEveryOtherRequestToTheOtherWorker) {
+    taking_peer peer;
+    bed_options o;
+    o.toml = bed_config("", "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n");
+    o.workers = 2;
+    o.send = &taking_peer::send;
+    o.send_ctx = &peer;
+    {
+        proxy_bed bed(o);
+        const size_t cl = bed.connect();
+        bed.send(cl, req_p);  // k = 0: worker 0's own
+        ASSERT_TRUE(peer.got.empty());
+        bed.send(*bed.origin(), ok2);
+        ASSERT_TRUE(bed.conn(cl).rx.ends_with("ok"));
+        bed.send(cl, req_p);  // k = 1: worker 1's, though worker 0's is idle
+        EXPECT_EQ(bed.ctr().xcore_requests_out.get(), 1u);
+        answer_from_worker_1(bed, peer);
+        EXPECT_NE(bed.conn(cl).rx.find("HTTP/1.1 502 "), std::string::npos);
+        EXPECT_EQ(bed.ctr().shared_own_idle.get(), 0u);
+        peer.drop();
+        finish(bed, {cl});
+    }
+}
+
+TEST(SharedPick, OwnIdleFirstKeepsRequestsOnTheWorkersIdleConnectionAndHandsOverWhenItIsBusy) {
+    taking_peer peer;
+    bed_options o;
+    o.toml = bed_config("", "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n"
+                            "shared_pick = \"own_idle_first\"\n");
+    o.workers = 2;
+    o.send = &taking_peer::send;
+    o.send_ctx = &peer;
+    {
+        proxy_bed bed(o);
+        const size_t cl = bed.connect();
+        bed.send(cl, req_p);  // none open yet: round robin, k = 0 (worker 0's)
+        ASSERT_TRUE(peer.got.empty());
+        ASSERT_EQ(bed.origin_count(), 1u);
+        peer_conn &org = *bed.origin();
+        bed.send(org, ok2);
+        ASSERT_TRUE(bed.conn(cl).rx.ends_with("ok"));
+        for (int i = 0; i < 4; ++i) {
+            org.rx.clear();
+            bed.send(cl, req_p);
+            EXPECT_TRUE(peer.got.empty()) << i;
+            EXPECT_NE(org.rx.find("GET /p "), std::string::npos) << "the same connection " << i;
+            bed.send(org, ok2);
+            expect_count(bed, "answered here", false);
+        }
+        EXPECT_EQ(bed.origin_count(), 1u);
+        EXPECT_EQ(bed.ctr().shared_own_idle.get(), 4u);
+        EXPECT_EQ(bed.ctr().xcore_requests_out.get(), 0u);
+        // The own connection busy: the next request goes round robin, to
+        // k = 1 (worker 1's).
+        const size_t cl2 = bed.connect();
+        bed.send(cl, req_p);
+        bed.send(cl2, req_p);
+        EXPECT_EQ(bed.ctr().shared_own_idle.get(), 5u);
+        EXPECT_EQ(bed.ctr().xcore_requests_out.get(), 1u);
+        answer_from_worker_1(bed, peer);
+        EXPECT_NE(bed.conn(cl2).rx.find("HTTP/1.1 502 "), std::string::npos);
+        bed.send(org, ok2);
+        expect_count(bed, "both answered", false);
+        peer.drop();
+        finish(bed, {cl, cl2});
+    }
+}
+
 }  // namespace
 }  // namespace ferry::proxy::test

@@ -201,6 +201,13 @@
 //                                   #   lcores, spread over them (DESIGN.md)
 //   shared_connections = 4          # 1..1024, pool = "shared" only: connections per server
 //                                   #   in all
+//   shared_pick = "round_robin"     # pool = "shared" only: round_robin: each request takes
+//                                   #   the server's next connection, whichever worker owns
+//                                   #   it (so with n workers (n-1)/n of them are handed
+//                                   #   over) | own_idle_first: an idle connection the
+//                                   #   request's own worker owns when there is one
+//                                   #   (fewer hand-offs and wake-ups at low load), the
+//                                   #   next one otherwise
 //   max_idle = 256                  # 0..65535, pool = "local" only: idle keep-alive
 //                                   #   connections kept per lcore and server; an idle one
 //                                   #   past it is closed (churn: TIME-WAIT, connects)
@@ -428,11 +435,13 @@ struct tcp_test_config {
 enum class balance_mode : uint8_t { round_robin, least_conn, consistent_hash };
 enum class hash_key_kind : uint8_t { client_ip, uri, host };
 enum class pool_mode : uint8_t { local, shared };
+enum class shared_pick_mode : uint8_t { round_robin, own_idle_first };
 enum class log_format : uint8_t { combined, json };
 enum class all_down_mode : uint8_t { try_anyway, refuse };
 std::string_view to_string(balance_mode m);   // "round_robin" | "least_conn" | "consistent_hash"
 std::string_view to_string(hash_key_kind k);  // "client_ip" | "uri" | "host"
 std::string_view to_string(pool_mode m);      // "local" | "shared"
+std::string_view to_string(shared_pick_mode m);  // "round_robin" | "own_idle_first"
 std::string_view to_string(log_format f);     // "combined" | "json"
 std::string_view to_string(all_down_mode m);  // "try" | "refuse"
 
@@ -566,6 +575,7 @@ struct upstream_config {
     hash_key_kind hash_key = hash_key_kind::client_ip;  // meaningful with consistent_hash
     pool_mode pool = pool_mode::local;
     uint32_t shared_connections = 4;  // meaningful with pool_mode::shared
+    shared_pick_mode shared_pick = shared_pick_mode::round_robin;  // likewise
     uint32_t max_idle = 256;          // meaningful with pool_mode::local
     // nginx's proxy_*_timeout and HAProxy's timeout connect/server in spirit:
     // connect, then inactivity while sending and while receiving.

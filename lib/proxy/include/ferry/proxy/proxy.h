@@ -77,7 +77,9 @@
 //         on their owner.
 //
 // The client's worker A picks the server (the upstream's balancing) and then k
-// round robin over the server's N connections (a per-A counter); the owner is
+// round robin over the server's N connections (a per-A counter), or, with
+// shared_pick = own_idle_first, first an idle connection A owns itself
+// (shared_own_idle; round robin when none is idle); the owner is
 // B = k % nworkers. B == A: the request queues on A's own shared connection,
 // no messages. B != A: the request is handed to B over lib/xcore and its
 // response handed back, as 24-byte messages carrying mbuf chains (ownership
@@ -266,6 +268,7 @@ namespace ferry::proxy {
     X(xcore_backlog_full,       "proxy messages dropped: the lane and the peer's backlog were full (request failed)") \
     X(shared_queue_full,        "503: a shared connection's request FIFO (or the remote-request pool) was full") \
     X(shared_reconnects,        "shared upstream connections reopened after a close")          \
+    X(shared_own_idle,          "requests given an idle shared connection of their own worker (shared_pick = own_idle_first)") \
     X(access_log_records,       "access-log records handed to the log writer (one per request)")   \
     X(access_log_dropped,       "access-log records dropped: the lcore's ring was full (writer behind)") \
     X(events_written,           "server down/up events handed to the event-log writer")                 \
@@ -784,6 +787,10 @@ private:
     void fail_job(const job &j, uint16_t status, uint64_t now) noexcept;
     void attach(uint32_t slot, upconn &u, const job &j, uint64_t now) noexcept;
     upconn *open_shared(uint32_t slot, uint64_t now) noexcept;
+    // shared_pick = own_idle_first: the first of the n slots from `base` that
+    // this worker owns whose connection is open, idle and has no job waiting;
+    // none if there is none.
+    [[nodiscard]] uint32_t own_idle_slot(uint32_t base, uint32_t n) const noexcept;
     void shared_release(upconn &u, bool reusable, uint64_t now) noexcept;
     rreq *rreq_of(upconn &u) noexcept;
     void pump_req(rreq &r, upconn &u, uint64_t now) noexcept;

@@ -480,7 +480,37 @@ struct taking_peer {
         got.clear();
     }
     ~taking_peer() { drop(); }
+    // The last request head handed over, or null.
+    [[nodiscard]] const xcore::message *last_head() const {
+        const xcore::message *head = nullptr;
+        for (const auto &m : got)
+            if (m.opcode == op_req_head) head = &m;
+        return head;
+    }
 };
+
+// Worker 1's answer to the request of `head`: an error, `arg` = the status
+// (and in bits 16.. a timeout kind).
+inline xcore::message resp_error_for(const xcore::message &head, uint32_t arg) {
+    xcore::message err{};
+    err.handle = head.handle;
+    err.opcode = op_resp_error;
+    err.arg = arg;
+    return err;
+}
+
+// A bed as worker 0 of 2 with a shared pool of two connections per server
+// (k = 0 worker 0's, k = 1 worker 1's), worker 1 being `peer`; `extra`:
+// more upstream keys.
+inline bed_options two_workers_shared(taking_peer &peer, std::string_view extra = "") {
+    bed_options o;
+    o.toml = bed_config("", "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n" +
+                                std::string(extra));
+    o.workers = 2;
+    o.send = &taking_peer::send;
+    o.send_ctx = &peer;
+    return o;
+}
 
 // A keep-alive GET, and a 5-byte answer to it.
 inline constexpr std::string_view simple_get = "GET /p HTTP/1.1\r\nHost: h\r\n\r\n";

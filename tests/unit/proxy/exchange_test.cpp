@@ -250,11 +250,7 @@ TEST(Exchange, TheRunningCountOfExchangesEqualsARecountAtEveryStep) {
 // requests alternate between worker 0's connection and a hand-off.
 TEST(Exchange, TheRunningCountOfExchangesHandedToAnotherWorkerEqualsARecount) {
     taking_peer peer;
-    bed_options o;
-    o.toml = bed_config("", "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n");
-    o.workers = 2;
-    o.send = &taking_peer::send;
-    o.send_ctx = &peer;
+    const bed_options o = two_workers_shared(peer);
     {
         proxy_bed bed(o);
         const size_t cl = bed.connect();
@@ -273,14 +269,9 @@ TEST(Exchange, TheRunningCountOfExchangesHandedToAnotherWorkerEqualsARecount) {
             // Handed over: worker 1 answers it (a 502), or its client goes.
             EXPECT_GE(bed.proxy().exchanges_count(), 2u);  // the server's and the hand-off
             if (i % 4 == 1) {
-                const xcore::message *head = nullptr;
-                for (const auto &m : peer.got)
-                    if (m.opcode == op_req_head) head = &m;
+                const xcore::message *head = peer.last_head();
                 ASSERT_NE(head, nullptr);
-                xcore::message err{};
-                err.handle = head->handle;
-                err.opcode = op_resp_error;
-                err.arg = 502;
+                xcore::message err = resp_error_for(*head, 502);
                 bed.proxy().on_message(1, err, bed.now());
                 expect_count(bed, "answered by worker 1", false);
                 bed.pump();
@@ -304,19 +295,13 @@ TEST(Exchange, TheRunningCountOfExchangesHandedToAnotherWorkerEqualsARecount) {
 // with own_idle_first they stay on worker 0's own connection while it is
 // idle, and only a request that finds it busy goes round robin.
 namespace {
-constexpr std::string_view req_p = "GET /p HTTP/1.1\r\nHost: h\r\n\r\n";
 constexpr std::string_view ok2 = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 // Worker 1 answers the request handed to it with a 502.
-void answer_from_worker_1(proxy_bed &bed, taking_peer &peer) {
-    const xcore::message *head = nullptr;
-    for (const auto &m : peer.got)
-        if (m.opcode == op_req_head) head = &m;
+void answer_from_worker_1(proxy_bed &bed, const taking_peer &peer) {
+    const xcore::message *head = peer.last_head();
     ASSERT_NE(head, nullptr);
-    xcore::message err{};
-    err.handle = head->handle;
-    err.opcode = op_resp_error;
-    err.arg = 502;
+    xcore::message err = resp_error_for(*head, 502);
     bed.proxy().on_message(1, err, bed.now());
     bed.pump();
 }
@@ -324,19 +309,15 @@ void answer_from_worker_1(proxy_bed &bed, taking_peer &peer) {
 
 TEST(SharedPick, RoundRobinHandsEveryOtherRequestToTheOtherWorker) {
     taking_peer peer;
-    bed_options o;
-    o.toml = bed_config("", "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n");
-    o.workers = 2;
-    o.send = &taking_peer::send;
-    o.send_ctx = &peer;
+    const bed_options o = two_workers_shared(peer);
     {
         proxy_bed bed(o);
         const size_t cl = bed.connect();
-        bed.send(cl, req_p);  // k = 0: worker 0's own
+        bed.send(cl, simple_get);  // k = 0: worker 0's own
         ASSERT_TRUE(peer.got.empty());
         bed.send(*bed.origin(), ok2);
         ASSERT_TRUE(bed.conn(cl).rx.ends_with("ok"));
-        bed.send(cl, req_p);  // k = 1: worker 1's, though worker 0's is idle
+        bed.send(cl, simple_get);  // k = 1: worker 1's, though worker 0's is idle
         EXPECT_EQ(bed.ctr().xcore_requests_out.get(), 1u);
         answer_from_worker_1(bed, peer);
         EXPECT_NE(bed.conn(cl).rx.find("HTTP/1.1 502 "), std::string::npos);
@@ -348,16 +329,11 @@ TEST(SharedPick, RoundRobinHandsEveryOtherRequestToTheOtherWorker) {
 
 TEST(SharedPick, OwnIdleFirstKeepsRequestsOnTheWorkersIdleConnectionAndHandsOverWhenItIsBusy) {
     taking_peer peer;
-    bed_options o;
-    o.toml = bed_config("", "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n"
-                            "shared_pick = \"own_idle_first\"\n");
-    o.workers = 2;
-    o.send = &taking_peer::send;
-    o.send_ctx = &peer;
+    const bed_options o = two_workers_shared(peer, "shared_pick = \"own_idle_first\"\n");
     {
         proxy_bed bed(o);
         const size_t cl = bed.connect();
-        bed.send(cl, req_p);  // none open yet: round robin, k = 0 (worker 0's)
+        bed.send(cl, simple_get);  // none open yet: round robin, k = 0 (worker 0's)
         ASSERT_TRUE(peer.got.empty());
         ASSERT_EQ(bed.origin_count(), 1u);
         peer_conn &org = *bed.origin();
@@ -365,7 +341,7 @@ TEST(SharedPick, OwnIdleFirstKeepsRequestsOnTheWorkersIdleConnectionAndHandsOver
         ASSERT_TRUE(bed.conn(cl).rx.ends_with("ok"));
         for (int i = 0; i < 4; ++i) {
             org.rx.clear();
-            bed.send(cl, req_p);
+            bed.send(cl, simple_get);
             EXPECT_TRUE(peer.got.empty()) << i;
             EXPECT_NE(org.rx.find("GET /p "), std::string::npos) << "the same connection " << i;
             bed.send(org, ok2);
@@ -377,8 +353,8 @@ TEST(SharedPick, OwnIdleFirstKeepsRequestsOnTheWorkersIdleConnectionAndHandsOver
         // The own connection busy: the next request goes round robin, to
         // k = 1 (worker 1's).
         const size_t cl2 = bed.connect();
-        bed.send(cl, req_p);
-        bed.send(cl2, req_p);
+        bed.send(cl, simple_get);
+        bed.send(cl2, simple_get);
         EXPECT_EQ(bed.ctr().shared_own_idle.get(), 5u);
         EXPECT_EQ(bed.ctr().xcore_requests_out.get(), 1u);
         answer_from_worker_1(bed, peer);

@@ -319,11 +319,7 @@ TEST(Timeout, TotalTimeoutEndsAResponseThatTrickles) {
 // resp_error carries the timeout kind, and the client's worker logs it.
 TEST(Timeout, AHandedOverRequestLogsThePeersTimeoutKind) {
     taking_peer peer;
-    bed_options opt;
-    opt.toml = bed_config("", "pool = \"shared\"\nshared_connections = 2\nmax_fails = 0\n");
-    opt.workers = 2;
-    opt.send = &taking_peer::send;
-    opt.send_ctx = &peer;
+    const bed_options opt = two_workers_shared(peer);
     access_log_sink sink(16, 0);  // outlives the bed
     {
         proxy_bed bed(opt);
@@ -332,14 +328,10 @@ TEST(Timeout, AHandedOverRequestLogsThePeersTimeoutKind) {
         const size_t a = bed.connect(), b = bed.connect();
         bed.send(a, get_req);
         bed.send(b, get_req);
-        const xcore::message *head = nullptr;
-        for (const auto &m : peer.got)
-            if (m.opcode == op_req_head) head = &m;
+        const xcore::message *head = peer.last_head();
         ASSERT_NE(head, nullptr) << "no request went to worker 1";
-        xcore::message err{};
-        err.handle = head->handle;
-        err.opcode = op_resp_error;
-        err.arg = 504u | uint32_t(timeout_kind::response) << 16;
+        xcore::message err =
+            resp_error_for(*head, 504u | uint32_t(timeout_kind::response) << 16);
         bed.proxy().on_message(1, err, bed.now());
         bed.pump();
         const size_t handed = bed.conn(a).rx.starts_with("HTTP/1.1 504 ") ? a : b;

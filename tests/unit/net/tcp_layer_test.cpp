@@ -39,7 +39,7 @@ class TcpLayerTest : public testing::Test {
 protected:
     void SetUp() override { start(tcp_layer_config{}); }
 
-    void start(tcp_layer_config cfg) {
+    void start(tcp_layer_config cfg, uint32_t max_connections = 4) {
         ASSERT_NE(g_pool, nullptr);
         layer_.reset();
         st_.reset();
@@ -49,7 +49,7 @@ protected:
         ic.mac = mac_addr({0x02, 0, 0, 0, 0, 0x01});
         ic.addr = our_ip;
         st_.emplace(ic, g_pool, nc_);
-        cfg.max_connections = 4;
+        cfg.max_connections = max_connections;
         cfg.conn.timestamps = timestamps_;  // off unless a test turns them on
         cfg.isn_key = siphash_key{1, 2};
         cfg.cookie_key0 = siphash_key{3, 4};
@@ -297,6 +297,47 @@ TEST_F(TcpLayerTest, before_a_sleep_only_acks_the_timer_would_send_go_early) {
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].h.dst_port, 5002);
     EXPECT_EQ(out[0].h.ack, seq_num(104));
+}
+
+// More connections owe an ACK before a sleep than one walk of the timer heap
+// collects (64): the walk repeats until none is left, and passes over those
+// whose ACKs ride on their data.
+TEST_F(TcpLayerTest, before_a_sleep_every_owed_ack_goes_however_many_connections_owe_one) {
+    constexpr uint16_t n = 150;
+    start(tcp_layer_config{}, 256);
+    ASSERT_EQ(layer_->listen(7), tcp_layer::listen_result::ok);
+    std::vector<uint32_t> iss(n);
+    for (uint16_t i = 0; i < n; ++i) iss[i] = handshake(5000 + i, 7, 100);
+    (void)events();
+    // Every connection but each fifth gets data whose ACK the timer sends.
+    for (uint16_t i = 0; i < n; ++i)
+        if (i % 5 != 0) send(seg(5000 + i, 7, 101, tcp_flag::ack, iss[i] + 1), from_string("one"), 0);
+    EXPECT_TRUE(take().empty());
+    layer_->poll_timers(40 * ms);
+    EXPECT_EQ(take().size(), n - n / 5);
+    // Data on all of them at 100 ms, then the lcore is about to sleep.
+    for (uint16_t i = 0; i < n; ++i) {
+        const uint32_t seq = i % 5 != 0 ? 104 : 101;
+        send(seg(5000 + i, 7, seq, tcp_flag::ack, iss[i] + 1), from_string("two"), 100 * ms);
+    }
+    EXPECT_TRUE(take().empty());
+    EXPECT_EQ(layer_->ack_before_sleep(100 * ms), uint32_t{n - n / 5});
+    auto out = take();
+    ASSERT_EQ(out.size(), n - n / 5);
+    std::vector<bool> acked(n);
+    for (const seg_out &o : out) {
+        const uint16_t i = static_cast<uint16_t>(o.h.dst_port - 5000);
+        ASSERT_LT(i, n);
+        EXPECT_NE(i % 5, 0) << "its ACK was not the timer's";
+        EXPECT_FALSE(acked[i]) << "two ACKs to " << o.h.dst_port;
+        acked[i] = true;
+        EXPECT_EQ(o.h.ack, seq_num(107));
+    }
+    EXPECT_EQ(tc_.idle_acks.get(), uint64_t{n - n / 5});
+    EXPECT_EQ(layer_->ack_before_sleep(100 * ms), 0u);
+    // The others' ACKs still wait for their timers.
+    layer_->poll_timers(140 * ms);
+    EXPECT_EQ(take().size(), n / 5);
 }
 
 // conn.defer_output (issue 17): what a loop iteration queues leaves at

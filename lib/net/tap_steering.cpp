@@ -275,7 +275,7 @@ result<int, std::string> load(const program &prog, const char *what) {
     const int err = errno;
     std::string msg = std::string(what) + ": BPF_PROG_LOAD failed: " + errno_text(err);
     if (err == EPERM)
-        msg += "; loading BPF programs needs CAP_BPF or CAP_SYS_ADMIN";
+        msg += "; needs CAP_BPF or CAP_SYS_ADMIN";  // short: /ferry/ports' strings end at 127
     std::string log(64 * 1024, '\0');
     const int retry = prog_load(prog, log);
     if (retry >= 0) {

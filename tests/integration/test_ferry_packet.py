@@ -31,6 +31,12 @@
     (packet_rx_gso_frames, _segments); echo and source again intact, nothing
     truncated. Before (and on net_af_packet), such frames were cut short and
     the connection stalled.
+
+(f) Without CAP_BPF and CAP_SYS_ADMIN (ferry run under setpriv without them)
+    the steering program cannot be loaded: the fanout group falls back to the
+    kernel's flow hash, the port says so (`steering = none (<cause>)`) and
+    the log warns once; every transfer still arrives whole (segments that
+    land on the other lcore's queue are handed over).
 """
 
 import os
@@ -178,6 +184,28 @@ def main():
                     check(m is not None and p0[key] <= int(m.group(1)) <= p1[key],
                           f"/metrics: ferry_port_packet_{name}_total "
                           f"{m.group(1) if m else None} ({p0[key]}..{p1[key]})")
+            check(f.stop() == 0, "exit 0 on SIGTERM")
+
+        # (f) no capability to load the steering program (a new ferry: the
+        # peer's address goes again once it is ready)
+        ns.run(["ip", "addr", "flush", "dev", "fpk1"])
+        drop = ["setpriv", "--bounding-set", "-bpf,-sys_admin", "--inh-caps", "-bpf,-sys_admin", "--"]
+        with Ferry(ns, lcores="0-1", config=CONFIG, peer_iface="fpk1", wrapper=drop) as f:
+            port = f.port("pk0")
+            check(port["steering"].startswith("none (") and port["steering"].endswith(
+                  "needs CAP_BPF or CAP_SYS_ADMIN)") and port["queues"] == 2,
+                  f"without CAP_BPF the fanout group uses the kernel's hash ({port['steering']})")
+            with open(f.log_path) as lf:
+                warned = [ln for ln in lf if "no fanout steering" in ln]
+            check(len(warned) == 1 and "pk0" in warned[0],
+                  f"one warning names the port ({warned[:1]})")
+            before = f.port("pk0")
+            transfers(ns, "kernel fanout hash")
+            p = f.port("pk0")
+            print(f"hand-offs: {p['tcp_handoff_out'] - before['tcp_handoff_out']} of "
+                  f"{p['tcp_rx'] - before['tcp_rx']} segments")
+            check(p["tcp_drop_bad_checksum"] == 0 and p["packet_rx_truncated"] == 0,
+                  "no bad checksums, nothing truncated")
             check(f.stop() == 0, "exit 0 on SIGTERM")
     print("test_ferry_packet: all checks passed")
     return 0

@@ -203,11 +203,15 @@ class Ferry:
 
     lcores: EAL -l list; config: TOML text (None = the embedded default);
     extra_eal: more EAL arguments. The kernel side of the tap gets PEER_ADDR.
+    wrapper: a command and its arguments ferry is run under (its pid stays
+    ferry's: the wrapper must exec it, as setpriv does).
     """
 
     def __init__(self, ns, lcores="0-1", config=None, extra_eal=(), extra_args=(),
-                 ready_timeout=60, peer_iface=TAP_IFACE):
+                 ready_timeout=60, peer_iface=TAP_IFACE, wrapper=()):
         self.ns = ns
+        # A command ferry runs under (e.g. setpriv to drop capabilities).
+        self.wrapper = list(wrapper)
         self.lcores = lcores
         self.config = config
         self.extra_eal = list(extra_eal)
@@ -224,7 +228,7 @@ class Ferry:
 
     # -- lifecycle -------------------------------------------------------
     def __enter__(self):
-        args = [ferry_binary(), "-l", self.lcores, "--no-huge", "-m", "512", "--no-pci",
+        args = self.wrapper + [ferry_binary(), "-l", self.lcores, "--no-huge", "-m", "512", "--no-pci",
                 "--file-prefix", self.prefix] + self.extra_eal + ["--"]
         if self.config is not None:
             cfg = os.path.join(self.tmp, "ferry.toml")

@@ -61,6 +61,11 @@ bool ring(const doorbell &d) noexcept {
     return write(d.fd, &one, sizeof one) == static_cast<ssize_t>(sizeof one);
 }
 
+bool ring_sleeper(doorbell &d) noexcept {
+    d.rung_at.store(reactor::now_ns(), std::memory_order_release);
+    return ring(d);
+}
+
 uint64_t reactor::now_ns() noexcept {
     // Constructed on first use: after rte_eal_init, which calibrates the TSC.
     static const tsc_clock clock;
@@ -367,6 +372,19 @@ bool reactor::try_sleep(uint64_t now, const std::atomic<bool> &stop) noexcept {
             // How late the timer woke us: what a sleep costs in latency.
             if (deadline != timer_wheel::no_deadline && woke > deadline) {
                 policy_.on_wake_late(woke - deadline);
+                publish_window();
+            }
+        }
+        if (by_bell) {
+            // How long the peer that rang waited for us: the same cost, as a
+            // hand-off to this lcore sees it. A stamp older than this attempt
+            // is left from an aborted one (its ring drained since, or about
+            // to be) and says nothing about this sleep.
+            const uint64_t at = bell_.rung_at.exchange(0, std::memory_order_acq_rel);
+            if (at >= now && woke > at) {
+                c_.doorbell_wakes_timed.inc();
+                c_.doorbell_wake_ns.inc(woke - at);
+                policy_.on_wake_late(woke - at);
                 publish_window();
             }
         }

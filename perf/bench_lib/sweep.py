@@ -122,7 +122,7 @@ LCORE_FIELDS = ("doorbells_rung", "doorbells_suppressed", "sleeps", "naps", "wak
                 "wakeups_doorbell", "wakeups_rx", "wakeups_timer", "msgs_out",
                 "adaptive_gaps", "adaptive_spins_paid", "adaptive_sleeps_short",
                 "adaptive_sleeps_long", "adaptive_gaps_capped", "tx_short_bursts", "tx_drop_stuck", "spin_yields",
-                "pre_sleep_work")
+                "pre_sleep_work", "doorbell_wakes_timed", "doorbell_wake_ns")
 
 WAKE_FIELDS = ("wakeups_doorbell", "wakeups_rx", "wakeups_timer", "naps")
 # Where wakeups come from: the segments ferry got and sent (a peer's lone ACK

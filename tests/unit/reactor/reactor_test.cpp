@@ -370,6 +370,55 @@ TEST_F(ReactorTest, ConditionalNotifyRingsOnlyASleeper) {
     r.timers().cancel(t);
 }
 
+// The elected ringer stamps its ring; the woken lcore times the wake-up from
+// it and learns a sleep's latency from that, as from a late timer. A stamp
+// older than the sleep (left by an aborted attempt) is not a sample.
+TEST_F(ReactorTest, DoorbellWakeIsTimedFromTheRingersStampAndTeachesTheWakeCost) {
+    std::thread producer([&] {
+        while (!r.committed_to_sleep()) std::this_thread::yield();
+        EXPECT_EQ(notify(r.bell(), wakeup_mode::conditional), ring_result::rung);
+    });
+    const uint64_t t0 = reactor::now_ns();
+    EXPECT_TRUE(r.try_sleep(t0, stop));
+    const uint64_t t1 = reactor::now_ns();
+    producer.join();
+    EXPECT_EQ(c.wakeups_doorbell.get(), 1u);
+    EXPECT_EQ(c.doorbell_wakes_timed.get(), 1u);
+    EXPECT_GT(c.doorbell_wake_ns.get(), 0u);
+    EXPECT_LT(c.doorbell_wake_ns.get(), t1 - t0);
+    EXPECT_EQ(r.bell().rung_at.load(), 0u) << "taken by the wake-up";
+
+    // A ringer that took 2 ms to get its write out (a preempted producer):
+    // the wake cost, 10 us before any sample, moves up toward it.
+    const uint64_t before = r.wake_cost_ns();
+    std::thread slow([&] {
+        while (!r.committed_to_sleep()) std::this_thread::yield();
+        ASSERT_EQ(r.bell().sleeping.exchange(0), 1u);
+        r.bell().rung_at.store(reactor::now_ns() - 2'000'000);
+        EXPECT_TRUE(ring(r.bell()));
+    });
+    EXPECT_TRUE(r.try_sleep(reactor::now_ns() - 3'000'000, stop));
+    slow.join();
+    EXPECT_EQ(c.doorbell_wakes_timed.get(), 2u);
+    EXPECT_GE(c.doorbell_wake_ns.get(), 2'000'000u);
+    EXPECT_GT(r.wake_cost_ns(), before);
+
+    // A stale stamp (before the attempt began): counted as a doorbell
+    // wake-up, not timed, the wake cost unchanged.
+    const uint64_t learned = r.wake_cost_ns();
+    std::thread stale([&] {
+        while (!r.committed_to_sleep()) std::this_thread::yield();
+        ASSERT_EQ(r.bell().sleeping.exchange(0), 1u);
+        r.bell().rung_at.store(1);
+        EXPECT_TRUE(ring(r.bell()));
+    });
+    EXPECT_TRUE(r.try_sleep(reactor::now_ns(), stop));
+    stale.join();
+    EXPECT_EQ(c.wakeups_doorbell.get(), 3u);
+    EXPECT_EQ(c.doorbell_wakes_timed.get(), 2u);
+    EXPECT_EQ(r.wake_cost_ns(), learned);
+}
+
 TEST_F(ReactorTest, AlwaysModeRingsEvenAPollingPeer) {
     EXPECT_EQ(notify(r.bell(), wakeup_mode::always), ring_result::rung);
     uint64_t v = 0;

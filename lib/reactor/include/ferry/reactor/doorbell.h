@@ -25,6 +25,12 @@
 //
 // exchange(sleeping, 0) == 1 picks exactly one ringer among concurrent
 // producers per sleep; the others see 0 and count a suppressed doorbell.
+//
+// That one ringer also stamps the time it rang (rung_at): the owner, woken by
+// it, learns how long a hand-off to a sleeping lcore waits for it to run (its
+// eventfd write, the wake-up, the scheduler), an honest sample of what a sleep
+// costs in latency, beside its late timer wake-ups (reactor::try_sleep). The
+// stamp is side information: no step of the argument above reads it.
 #pragma once
 
 #include <atomic>
@@ -48,6 +54,9 @@ struct alignas(64) doorbell {
     std::atomic<uint32_t> sleeping{0};
     // eventfd (non-blocking) in the owner's epoll set; fixed after start-up.
     int fd = -1;
+    // reactor::now_ns() when the elected ringer rang (0: none since the owner
+    // last looked). Written by that ringer, taken (exchange to 0) by the owner.
+    std::atomic<uint64_t> rung_at{0};
 };
 
 enum class ring_result : uint8_t { rung, suppressed, failed };
@@ -55,6 +64,8 @@ enum class ring_result : uint8_t { rung, suppressed, failed };
 // Writes 1 to the doorbell's eventfd: one syscall. Returns false if write
 // failed (EAGAIN cannot happen before 2^64-1 unread rings).
 bool ring(const doorbell &d) noexcept;
+// ring() by the producer elected for a sleep: stamps rung_at first.
+bool ring_sleeper(doorbell &d) noexcept;
 
 // Producer side, once per flush after the enqueue burst(s) to the doorbell's
 // owner (not once per message). `mode` is the process's current wakeup mode.
@@ -70,7 +81,7 @@ inline ring_result notify(doorbell &peer, wakeup_mode mode) noexcept {
     // locked instruction and of pulling the line exclusive.
     if (peer.sleeping.load(std::memory_order_relaxed) != 0 &&
         peer.sleeping.exchange(0, std::memory_order_acq_rel) == 1)
-        return ring(peer) ? ring_result::rung : ring_result::failed;
+        return ring_sleeper(peer) ? ring_result::rung : ring_result::failed;
     return ring_result::suppressed;
 }
 

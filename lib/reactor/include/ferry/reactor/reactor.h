@@ -56,6 +56,8 @@ namespace ferry::reactor {
     X(sleeps, "times the lcore slept in epoll_wait")                                   \
     X(sleep_ns, "nanoseconds spent asleep")                                            \
     X(wakeups_doorbell, "wakeups by a peer's doorbell")                                \
+    X(doorbell_wakes_timed, "doorbell wake-ups timed from the ringer's stamp (adaptive learns a sleep's latency from them)") \
+    X(doorbell_wake_ns, "ns from a peer's doorbell write to this lcore running, summed over doorbell_wakes_timed") \
     X(wakeups_rx, "wakeups by an rx interrupt")                                        \
     X(wakeups_timer, "wakeups by the sleep timeout (a timer was due)")                 \
     X(wakeups_other, "wakeups by a signal (EINTR)")                                    \

@@ -6,7 +6,8 @@
 // of g costs g of CPU and adds no latency. Sleeping costs the CPU of a
 // sleep/wake round trip (S: the thread's CPU time across one, sampled) and
 // adds its latency to whatever ends the gap (L: how late the lcore's timer
-// wakeups come, a running median; a timed nap of length N adds N/2 on top). The
+// wakeups come and how long a peer's doorbell took to get it running, a
+// running median of both; a timed nap of length N adds N/2 on top). The
 // operator's latency weight λ (latency_weight_pct / 100) says how many ns of
 // CPU one ns of that latency is worth, so one sleep is priced
 //     C = S + λ · (L [+ N/2])
@@ -76,7 +77,8 @@ public:
     // after it came: that much (L, plus N/2 for a nap) is taken off before
     // the gap is recorded.
     verdict on_gap(uint64_t gap_ns, bool slept) noexcept;
-    // A timer wakeup came `late_ns` after its deadline: an L sample.
+    // A timer wakeup came `late_ns` after its deadline, or a doorbell woke
+    // the lcore `late_ns` after it was rung: an L sample.
     void on_wake_late(uint64_t late_ns) noexcept;
     // One sleep/wake round trip took `cpu_ns` of the thread's CPU: an S sample.
     void on_sleep_cpu(uint64_t cpu_ns) noexcept;

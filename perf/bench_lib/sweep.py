@@ -47,9 +47,10 @@ from . import util
 
 MODES_TAP = ["always", "conditional", "poll", "adaptive"]
 MODES_NAP = ["poll", "adaptive"]
-DEFAULT_WEIGHT_PCT = 1000  # [ferry] latency_weight_pct's default
-DEFAULT_BUSY_WEIGHT_PCT = 1000  # [ferry] busy_latency_weight_pct's default
-DEFAULT_SPIN_YIELD_US = 20  # [ferry] spin_yield_us's default
+# The run-time settings a mode may change; a mode that names none runs with
+# the value ferry started with (its defaults: ferry/base/wakeup_defaults.h),
+# read from ferry once per group, not restated here.
+TUNED_SETTINGS = ("latency_weight_pct", "busy_latency_weight_pct", "spin_yield_us")
 
 
 def split_yield(m):
@@ -96,6 +97,14 @@ def mode_busy_weight(m):
     """'adaptive:A/1000' -> 1000 (busy_latency_weight_pct); None when not given."""
     w = _weights(m)
     return None if w is None else w[1]
+
+
+def get_setting(fp, key):
+    """/ferry/<key>'s current value (an integer)."""
+    r = fp.telemetry(f"/ferry/{key}")
+    if not isinstance(r.get(key), int):
+        raise RuntimeError(f"{key} reply {r}")
+    return r[key]
 
 
 def set_setting(fp, key, value):
@@ -470,6 +479,7 @@ def run(a, build, out_path, log=print):
                 emit({"kind": "group", "lcores": nlc, "port": port, "can_sleep": can_sleep,
                       "modes": modes})
                 pids = M.descendants([fp.pid])
+                started = {k: get_setting(fp, k) for k in TUNED_SETTINGS}
                 if a.sweep_haproxy:
                     # HAProxy on ferry's first CPU (ferry sleeps meanwhile,
                     # conditional): what a kernel proxy costs at the same rate.
@@ -489,15 +499,15 @@ def run(a, build, out_path, log=print):
                             try:
                                 set_setting(fp, "wakeup_mode", base_mode(mode))
                                 w = mode_weight(mode)
-                                w = DEFAULT_WEIGHT_PCT if w is None else w
+                                w = started["latency_weight_pct"] if w is None else w
                                 rec["latency_weight_pct"] = set_setting(fp, "latency_weight_pct", w)
                                 b = mode_busy_weight(mode)
-                                b = DEFAULT_BUSY_WEIGHT_PCT if b is None else b
+                                b = started["busy_latency_weight_pct"] if b is None else b
                                 rec["busy_latency_weight_pct"] = set_setting(
                                     fp, "busy_latency_weight_pct", b)
                                 y = mode_yield(mode)
                                 rec["spin_yield_us"] = set_setting(
-                                    fp, "spin_yield_us", DEFAULT_SPIN_YIELD_US if y is None else y)
+                                    fp, "spin_yield_us", started["spin_yield_us"] if y is None else y)
                                 time.sleep(0.3)  # the previous run's connections close
                                 rec.update(one_load(topo, url, pt, a.duration, a.sweep_warmup,
                                                     pids, fp, f"{nl}-{port}-{mode}", ol,

@@ -298,6 +298,7 @@
 #include "ferry/base/result.h"
 #include "ferry/base/ip_address.h"
 #include "ferry/base/ipv6_text.h"
+#include "ferry/base/wakeup_defaults.h"
 
 namespace ferry::config {
 
@@ -619,11 +620,11 @@ struct ferry_config {
     std::string source;    // file path, or "<embedded default>"
     uint32_t workers = 0;  // 0 = one worker per EAL lcore
     wakeup_mode wakeup = wakeup_mode::adaptive;
-    uint32_t idle_threshold_us = 200;
-    uint32_t nap_budget_us = 100;
-    uint32_t latency_weight_pct = 1000;
-    uint32_t busy_latency_weight_pct = 1000;
-    uint32_t spin_yield_us = 20;
+    uint32_t idle_threshold_us = wakeup_defaults::idle_threshold_us;
+    uint32_t nap_budget_us = wakeup_defaults::nap_budget_us;
+    uint32_t latency_weight_pct = wakeup_defaults::latency_weight_pct;
+    uint32_t busy_latency_weight_pct = wakeup_defaults::busy_latency_weight_pct;
+    uint32_t spin_yield_us = wakeup_defaults::spin_yield_us;
     uint32_t neighbor_timeout_s = 60;
     tcp_config tcp;
     tcp_test_config tcp_test;

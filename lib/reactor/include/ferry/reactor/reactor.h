@@ -42,6 +42,7 @@
 #include <cstdint>
 
 #include "ferry/base/counter.h"
+#include "ferry/base/wakeup_defaults.h"
 #include "ferry/reactor/doorbell.h"
 #include "ferry/reactor/spin_policy.h"
 #include "ferry/reactor/timer_wheel.h"
@@ -89,29 +90,23 @@ inline constexpr counter_field<reactor_counters> reactor_counter_fields[] = {
 // Process-wide settings every reactor reads each iteration; written only by
 // the control path (telemetry), which then wakes every sleeper so the change
 // takes effect at once. Read-mostly: its own cache line.
+// The defaults (and why they are what they are): ferry/base/wakeup_defaults.h,
+// shared with the config's [ferry] keys.
 struct alignas(64) settings {
     std::atomic<wakeup_mode> mode{wakeup_mode::adaptive};
-    std::atomic<uint64_t> idle_threshold_ns{200'000};
+    std::atomic<uint64_t> idle_threshold_ns{uint64_t{wakeup_defaults::idle_threshold_us} * 1000};
     // adaptive on ports without rx interrupts: the longest timed nap; 0: no naps.
-    std::atomic<uint64_t> nap_budget_ns{100'000};
+    std::atomic<uint64_t> nap_budget_ns{uint64_t{wakeup_defaults::nap_budget_us} * 1000};
     // adaptive: what a ns of wake-up latency is worth in ns of CPU, in percent
-    // (spin_window.h). 1000, equal to the busy weight: the ten-round
-    // offered-load sweeps' choice (docs/OPERATIONS.md section 3). The two
-    // windows' CPU together is bounded by what idle_threshold_ns would spend
-    // on the same gaps (spin_policy.h).
-    std::atomic<uint32_t> latency_weight_pct{1000};
-    // The same for gaps that began with work in flight (a poller's
-    // expecting(): a request waiting on an upstream): 1000, so that the
-    // answer usually finds the lcore spinning and a request costs at most one
-    // wake-up per lcore (issue 14), where 25 slept through a 150 us origin
-    // and woke twice per request, and 400 still did at 100 req/s.
-    std::atomic<uint32_t> busy_latency_weight_pct{1000};
+    // (spin_window.h). The two windows' CPU together is bounded by what
+    // idle_threshold_ns would spend on the same gaps (spin_policy.h).
+    std::atomic<uint32_t> latency_weight_pct{wakeup_defaults::latency_weight_pct};
+    // The same for gaps that began with work in flight (a poller's expecting()).
+    std::atomic<uint32_t> busy_latency_weight_pct{wakeup_defaults::busy_latency_weight_pct};
     // Every mode: a lcore spinning with nothing to do calls sched_yield()
-    // this often, so that another thread runnable on its CPU (on a shared
-    // CPU: often the client or origin whose answer it waits for) runs now
-    // instead of when the spinner's time slice ends; with none, the call
-    // returns at once. 0: never.
-    std::atomic<uint64_t> spin_yield_ns{20'000};
+    // this often, so that another thread runnable on its CPU runs now; with
+    // none, the call returns at once. 0: never.
+    std::atomic<uint64_t> spin_yield_ns{uint64_t{wakeup_defaults::spin_yield_us} * 1000};
 };
 
 // A source of work. Plain function pointers (no virtual calls, no allocation).

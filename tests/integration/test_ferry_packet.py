@@ -32,11 +32,17 @@
     truncated. Before (and on net_af_packet), such frames were cut short and
     the connection stalled.
 
-(f) Without CAP_BPF and CAP_SYS_ADMIN (ferry run under setpriv without them)
-    the steering program cannot be loaded: the fanout group falls back to the
-    kernel's flow hash, the port says so (`steering = none (<cause>)`) and
-    the log warns once; every transfer still arrives whole (segments that
-    land on the other lcore's queue are handed over).
+(f) With exactly the capabilities deploy/ferry.service grants (its
+    CapabilityBoundingSet, read from the unit; ferry run under setpriv with
+    no others: no CAP_SYS_ADMIN) the steering program loads and the fanout
+    group runs it. Before, the unit did not grant CAP_BPF: every flow's
+    segments were spread by the kernel's hash under systemd.
+
+(g) The unit's capabilities without CAP_BPF: the steering program cannot be
+    loaded, the fanout group falls back to the kernel's flow hash, the port
+    says so (`steering = none (<cause>)`) and the log warns once; every
+    transfer still arrives whole (segments that land on the other lcore's
+    queue are handed over).
 """
 
 import os
@@ -65,6 +71,22 @@ mbufs = 32768
 [admin]
 metrics_address = "{METRICS}"
 """
+
+
+def unit_capabilities():
+    """deploy/ferry.service's CapabilityBoundingSet, as setpriv names them."""
+    unit = os.path.join(os.path.dirname(__file__), "..", "..", "deploy", "ferry.service")
+    with open(unit) as f:
+        for line in f:
+            if line.startswith("CapabilityBoundingSet="):
+                return [c.lower().removeprefix("cap_") for c in line.split("=", 1)[1].split()]
+    raise RuntimeError("no CapabilityBoundingSet in deploy/ferry.service")
+
+
+def only_capabilities(caps):
+    """A setpriv command that runs ferry (as root) with exactly these capabilities."""
+    s = ",".join(["-all"] + ["+" + c for c in caps])
+    return ["setpriv", "--bounding-set", s, "--inh-caps", s, "--"]
 
 
 def peer_rx_packets(ns):
@@ -186,11 +208,30 @@ def main():
                           f"{m.group(1) if m else None} ({p0[key]}..{p1[key]})")
             check(f.stop() == 0, "exit 0 on SIGTERM")
 
-        # (f) no capability to load the steering program (a new ferry: the
-        # peer's address goes again once it is ready)
+        # (f) the systemd unit's capabilities (a new ferry: the peer's
+        # address goes again once it is ready)
+        caps = unit_capabilities()
+        print(f"deploy/ferry.service grants {caps}")
+        check("sys_admin" not in caps, "the unit grants no CAP_SYS_ADMIN")
         ns.run(["ip", "addr", "flush", "dev", "fpk1"])
-        drop = ["setpriv", "--bounding-set", "-bpf,-sys_admin", "--inh-caps", "-bpf,-sys_admin", "--"]
-        with Ferry(ns, lcores="0-1", config=CONFIG, peer_iface="fpk1", wrapper=drop) as f:
+        with Ferry(ns, lcores="0-1", config=CONFIG, peer_iface="fpk1",
+                   wrapper=only_capabilities(caps)) as f:
+            port = f.port("pk0")
+            check(port["steering"] == "fanout-ebpf",
+                  f"with the unit's capabilities the fanout group runs ferry's steering program "
+                  f"({port['steering']})")
+            before = f.port("pk0")
+            transfers(ns, "the unit's capabilities")
+            p = f.port("pk0")
+            rx, handed = p["tcp_rx"] - before["tcp_rx"], p["tcp_handoff_out"] - before["tcp_handoff_out"]
+            check(rx > 1000 and handed <= rx // 1000,
+                  f"segments arrive on their owner's queue ({handed} of {rx} handed over)")
+            check(f.stop() == 0, "exit 0 on SIGTERM")
+
+        # (g) the unit's capabilities but CAP_BPF
+        ns.run(["ip", "addr", "flush", "dev", "fpk1"])
+        with Ferry(ns, lcores="0-1", config=CONFIG, peer_iface="fpk1",
+                   wrapper=only_capabilities([c for c in caps if c != "bpf"])) as f:
             port = f.port("pk0")
             check(port["steering"].startswith("none (") and port["steering"].endswith(
                   "needs CAP_BPF or CAP_SYS_ADMIN)") and port["queues"] == 2,

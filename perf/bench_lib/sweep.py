@@ -18,7 +18,8 @@ can be told from those the client and the origin cause anyway.
 Per run one JSON line: mode, lcores, port, offered_rps, achieved_rps, round,
 cpu_pct_per_lcore (ferry's utime+stime from /proc over the window / lcores),
 p50_us, p99_us, p999_us (h2load's per-request log), errors, doorbells_per_1k,
-wakeups_per_s (sleeps + timed naps that ended), ipis_added_per_1k (RES+CAL
+doorbell_wake_us (the mean wait of a hand-off for the sleeping lcore it woke,
+from the ringer's stamp), wakeups_per_s (sleeps + timed naps that ended), ipis_added_per_1k (RES+CAL
 from /proc/interrupts, ferry's run minus the no-proxy run at the same rate),
 wake_floor_p99_us (perf/wake_floor, this round: the machine's cost of waking
 a sleeping thread), and the ferry counters behind them; per_request: each
@@ -372,6 +373,9 @@ def one_load(topo, url, rate, duration_s, warmup_s, pids, fp, tag, openloop=None
         # its whole main duration, the counters this window)
         req_w = out["achieved_rps"] * wall
         out["doorbells_per_1k"] = M.per_1k(d["doorbells_rung"], req_w)
+        timed = d.get("doorbell_wakes_timed", 0)
+        out["doorbell_wake_us"] = (round(d["doorbell_wake_ns"] / timed / 1000.0, 1)
+                                   if timed else None)
         out["wakeups_per_1k"] = M.per_1k(d["sleeps"] + d["naps"], req_w)
     return out
 
@@ -627,7 +631,8 @@ def summarize(recs):
     for k, rs in cells.items():
         out[k] = {f: _med([r.get(f) for r in rs]) for f in
                   ("achieved_rps", "cpu_pct_per_lcore", "p50_us", "p99_us", "p999_us",
-                   "doorbells_per_1k", "wakeups_per_s", "wakeups_per_1k", "ipi_per_s",
+                   "doorbells_per_1k", "doorbell_wake_us", "wakeups_per_s", "wakeups_per_1k",
+                   "ipi_per_s",
                    "ipis_added_per_1k", "ipis_added_per_s", "wake_floor_p99_us",
                    "ipis_ferry_cpus_added_per_1k")}
         out[k]["errors"] = sum(r.get("errors", 0) for r in rs)
@@ -750,9 +755,9 @@ def markdown(recs, path):
     for nl, port in grp:
         out += ["", f"## {port}, {nl} lcore(s)", "",
                 "| offered | mode | done req/s | CPU %/lcore | p50 us | p99 us | p99.9 us | "
-                "errors | doorbells /1k | wakeups /s | IPIs /s | IPIs added /1k | "
-                "IPIs added on ferry's CPUs /1k |",
-                "|" + "---|" * 13]
+                "errors | doorbells /1k | doorbell wake us | wakeups /s | IPIs /s | "
+                "IPIs added /1k | IPIs added on ferry's CPUs /1k |",
+                "|" + "---|" * 14]
         pts = sorted({k[2] for k in sm if k[:2] == (nl, port)}, key=point_order)
         for pt in pts:
             for mode in [m for m in mode_order(k[3] for k in sm)
@@ -763,7 +768,8 @@ def markdown(recs, path):
                 out.append(f"| {pt} | {mode} | {_n(c['achieved_rps'], 0)} | "
                            f"{_n(c['cpu_pct_per_lcore'])} | {_n(c['p50_us'], 0)} | "
                            f"{_n(c['p99_us'], 0)} | {_n(c['p999_us'], 0)} | {c['errors']} | "
-                           f"{_n(c['doorbells_per_1k'], 2)} | {_n(c['wakeups_per_s'], 0)} | "
+                           f"{_n(c['doorbells_per_1k'], 2)} | {_n(c['doorbell_wake_us'])} | "
+                           f"{_n(c['wakeups_per_s'], 0)} | "
                            f"{_n(c['ipi_per_s'], 0)} | {_n(c['ipis_added_per_1k'], 1)} | "
                            f"{_n(c['ipis_ferry_cpus_added_per_1k'], 1)} |")
         wf = _med([c["wake_floor_p99_us"] for k, c in sm.items() if k[:2] == (nl, port)])

@@ -182,6 +182,13 @@ struct worker_proxy::upconn : worker_proxy::endpoint {
     bool shared = false;
     uint32_t slot = none;
     uint32_t rq = none, rq_gen = 0;
+
+    // Idle and fit to carry the next request at once: nothing unread, the
+    // origin has not closed it, the TCP handle still open (otherwise it is
+    // closed, and a slot's connection reopened, first).
+    [[nodiscard]] bool reusable() const noexcept {
+        return state == st::idle && !eof && h.valid() && in_n == 0;
+    }
 };
 
 // A request another worker handed over (B's side of the protocol in proxy.h).

@@ -243,8 +243,7 @@ void worker_proxy::run_kicks(uint64_t now) noexcept {
                     close_upconn(*u, false, now);
                 break;
             }
-            if (u != nullptr && u->state == upconn::st::idle &&
-                (u->eof || !u->h.valid() || u->in_n != 0)) {
+            if (u != nullptr && u->state == upconn::st::idle && !u->reusable()) {
                 close_upconn(*u, true, now);
                 continue;
             }
@@ -315,9 +314,7 @@ uint32_t worker_proxy::own_idle_slot(uint32_t base, uint32_t n) const noexcept {
             continue;
         const upconn &u = upconns_[sl.conn];
         // What run_kicks would attach a job to at once (no reopen).
-        if (u.state == upconn::st::idle && u.client == none && u.rq == none && !u.eof &&
-            u.h.valid() && u.in_n == 0)
-            return base + k;
+        if (u.reusable() && u.client == none && u.rq == none) return base + k;
     }
     return none;
 }

@@ -89,6 +89,18 @@ def only_capabilities(caps):
     return ["setpriv", "--bounding-set", s, "--inh-caps", s, "--"]
 
 
+def handoffs(before, after):
+    """(segments handed to another lcore, segments received) between two readings of the port."""
+    return (after["tcp_handoff_out"] - before["tcp_handoff_out"], after["tcp_rx"] - before["tcp_rx"])
+
+
+def check_steered(before, after):
+    """Every flow's segments reached the lcore that owns it (at most 1 in 1,000 handed over)."""
+    handed, rx = handoffs(before, after)
+    check(rx > 1000 and handed <= rx // 1000,
+          f"segments arrive on their owner's queue ({handed} of {rx} handed over)")
+
+
 def peer_rx_packets(ns):
     out = ns.run(["cat", "/sys/class/net/fpk1/statistics/rx_packets"]).stdout
     return int(out)
@@ -154,13 +166,11 @@ def main():
                 # Every flow's frames reached the lcore that owns it: the
                 # kernel's fanout hash put about half of them on the other
                 # queue, to be handed over in software.
-                rx = p["tcp_rx"] - before["tcp_rx"]
-                handed = p["tcp_handoff_out"] - before["tcp_handoff_out"]
+                handed, rx = handoffs(before, p)
                 owners = [v["conn_opened_passive"] for k, v in f.telemetry("/ferry/tcp").items()
                           if k != "sum"]
                 print(f"hand-offs: {handed} of {rx} segments; flows per lcore {owners}")
-                check(rx > 1000 and handed <= rx // 1000,
-                      f"segments arrive on their owner's queue ({handed} of {rx} handed over)")
+                check_steered(before, p)
                 check(len(owners) == 2 and min(owners) > 0, f"both lcores own flows ({owners})")
 
                 # (c) ferry's side cuts and sums in software
@@ -223,9 +233,7 @@ def main():
             before = f.port("pk0")
             transfers(ns, "the unit's capabilities")
             p = f.port("pk0")
-            rx, handed = p["tcp_rx"] - before["tcp_rx"], p["tcp_handoff_out"] - before["tcp_handoff_out"]
-            check(rx > 1000 and handed <= rx // 1000,
-                  f"segments arrive on their owner's queue ({handed} of {rx} handed over)")
+            check_steered(before, p)
             check(f.stop() == 0, "exit 0 on SIGTERM")
 
         # (g) the unit's capabilities but CAP_BPF (where the kernel lets
@@ -252,8 +260,7 @@ def main():
             before = f.port("pk0")
             transfers(ns, "kernel fanout hash")
             p = f.port("pk0")
-            print(f"hand-offs: {p['tcp_handoff_out'] - before['tcp_handoff_out']} of "
-                  f"{p['tcp_rx'] - before['tcp_rx']} segments")
+            print("hand-offs: %d of %d segments" % handoffs(before, p))
             check(p["tcp_drop_bad_checksum"] == 0 and p["packet_rx_truncated"] == 0,
                   "no bad checksums, nothing truncated")
             check(f.stop() == 0, "exit 0 on SIGTERM")
